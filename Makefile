@@ -1,0 +1,49 @@
+# Switchboard: the two commands a newcomer needs are `make run` and `make test`.
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+BIN := $(ROOT)/.bin
+export PATH := $(BIN):$(PATH)
+
+# Every Go module of the workspace.
+MODULES := proto pkg gateway services/identity
+# Every binary: name=package directory.
+CMDS := identity=services/identity/cmd/identity gateway=gateway/cmd/gateway
+
+.PHONY: run test tools generate check-generate lint vet build clean
+
+## run: start PostgreSQL, Redis, every service and the gateway; print the URL and a key
+run: build
+	@deploy/local/run.sh
+
+## test: unit, integration and end-to-end tests on real, ephemeral PostgreSQL and Redis
+test: check-generate lint build
+	@deploy/local/test.sh
+
+## tools: install the pinned Go tools (buf, protoc plugins) into .bin/
+tools:
+	@deploy/local/tools.sh
+
+## generate: regenerate all code from proto/ (offline)
+generate: tools
+	@cd proto && buf generate --path switchboard
+
+## check-generate: fail when regeneration changes anything
+check-generate: generate
+	@if [ -n "$$(git status --porcelain -- proto)" ]; then \
+		echo "generated code is out of date with proto/: run 'make generate' and commit" >&2; \
+		git status --porcelain -- proto >&2; exit 1; fi
+
+## lint: go vet on every module and buf lint
+lint: tools vet
+	@cd proto && buf lint
+
+vet:
+	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
+
+## build: build every binary into .bin/
+build:
+	@for c in $(CMDS); do name=$${c%%=*}; dir=$${c#*=}; \
+		go build -o $(BIN)/$$name ./$$dir || exit 1; done
+
+clean:
+	rm -rf .run .bin

@@ -1,0 +1,3 @@
+module switchboard.dev/gateway
+
+go 1.25.0

@@ -1,0 +1,107 @@
+// Package apierr is the one catalogue of API errors (spec part 7 plus the
+// project's own) and their passage across gRPC: a service returns an *Error,
+// which travels as a gRPC status carrying an apiv1.ErrorDetail, and the
+// gateway renders it as {"error_code","error_name","message","detail"}.
+package apierr
+
+import "net/http"
+
+// Def is one catalogue entry.
+type Def struct {
+	Code    int32
+	Name    string
+	Status  int
+	Message string
+}
+
+// The project's own errors use the HTTP status as their code.
+var (
+	BadRequest         = Def{400, "BAD_REQUEST", http.StatusBadRequest, "bad request"}
+	Unauthorized       = Def{401, "UNAUTHORIZED", http.StatusUnauthorized, "missing or unknown api key"}
+	Forbidden          = Def{403, "FORBIDDEN", http.StatusForbidden, "forbidden"}
+	NotFound           = Def{404, "NOT_FOUND", http.StatusNotFound, "not found"}
+	Conflict           = Def{409, "CONFLICT", http.StatusConflict, "conflict"}
+	TooManyRequests    = Def{429, "TOO_MANY_REQUESTS", http.StatusTooManyRequests, "too many requests"}
+	Internal           = Def{500, "INTERNAL_SERVER_ERROR", http.StatusInternalServerError, "internal server error"}
+	ServiceUnavailable = Def{503, "SERVICE_UNAVAILABLE", http.StatusServiceUnavailable, "service unavailable"}
+)
+
+// Spec part 7. Statuses the spec leaves out are chosen by meaning (404 for
+// "not found", 409 for state conflicts, 400 otherwise); codes it names
+// without a number take free numbers in their family.
+var (
+	RequestValidation = Def{1, "REQUEST_VALIDATION_ERROR", 422, "request validation error"}
+
+	ContactNotFound           = Def{1000, "CONTACT_NOT_FOUND", 404, "contact not found"}
+	ContactPhoneEmailConflict = Def{1001, "CONTACT_PHONE_EMAIL_CONFLICT", 409, "phone or email already used by another contact"}
+	ContactTagNotExists       = Def{1002, "CONTACT_TAG_NOT_EXISTS", 400, "tag does not exist"}
+	NoteNotFound              = Def{2000, "NOTE_NOT_FOUND", 404, "note not found"}
+	CompanyNotFound           = Def{8000, "COMPANY_NOT_FOUND", 404, "company not found"}
+
+	ConnectionNotFound                    = Def{10000, "CONNECTION_NOT_FOUND", 404, "connection not found"}
+	ConnectionBlacklistAlreadyListed      = Def{10007, "CONNECTION_BLACKLIST_CHAT_IS_ALREADY_BLACKLISTED", 409, "chat is already blacklisted"}
+	ConnectionBlacklistNotListed          = Def{10008, "CONNECTION_BLACKLIST_CHAT_IS_NOT_BLACKLISTED", 404, "chat is not blacklisted"}
+	ConnectionBlacklistLimitExceeded      = Def{10009, "CONNECTION_BLACKLIST_LIMIT_EXCEEDED", 409, "blacklist limit exceeded"}
+	ConnectionLimitExceeded               = Def{10010, "CONNECTION_LIMIT_EXCEEDED", 400, "connection limit exceeded"}
+	ConnectionBlacklistExpectedChatID     = Def{10015, "CONNECTION_BLACKLIST_CHAT_EXPECTED_CHAT_ID", 422, "this connection type blocks by chat_id only"}
+	ConnectionIncorrectVKGroupScopes      = Def{10016, "CONNECTION_INCORRECT_VK_GROUP_SCOPES", 400, "incorrect vk community scopes"}
+	ConnectionWhatsappProviderUnsupported = Def{10020, "CONNECTION_WHATSAPP_PROVIDER_UNSUPPORTED", 500, "whatsapp provider is not supported; contact support"}
+
+	IntegrationCRMResponsibleUserNotFound = Def{13007, "INTEGRATION_CRM_RESPONSIBLE_USER_NOT_FOUND", 400, "responsible user not found in the crm account"}
+
+	MessagingWabaTemplateNotFound = Def{15010, "MESSAGING_WABA_TEMPLATE_NOT_FOUND", 404, "business template not found"}
+	MessagingFileURLNotSupported  = Def{15011, "MESSAGING_FILE_URL_NOT_SUPPORTED", 400, "file url is not supported"}
+
+	TelegramGenericError = Def{17000, "TELEGRAM_GENERIC_ERROR", 400, "telegram session expired or invalid"}
+
+	InvoiceProviderError = Def{18003, "INVOICE_PROVIDER_ERROR", 400, "invoice provider error"}
+
+	SubscriptionInTest            = Def{22015, "SUBSCRIPTION_IN_TEST", 409, "subscription is in its test period"}
+	SubscriptionAdvanceNotAllowed = Def{22016, "SUBSCRIPTION_ADVANCE_NOT_ALLOWED", 400, "advance is not allowed"}
+	SubscriptionAdvanceActive     = Def{22017, "SUBSCRIPTION_ADVANCE_ACTIVE", 409, "subscription has an active advance"}
+	SubscriptionPaymentsLocked    = Def{22018, "SUBSCRIPTION_PAYMENTS_LOCKED", 400, "payments are locked"}
+
+	UserNameInvalid = Def{26002, "USER_NAME_INVALID", 400, "name contains forbidden characters"}
+
+	WabaSettingsNotAvailable        = Def{29000, "WABA_SETTINGS_NOT_AVAILABLE", 400, "business profile settings are not available"}
+	WabaProfilePictureURLNotAllowed = Def{29005, "WABA_PROFILE_PICTURE_URL_NOT_ALLOWED", 400, "profile picture url is not allowed"}
+	WabaProfilePictureTooLarge      = Def{29006, "WABA_PROFILE_PICTURE_TOO_LARGE", 400, "profile picture is larger than 5 MB"}
+
+	MaxPersonalGenericError       = Def{30000, "MAX_PERSONAL_GENERIC_ERROR", 400, "max session expired or invalid"}
+	MaxPersonalUnableToGetQRLogin = Def{30006, "MAX_PERSONAL_UNABLE_TO_GET_QR_LOGIN", 400, "unable to get qr login"}
+
+	PartnerPayoutInsufficientBalance = Def{31000, "PARTNER_PAYOUT_INSUFFICIENT_BALANCE", 400, "balance is below the payout minimum"}
+	PartnerPayoutLocked              = Def{31001, "PARTNER_PAYOUT_LOCKED", 409, "a payout is already in progress"}
+)
+
+// Catalogue lists every entry, for documentation and for the tests that keep
+// codes unique.
+func Catalogue() []Def {
+	return []Def{
+		BadRequest, Unauthorized, Forbidden, NotFound, Conflict, TooManyRequests, Internal, ServiceUnavailable,
+		RequestValidation,
+		ContactNotFound, ContactPhoneEmailConflict, ContactTagNotExists, NoteNotFound, CompanyNotFound,
+		ConnectionNotFound, ConnectionBlacklistAlreadyListed, ConnectionBlacklistNotListed,
+		ConnectionBlacklistLimitExceeded, ConnectionLimitExceeded, ConnectionBlacklistExpectedChatID,
+		ConnectionIncorrectVKGroupScopes, ConnectionWhatsappProviderUnsupported,
+		IntegrationCRMResponsibleUserNotFound,
+		MessagingWabaTemplateNotFound, MessagingFileURLNotSupported,
+		TelegramGenericError,
+		InvoiceProviderError,
+		SubscriptionInTest, SubscriptionAdvanceNotAllowed, SubscriptionAdvanceActive, SubscriptionPaymentsLocked,
+		UserNameInvalid,
+		WabaSettingsNotAvailable, WabaProfilePictureURLNotAllowed, WabaProfilePictureTooLarge,
+		MaxPersonalGenericError, MaxPersonalUnableToGetQRLogin,
+		PartnerPayoutInsufficientBalance, PartnerPayoutLocked,
+	}
+}
+
+// ByCode finds a catalogue entry.
+func ByCode(code int32) (Def, bool) {
+	for _, d := range Catalogue() {
+		if d.Code == code {
+			return d, true
+		}
+	}
+	return Def{}, false
+}

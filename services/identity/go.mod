@@ -1,0 +1,3 @@
+module switchboard.dev/services/identity
+
+go 1.25.0
