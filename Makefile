@@ -7,7 +7,7 @@ export PATH := $(BIN):$(PATH)
 # Every Go module of the workspace.
 MODULES := proto pkg gateway services/identity
 # Every binary: name=package directory.
-CMDS := identity=services/identity/cmd/identity gateway=gateway/cmd/gateway
+CMDS := identity=services/identity/cmd/identity gateway=gateway/cmd/gateway devstack=pkg/devstack/cmd/devstack
 
 .PHONY: run test tools generate check-generate lint vet build clean
 

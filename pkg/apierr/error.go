@@ -24,7 +24,7 @@ type Error struct {
 // FieldError is one item of a 422 detail.errors list. Location starts with
 // "path", "query" or "body" and continues with field names and list indexes.
 type FieldError struct {
-	Location []any `json:"location"`
+	Location []any  `json:"location"`
 	Message  string `json:"message"`
 	Type     string `json:"type"`
 }

@@ -1,0 +1,164 @@
+// Package gateway assembles the HTTP front door: every service's generated
+// grpc-gateway handlers on one mux with the JSON contract of httpapi,
+// OpenTelemetry, request logs and health endpoints.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"switchboard.dev/gateway/internal/httpapi"
+	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
+)
+
+// Config of the gateway.
+type Config struct {
+	HTTPAddr     string `env:"SWITCHBOARD_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	IdentityAddr string `env:"SWITCHBOARD_IDENTITY_ADDR" envDefault:"127.0.0.1:9101"`
+	LogLevel     string `env:"SWITCHBOARD_LOG_LEVEL" envDefault:"info"`
+	// Grace period for in-flight requests on SIGTERM.
+	ShutdownTimeout time.Duration `env:"SWITCHBOARD_SHUTDOWN_TIMEOUT" envDefault:"20s"`
+}
+
+type registerFunc func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
+
+// backend is one service and the public APIs it serves. A new service adds
+// one entry here.
+type backend struct {
+	name     string
+	addr     string
+	register []registerFunc
+}
+
+func backends(cfg Config) []backend {
+	return []backend{
+		{"identity", cfg.IdentityAddr, []registerFunc{
+			identityv1.RegisterIdentityServiceHandler,
+			identityv1.RegisterOperatorServiceHandler,
+		}},
+	}
+}
+
+// Gateway is the HTTP handler and the connections behind it.
+type Gateway struct {
+	handler http.Handler
+	conns   map[string]*grpc.ClientConn
+}
+
+// New connects to every backend (lazily: gRPC dials on first use) and
+// builds the handler.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
+	mux := httpapi.NewServeMux()
+	g := &Gateway{conns: map[string]*grpc.ClientConn{}}
+	for _, b := range backends(cfg) {
+		conn, err := grpc.NewClient(b.addr,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
+		)
+		if err != nil {
+			g.Close()
+			return nil, fmt.Errorf("backend %s: %w", b.name, err)
+		}
+		g.conns[b.name] = conn
+		for _, reg := range b.register {
+			if err := reg(ctx, mux, conn); err != nil {
+				g.Close()
+				return nil, fmt.Errorf("register %s: %w", b.name, err)
+			}
+		}
+	}
+	root := http.NewServeMux()
+	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	root.HandleFunc("GET /readyz", g.ready)
+	root.Handle("/", httpapi.Handler(mux))
+	g.handler = otelhttp.NewHandler(accessLog(log, root), "gateway",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+	return g, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+
+// Close closes the backend connections.
+func (g *Gateway) Close() {
+	for _, c := range g.conns {
+		_ = c.Close()
+	}
+}
+
+// ready answers 200 when every backend reports SERVING, else 503 naming
+// the ones that do not.
+func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	var down []string
+	for name, conn := range g.conns {
+		res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil || res.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			down = append(down, name)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if len(down) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintf(w, `{"status":"unavailable","down":%q}`, down)
+		return
+	}
+	_, _ = w.Write([]byte(`{"status":"ok"}`))
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// accessLog writes one line per request.
+func accessLog(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		log.InfoContext(r.Context(), "http",
+			"method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"duration_ms", float64(time.Since(start).Microseconds())/1000)
+	})
+}
+
+// Serve runs the HTTP server until ctx ends, then drains.
+func Serve(ctx context.Context, srv *http.Server, shutdownTimeout time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

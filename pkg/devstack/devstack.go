@@ -1,0 +1,210 @@
+// Package devstack starts the whole platform from built binaries on local
+// PostgreSQL and Redis: one database per service, every service, then the
+// gateway, and waits until the gateway reports every backend ready. `make
+// run` and the end-to-end tests share it, so both run the same stack.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"switchboard.dev/pkg/postgres"
+)
+
+// Service is one backend binary with its own database.
+type Service struct {
+	Name string
+	// AddrEnv is the variable other processes use to reach it.
+	AddrEnv string
+}
+
+// Services in start order. A new service adds one line.
+var Services = []Service{
+	{Name: "identity", AddrEnv: "SWITCHBOARD_IDENTITY_ADDR"},
+}
+
+// Options of a stack.
+type Options struct {
+	// BinDir holds the binaries named like the services, plus "gateway".
+	BinDir string
+	// AdminDSN is a superuser DSN; databases are created beside it.
+	AdminDSN  string
+	RedisAddr string
+	// HTTPAddr of the gateway; "" picks a free port.
+	HTTPAddr string
+	// DBPrefix names the databases: <prefix>_<service>.
+	DBPrefix string
+	// LogDir receives <name>.log per process.
+	LogDir        string
+	AdminToken    string
+	InternalToken string
+	// Extra environment for every process (SWITCHBOARD_KEY_RATE=0, ...).
+	Env []string
+}
+
+// Stack is a running platform.
+type Stack struct {
+	BaseURL string
+	opts    Options
+	procs   []*exec.Cmd
+	done    []chan error
+}
+
+// Start brings the platform up, or stops what it started and fails.
+func Start(ctx context.Context, o Options) (*Stack, error) {
+	s := &Stack{opts: o}
+	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	env := append(os.Environ(),
+		"SWITCHBOARD_REDIS_ADDR="+o.RedisAddr,
+		"SWITCHBOARD_ADMIN_TOKEN="+o.AdminToken,
+		"SWITCHBOARD_INTERNAL_TOKEN="+o.InternalToken,
+		"SWITCHBOARD_SANDBOX=1",
+	)
+	env = append(env, o.Env...)
+	addrs := map[string]string{}
+	for _, svc := range Services {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		addrs[svc.Name] = addr
+		env = append(env, svc.AddrEnv+"="+addr)
+	}
+	for _, svc := range Services {
+		db := o.DBPrefix + "_" + svc.Name
+		if err := postgres.EnsureDatabase(ctx, o.AdminDSN, db); err != nil {
+			return nil, err
+		}
+		dsn, err := postgres.DSNWithDatabase(o.AdminDSN, db)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.spawn(svc.Name, append(env,
+			"SWITCHBOARD_GRPC_ADDR="+addrs[svc.Name],
+			"SWITCHBOARD_DATABASE_URL="+dsn,
+		)); err != nil {
+			s.Stop()
+			return nil, err
+		}
+	}
+	httpAddr := o.HTTPAddr
+	if httpAddr == "" {
+		var err error
+		if httpAddr, err = freeAddr(); err != nil {
+			s.Stop()
+			return nil, err
+		}
+	}
+	if err := s.spawn("gateway", append(env, "SWITCHBOARD_HTTP_ADDR="+httpAddr)); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.BaseURL = "http://" + httpAddr
+	if err := s.waitReady(ctx, 60*time.Second); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) spawn(name string, env []string) error {
+	logf, err := os.Create(filepath.Join(s.opts.LogDir, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(s.opts.BinDir, name))
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); logf.Close() }()
+	s.procs = append(s.procs, cmd)
+	s.done = append(s.done, done)
+	return nil
+}
+
+// waitReady polls the gateway's /readyz, failing early when a process dies.
+func (s *Stack) waitReady(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	client := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		for i, d := range s.done {
+			select {
+			case err := <-d:
+				name := filepath.Base(s.procs[i].Path)
+				d <- err
+				return fmt.Errorf("%s exited (%v):\n%s", name, err, s.Tail(name, 30))
+			default:
+			}
+		}
+		if res, err := client.Get(s.BaseURL + "/readyz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return errors.New("stack not ready in time:\n" + s.Tail("gateway", 20))
+}
+
+// Tail returns the last lines of a process's log.
+func (s *Stack) Tail(name string, lines int) string {
+	b, err := os.ReadFile(filepath.Join(s.opts.LogDir, name+".log"))
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// Log returns a process's whole log.
+func (s *Stack) Log(name string) string {
+	b, _ := os.ReadFile(filepath.Join(s.opts.LogDir, name+".log"))
+	return string(b)
+}
+
+// Stop sends SIGTERM to every process, gateway first, and waits for each
+// (SIGKILL after 10 seconds).
+func (s *Stack) Stop() {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		_ = s.procs[i].Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done[i]:
+		case <-time.After(10 * time.Second):
+			_ = s.procs[i].Process.Kill()
+			<-s.done[i]
+		}
+	}
+	s.procs, s.done = nil, nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

@@ -1,0 +1,178 @@
+// Package server is the gRPC bootstrap every service shares: interceptors in
+// one order (request log, panic recovery, auth, validation), OpenTelemetry,
+// health and reflection, and a graceful stop on shutdown.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/auth"
+)
+
+// Options of a service's server.
+type Options struct {
+	Name   string
+	Logger *slog.Logger
+	// Interceptors run after logging and recovery, in order: usually auth,
+	// then validation.
+	Interceptors []grpc.UnaryServerInterceptor
+	// ShutdownTimeout bounds the graceful stop.
+	ShutdownTimeout time.Duration
+}
+
+// Server is a gRPC server with health and reflection.
+type Server struct {
+	opts   Options
+	grpc   *grpc.Server
+	health *health.Server
+}
+
+// New builds the server; register services on GRPC() before Run.
+func New(opts Options) *Server {
+	chain := append([]grpc.UnaryServerInterceptor{
+		requestLog(opts.Logger),
+		recovery(opts.Logger),
+	}, opts.Interceptors...)
+	s := &Server{
+		opts: opts,
+		grpc: grpc.NewServer(
+			grpc.StatsHandler(otelgrpc.NewServerHandler()),
+			grpc.ChainUnaryInterceptor(chain...),
+		),
+		health: health.NewServer(),
+	}
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	return s
+}
+
+// GRPC is the server to register services on.
+func (s *Server) GRPC() *grpc.Server { return s.grpc }
+
+// Run serves on addr until ctx ends, then drains in-flight calls for at most
+// the shutdown timeout. Health turns NOT_SERVING first so that load
+// balancers stop sending new calls.
+func (s *Server) Run(ctx context.Context, addr string) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return s.Serve(ctx, lis)
+}
+
+// Serve is Run on an existing listener.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.opts.Logger.Info("serving", "addr", lis.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- s.grpc.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.health.Shutdown()
+	stopped := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(stopped) }()
+	timeout := s.opts.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 20 * time.Second
+	}
+	select {
+	case <-stopped:
+	case <-time.After(timeout):
+		s.opts.Logger.Warn("graceful stop timed out; closing connections")
+		s.grpc.Stop()
+	}
+	s.opts.Logger.Info("stopped")
+	if err := <-errc; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
+	return nil
+}
+
+// requestLog writes one line per call: method, status, duration, company.
+func requestLog(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		resp, err := handler(ctx, req)
+		attrs := []any{
+			"method", info.FullMethod,
+			"code", status.Code(err).String(),
+			"duration_ms", float64(time.Since(start).Microseconds()) / 1000,
+		}
+		level := slog.LevelInfo
+		if e, ok := apierr.FromError(err); ok {
+			attrs = append(attrs, "http_status", e.Status, "error_code", e.Code)
+			if e.Status >= 500 {
+				level = slog.LevelError
+				attrs = append(attrs, "error", err.Error())
+			}
+		} else if err != nil {
+			level = slog.LevelError
+			attrs = append(attrs, "error", err.Error())
+		}
+		if md, ok := metadata.FromIncomingContext(ctx); ok {
+			if v := md.Get("x-request-id"); len(v) > 0 {
+				attrs = append(attrs, "request_id", v[0])
+			}
+		}
+		if p, ok := auth.PrincipalFrom(ctx); ok {
+			attrs = append(attrs, "company_id", p.GetCompanyId(), "integration_id", p.GetIntegrationId())
+		}
+		log.Log(ctx, level, "rpc", attrs...)
+		if _, ok := apierr.FromError(err); !ok && err != nil && status.Code(err) == codes.Unknown {
+			// A plain Go error is a bug or an outage, never something to
+			// show the client: it becomes the catalogue's 500 (logged above).
+			err = apierr.Internal.E()
+		}
+		return resp, err
+	}
+}
+
+// recovery turns a panic into the 500 body instead of killing the process.
+func recovery(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.ErrorContext(ctx, "panic", "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = apierr.Internal.E()
+			}
+		}()
+		return handler(ctx, req)
+	}
+}
+
+// DialInternal connects to another service: OpenTelemetry propagation and
+// the internal token on every call.
+func DialInternal(target, token string) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
+		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			ctx = metadata.AppendToOutgoingContext(ctx, auth.HeaderInternalToken, token)
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", target, err)
+	}
+	return conn, nil
+}

@@ -1,0 +1,147 @@
+// Package service is the composition root every service shares: it reads
+// the common configuration, sets up logs, tracing, PostgreSQL (migrated at
+// start under an advisory lock), Redis and the authenticating gRPC server,
+// then lets the service wire its own parts with plain constructors.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+
+	"switchboard.dev/pkg/auth"
+	"switchboard.dev/pkg/config"
+	"switchboard.dev/pkg/logging"
+	"switchboard.dev/pkg/postgres"
+	"switchboard.dev/pkg/ratelimit"
+	"switchboard.dev/pkg/redisx"
+	"switchboard.dev/pkg/server"
+	"switchboard.dev/pkg/telemetry"
+	"switchboard.dev/pkg/validate"
+)
+
+// Deps are the shared parts a service builds on.
+type Deps struct {
+	Config config.Service
+	Log    *slog.Logger
+	DB     *pgxpool.Pool
+	Redis  *redis.Client
+}
+
+// Registrar registers a service's gRPC servers. When it also implements
+// auth.Source it authenticates keys itself (identity); every other service
+// asks identity over gRPC.
+type Registrar interface {
+	Register(s *grpc.Server)
+}
+
+// Spec describes one service.
+type Spec struct {
+	Name string
+	// DefaultAddr is the gRPC address when SWITCHBOARD_GRPC_ADDR is unset.
+	DefaultAddr string
+	// Migrations of the service's database (NNNN_name.sql).
+	Migrations fs.FS
+	// Build wires the service's own parts on the shared deps.
+	Build func(ctx context.Context, d *Deps) (Registrar, error)
+}
+
+// Run runs the service until ctx ends (SIGTERM), then stops gracefully.
+func Run(ctx context.Context, spec Spec, environ map[string]string, stdout io.Writer) error {
+	d := &Deps{Config: config.Service{GRPCAddr: spec.DefaultAddr}}
+	if err := config.Load(&d.Config, environ); err != nil {
+		return err
+	}
+	if d.Config.DatabaseURL == "" {
+		return errors.New("config: SWITCHBOARD_DATABASE_URL is required")
+	}
+	d.Log = logging.New(stdout, spec.Name, d.Config.LogLevel)
+
+	shutdownTracing, err := telemetry.Setup(ctx, spec.Name)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdownTracing(sctx)
+	}()
+
+	if err := postgres.Migrate(ctx, d.Config.DatabaseURL, spec.Migrations); err != nil {
+		return err
+	}
+	if d.DB, err = postgres.Open(ctx, d.Config.DatabaseURL); err != nil {
+		return err
+	}
+	defer d.DB.Close()
+	if d.Redis, err = redisx.Open(ctx, d.Config.RedisAddr); err != nil {
+		return err
+	}
+	defer d.Redis.Close()
+
+	reg, err := spec.Build(ctx, d)
+	if err != nil {
+		return fmt.Errorf("build %s: %w", spec.Name, err)
+	}
+	source, ok := reg.(auth.Source)
+	if !ok {
+		conn, err := server.DialInternal(d.Config.IdentityAddr, d.Config.InternalToken)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		source = auth.NewRemote(conn)
+	}
+	authn := auth.NewInterceptor(auth.Config{
+		Source:        auth.NewCache(d.Redis, source, d.Config.AuthCacheTTL),
+		OperatorToken: d.Config.AdminToken,
+		InternalToken: d.Config.InternalToken,
+		Sandbox:       d.Config.Sandbox,
+		Limiter:       keyLimiter(d),
+	})
+	validator, err := validate.New()
+	if err != nil {
+		return err
+	}
+	srv := server.New(server.Options{
+		Name:            spec.Name,
+		Logger:          d.Log,
+		Interceptors:    []grpc.UnaryServerInterceptor{authn.Unary, validator.Unary},
+		ShutdownTimeout: d.Config.ShutdownTimeout,
+	})
+	reg.Register(srv.GRPC())
+	return srv.Run(ctx, d.Config.GRPCAddr)
+}
+
+// keyLimiter applies the general per-key request rate, when configured.
+func keyLimiter(d *Deps) auth.Limiter {
+	if d.Config.KeyRate <= 0 {
+		return nil
+	}
+	return &perKey{
+		rl:    ratelimit.New(d.Redis, "sb:rate:key"),
+		limit: ratelimit.Limit{Rate: d.Config.KeyRate, Period: time.Second, Burst: d.Config.KeyBurst},
+	}
+}
+
+type perKey struct {
+	rl    *ratelimit.Limiter
+	limit ratelimit.Limit
+}
+
+func (p *perKey) AllowKey(ctx context.Context, integrationID int64) error {
+	res, err := p.rl.Allow(ctx, strconv.FormatInt(integrationID, 10), p.limit)
+	if err != nil {
+		return err
+	}
+	return res.Err()
+}

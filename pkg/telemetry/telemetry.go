@@ -1,0 +1,51 @@
+// Package telemetry configures OpenTelemetry tracing from the standard OTEL_*
+// environment variables. Without an exporter configured, spans are still
+// created and propagated (W3C traceparent), so trace ids reach every log
+// line and every downstream service.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+)
+
+// Setup installs the global tracer provider and propagator. The returned
+// function flushes and stops the provider.
+func Setup(ctx context.Context, service string) (func(context.Context) error, error) {
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(service)))
+	if err != nil {
+		res = resource.Default()
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if exporting() {
+		exp, err := autoexport.NewSpanExporter(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("trace exporter: %w", err)
+		}
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
+	otel.SetTracerProvider(tp)
+	return func(ctx context.Context) error {
+		return errors.Join(tp.ForceFlush(ctx), tp.Shutdown(ctx))
+	}, nil
+}
+
+// exporting: only when the deployment asked for an exporter, so local runs
+// and tests do not try to reach a collector that is not there.
+func exporting() bool {
+	if v := os.Getenv("OTEL_TRACES_EXPORTER"); v != "" {
+		return v != "none"
+	}
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}

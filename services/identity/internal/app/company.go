@@ -1,0 +1,107 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/auth"
+	"switchboard.dev/services/identity/internal/domain"
+)
+
+// CreateCompanyCmd is the operator's request.
+type CreateCompanyCmd struct {
+	Name       string
+	Timezone   string
+	IsPartner  bool
+	OwnerEmail string
+	OwnerName  string
+	PromoCode  string
+}
+
+// CreatedCompany carries the one-time key.
+type CreatedCompany struct {
+	CompanyCreated
+	APIKey string
+}
+
+// CreateCompany creates the company, its system roles, its owner as
+// ADMINISTRATOR and an API key with every scope, all in one transaction.
+func (s *Service) CreateCompany(ctx context.Context, cmd CreateCompanyCmd) (CreatedCompany, error) {
+	tz := cmd.Timezone
+	if tz == "" {
+		tz = domain.DefaultTimezone
+	}
+	if !domain.ValidTimezone(tz) {
+		return CreatedCompany{}, apierr.Field(apierr.Body("timezone"), "value_error", "unknown time zone %q: use an IANA name such as Europe/Moscow", tz)
+	}
+	if cmd.PromoCode != "" {
+		// Promo codes belong to partner companies; until one owns this
+		// code there is no partner to register the company with.
+		return CreatedCompany{}, apierr.Field(apierr.Body("promo_code"), "value_error", "unknown promo code %q", cmd.PromoCode)
+	}
+	key := domain.NewAPIKey()
+	in := NewCompany{
+		Name:      cmd.Name,
+		Timezone:  tz,
+		IsPartner: cmd.IsPartner,
+		Owner:     domain.User{Email: cmd.OwnerEmail, DisplayName: cmd.OwnerName},
+		Roles:     domain.SystemRoles(cmd.IsPartner),
+		Integration: domain.Integration{
+			Type:    domain.IntegrationAPI,
+			Name:    "API",
+			Status:  "enabled",
+			Scopes:  append([]string(nil), auth.Scopes...),
+			KeyHash: auth.HashKey(key),
+		},
+	}
+	if in.Owner.DisplayName == "" {
+		in.Owner.DisplayName = cmd.Name + " owner"
+	}
+	created, err := s.repo.CreateCompany(ctx, in)
+	if err != nil {
+		return CreatedCompany{}, fmt.Errorf("create company: %w", err)
+	}
+	return CreatedCompany{CompanyCreated: created, APIKey: key}, nil
+}
+
+// Company is the company card.
+func (s *Service) Company(ctx context.Context, id int64) (domain.Company, error) {
+	c, err := s.repo.Company(ctx, id)
+	return c, notFound(err, apierr.CompanyNotFound)
+}
+
+// Members lists the company's members.
+func (s *Service) Members(ctx context.Context, companyID int64) ([]domain.Member, error) {
+	return s.repo.Members(ctx, companyID)
+}
+
+// Roles lists the company's roles, system roles first.
+func (s *Service) Roles(ctx context.Context, companyID int64) ([]domain.Role, error) {
+	return s.repo.Roles(ctx, companyID)
+}
+
+// CreateMemberCmd is the operator's request. Role is a system type or the id
+// of a role of the company.
+type CreateMemberCmd struct {
+	CompanyID   int64
+	Email       string
+	DisplayName string
+	Role        RoleRef
+}
+
+// CreateMember adds a member to a company.
+func (s *Service) CreateMember(ctx context.Context, cmd CreateMemberCmd) (domain.Member, error) {
+	if _, err := s.repo.Company(ctx, cmd.CompanyID); err != nil {
+		return domain.Member{}, notFound(err, apierr.CompanyNotFound)
+	}
+	m, err := s.repo.CreateMember(ctx, cmd.CompanyID, domain.User{Email: cmd.Email, DisplayName: cmd.DisplayName}, cmd.Role)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return m, apierr.Field(apierr.Body("role"), "value_error", "the company has no such role")
+	case errors.Is(err, domain.ErrConflict):
+		return m, apierr.Conflict.Msg("%s is already a member of the company", cmd.Email)
+	}
+	return m, err
+}

@@ -1,0 +1,208 @@
+// Package domain holds identity's entities and rules: companies, users,
+// members, roles and API integrations. No transport or storage here.
+package domain
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	_ "time/tzdata" // IANA zones even on images without /usr/share/zoneinfo
+
+	"switchboard.dev/pkg/auth"
+)
+
+// ErrNotFound is what repositories answer for a row that is not there (or
+// belongs to another company, which callers must not be able to tell apart).
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is a uniqueness clash (a member added twice).
+var ErrConflict = errors.New("conflict")
+
+// DefaultTimezone of a company created without one.
+const DefaultTimezone = "Europe/Moscow"
+
+// DefaultCurrency is the only payment currency of new companies (spec 2.10).
+const DefaultCurrency = "RUB"
+
+type Company struct {
+	ID                    int64
+	Name                  string
+	OwnerID               int64
+	Timezone              string
+	PaymentCurrency       string
+	PaymentsLocked        bool
+	WabaProviderPartnerID *string
+	HadConnections        bool
+	IsPartner             bool
+}
+
+type User struct {
+	ID          int64
+	Email       string
+	DisplayName string
+	Phone       *string
+	Locale      string
+}
+
+type Member struct {
+	ID          int64
+	CompanyID   int64
+	UserID      int64
+	RoleID      int64
+	DisplayName string
+	Email       string
+}
+
+// SystemRole is the type of a built-in role; "" for custom roles.
+type SystemRole string
+
+const (
+	RoleAdministrator SystemRole = "ADMINISTRATOR"
+	RoleManager       SystemRole = "MANAGER"
+	RolePartner       SystemRole = "PARTNER"
+)
+
+type Role struct {
+	ID          int64
+	CompanyID   int64
+	Name        string
+	SystemType  SystemRole
+	Permissions []string
+}
+
+// Permission names as the spec spells them; they compare case-insensitively.
+const (
+	PermConnectionsView        = "CONNECTIONS_VIEW"
+	PermConnectionsCreate      = "CONNECTIONS_CREATE"
+	PermConnectionsDelete      = "CONNECTIONS_DELETE"
+	PermMessagingChatView      = "MESSAGING_CHAT_VIEW"
+	PermMessagingChatCreate    = "MESSAGING_CHAT_CREATE"
+	PermMessagingBlacklistEdit = "MESSAGING_CHAT_BLACKLIST_EDIT"
+	PermMembersView            = "MEMBERS_VIEW"
+	PermContactsView           = "CONTACTS_VIEW"
+	PermPartnersCreateClients  = "PARTNERS_CREATE_CLIENTS"
+	PermSubscriptionsEdit      = "subscriptions_edit"
+	PermPartnersEdit           = "partners_edit"
+	PermIntegrationsView       = "integrations_view"
+)
+
+// SystemRoles are the roles every company starts with. The company owner is
+// ADMINISTRATOR; partner companies also get PARTNER, and their
+// administrators may act on partner clients.
+func SystemRoles(isPartner bool) []Role {
+	admin := []string{
+		PermConnectionsView, PermConnectionsCreate, PermConnectionsDelete,
+		PermMessagingChatView, PermMessagingChatCreate, PermMessagingBlacklistEdit,
+		PermMembersView, PermContactsView, PermSubscriptionsEdit, PermIntegrationsView,
+	}
+	partner := []string{PermPartnersCreateClients, PermPartnersEdit}
+	if isPartner {
+		admin = append(admin, partner...)
+	}
+	roles := []Role{
+		{Name: "Administrator", SystemType: RoleAdministrator, Permissions: admin},
+		{Name: "Manager", SystemType: RoleManager, Permissions: []string{
+			PermConnectionsView, PermMessagingChatView, PermMessagingChatCreate,
+			PermMembersView, PermContactsView,
+		}},
+	}
+	if isPartner {
+		roles = append(roles, Role{Name: "Partner", SystemType: RolePartner, Permissions: append([]string{
+			PermConnectionsView, PermMembersView, PermSubscriptionsEdit, PermIntegrationsView,
+		}, partner...)})
+	}
+	return roles
+}
+
+// ParseSystemRole accepts a system type in any case.
+func ParseSystemRole(s string) (SystemRole, bool) {
+	r := SystemRole(strings.ToUpper(s))
+	switch r {
+	case RoleAdministrator, RoleManager, RolePartner:
+		return r, true
+	}
+	return "", false
+}
+
+type IntegrationType string
+
+const (
+	IntegrationAPI      IntegrationType = "api"
+	IntegrationWebhook  IntegrationType = "webhook"
+	IntegrationAmoCRM   IntegrationType = "amocrm"
+	IntegrationBitrix24 IntegrationType = "bitrix24"
+)
+
+// IntegrationTypeInfo is an entry of the integration types list.
+type IntegrationTypeInfo struct {
+	Type        IntegrationType
+	Name        string
+	Description string
+}
+
+// IntegrationTypes a company can add.
+var IntegrationTypes = []IntegrationTypeInfo{
+	{IntegrationAPI, "API", "Key for the REST and gRPC API with a chosen set of scopes"},
+	{IntegrationWebhook, "Webhook", "Events pushed to an address of yours"},
+	{IntegrationAmoCRM, "amoCRM", "Chats and contacts synchronised with an amoCRM account"},
+	{IntegrationBitrix24, "Bitrix24", "Chats and contacts synchronised with a Bitrix24 portal"},
+}
+
+type Integration struct {
+	ID        int64
+	CompanyID int64
+	Type      IntegrationType
+	Name      string
+	Status    string
+	Scopes    []string
+	KeyHash   string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ResetKey gives the integration a new key and returns it with the hash it
+// replaced. Only API integrations have keys.
+func (i *Integration) ResetKey() (key, oldHash string, err error) {
+	if i.Type != IntegrationAPI {
+		return "", "", errors.New("only api integrations have keys")
+	}
+	key = NewAPIKey()
+	oldHash, i.KeyHash = i.KeyHash, auth.HashKey(key)
+	return key, oldHash, nil
+}
+
+// NewAPIKey is "sb_" and 52 random base32 characters (260 bits): it
+// survives any header, shell or URL unquoted.
+func NewAPIKey() string {
+	return "sb_" + rand.Text() + rand.Text()
+}
+
+// NormalizeScopes checks requested scopes and returns them sorted without
+// duplicates. An empty set is refused: a key that can do nothing is a
+// mistake.
+func NormalizeScopes(scopes []string) ([]string, error) {
+	if len(scopes) == 0 {
+		return nil, errors.New("at least one scope is required")
+	}
+	out := make([]string, 0, len(scopes))
+	for _, s := range scopes {
+		if !auth.ValidScope(s) {
+			return nil, fmt.Errorf("unknown scope %q", s)
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// ValidTimezone reports whether tz is an IANA zone name.
+func ValidTimezone(tz string) bool {
+	if tz == "" || tz == "Local" {
+		return false
+	}
+	_, err := time.LoadLocation(tz)
+	return err == nil
+}
