@@ -17,7 +17,7 @@ run: build
 
 ## test: unit, integration and end-to-end tests on real, ephemeral PostgreSQL and Redis
 test: check-generate lint build
-	@deploy/local/test.sh
+	@MODULES="$(MODULES)" SWITCHBOARD_BIN_DIR="$(BIN)" deploy/local/test.sh
 
 ## tools: install the pinned Go tools (buf, protoc plugins) into .bin/
 tools:

@@ -128,7 +128,7 @@ func keyLimiter(d *Deps) auth.Limiter {
 		return nil
 	}
 	return &perKey{
-		rl:    ratelimit.New(d.Redis, "sb:rate:key"),
+		rl:    ratelimit.New(d.Redis, "sb:key:"),
 		limit: ratelimit.Limit{Rate: d.Config.KeyRate, Period: time.Second, Burst: d.Config.KeyBurst},
 	}
 }
