@@ -57,8 +57,8 @@ func call(t *testing.T, method, path string, body any, headers ...string) respon
 	return response{Status: res.StatusCode, Header: res.Header, Body: raw}
 }
 
-func key(k string) []string      { return []string{"X-Api-Key", k} }
-func operator() []string          { return []string{"Authorization", "Bearer " + adminToken} }
+func key(k string) []string            { return []string{"X-Api-Key", k} }
+func operator() []string               { return []string{"Authorization", "Bearer " + adminToken} }
 func p(format string, a ...any) string { return fmt.Sprintf(format, a...) }
 
 // requireBody compares the whole body with the expected JSON, ignoring

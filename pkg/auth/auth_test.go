@@ -111,16 +111,16 @@ func TestInterceptorRules(t *testing.T) {
 		md     []string
 		want   int32
 	}{
-		"no key":              {svc + "ListMembers", mine, nil, 401},
-		"unknown key":         {svc + "ListMembers", mine, []string{HeaderAPIKey, "bad"}, 401},
-		"other company":       {svc + "ListMembers", &identityv1.ListMembersRequest{CompanyId: 8}, []string{HeaderAPIKey, "good"}, 403},
-		"card of other":       {svc + "GetCompany", &identityv1.GetCompanyRequest{CompanyId: 8}, []string{HeaderAPIKey, "good"}, 8000},
-		"missing scope":       {svc + "ListIntegrations", &identityv1.ListIntegrationsRequest{CompanyId: 7}, []string{HeaderAPIKey, "good"}, 403},
-		"blocked":             {svc + "BlockedUserMethod", &identityv1.BlockedUserMethodRequest{}, []string{HeaderAPIKey, "good"}, 403},
-		"operator no token":   {"/switchboard.identity.v1.OperatorService/CreateCompany", &identityv1.CreateCompanyRequest{}, nil, 401},
-		"operator wrong":      {"/switchboard.identity.v1.OperatorService/CreateCompany", &identityv1.CreateCompanyRequest{}, []string{HeaderAuthorization, "Bearer nope"}, 401},
-		"internal no token":   {"/switchboard.identity.v1.AuthService/Authenticate", &identityv1.AuthenticateRequest{}, nil, 401},
-		"internal api key":    {"/switchboard.identity.v1.AuthService/Authenticate", &identityv1.AuthenticateRequest{}, []string{HeaderAPIKey, "good"}, 401},
+		"no key":            {svc + "ListMembers", mine, nil, 401},
+		"unknown key":       {svc + "ListMembers", mine, []string{HeaderAPIKey, "bad"}, 401},
+		"other company":     {svc + "ListMembers", &identityv1.ListMembersRequest{CompanyId: 8}, []string{HeaderAPIKey, "good"}, 403},
+		"card of other":     {svc + "GetCompany", &identityv1.GetCompanyRequest{CompanyId: 8}, []string{HeaderAPIKey, "good"}, 8000},
+		"missing scope":     {svc + "ListIntegrations", &identityv1.ListIntegrationsRequest{CompanyId: 7}, []string{HeaderAPIKey, "good"}, 403},
+		"blocked":           {svc + "BlockedUserMethod", &identityv1.BlockedUserMethodRequest{}, []string{HeaderAPIKey, "good"}, 403},
+		"operator no token": {"/switchboard.identity.v1.OperatorService/CreateCompany", &identityv1.CreateCompanyRequest{}, nil, 401},
+		"operator wrong":    {"/switchboard.identity.v1.OperatorService/CreateCompany", &identityv1.CreateCompanyRequest{}, []string{HeaderAuthorization, "Bearer nope"}, 401},
+		"internal no token": {"/switchboard.identity.v1.AuthService/Authenticate", &identityv1.AuthenticateRequest{}, nil, 401},
+		"internal api key":  {"/switchboard.identity.v1.AuthService/Authenticate", &identityv1.AuthenticateRequest{}, []string{HeaderAPIKey, "good"}, 401},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := call(t, i, tc.method, tc.req, tc.md...)

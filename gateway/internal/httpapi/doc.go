@@ -1,0 +1,88 @@
+// Package httpapi is the gateway's JSON contract: how proto messages become
+// the API's JSON and back, how query strings fill requests, how errors are
+// written, and how the grpc-gateway mux is set up to do all of that.
+//
+// Use NewServeMux to build the mux, register the generated gateway handlers
+// on it, and serve Handler(mux).
+//
+// # JSON
+//
+// Marshaler walks protoreflect instead of using protojson: proto field names
+// (snake_case; an explicit json_name wins), fields in declaration order,
+// 64-bit integers as JSON numbers, null for every unset field with presence,
+// [] and {} for empty repeated and map fields, enum values as their
+// (switchboard.api.v1.json) string (null without one), timestamps as
+// 2006-01-02T15:04:05.000000Z, durations as seconds, wrappers as their plain
+// value or null, google.protobuf.Struct/Value/ListValue as plain JSON, and
+// google.protobuf.Empty as no body at all (a 204, see NoContentForEmpty).
+// Reading is the same walk backwards, strict about types and lenient about
+// unknown fields.
+//
+// # Request errors
+//
+// Every error in reading a request becomes a 422 REQUEST_VALIDATION_ERROR
+// whose detail.errors[] items are {location, message, type}, shaped like
+// pydantic's:
+//
+//   - location starts with "path", "query" or "body". Body locations go on
+//     with the JSON field names as the client wrote them and list indexes
+//     (["body","owner","age"], ["body","co_owners",1,"age"], ["body",2] for
+//     an element of a bare-array body, ["body","counters","k"] for a map
+//     value). Query locations are ["query", key] with the key as written
+//     (dotted for nested fields: ["query","filter.min_count"]), plus the
+//     index for a repeated key (["query","kinds",1]). Path locations are
+//     ["path", name]. Malformed JSON is ["body"].
+//     A malformed query string is ["query"]; a bad grpc-timeout header
+//     ["header","grpc-timeout"].
+//   - type follows pydantic: the *_type types are for a JSON value of the
+//     wrong JSON type, the *_parsing types for a path or query string that
+//     does not parse. json_invalid; missing (a path parameter);
+//     int_type, int_parsing, int_from_float (a JSON number with a fractional
+//     part; 1.0 and 1e2 are integers); float_type, float_parsing (also NaN,
+//     Inf, hex); bool_type (only true/false in JSON), bool_parsing (only
+//     true/false/1/0, any case, in a query); string_type, string_unicode
+//     (a query string that is not UTF-8); bytes_type, base64_decode;
+//     list_type; dict_type; enum (message "Input should be 'a', 'b' or
+//     'c'", listing the JSON strings); datetime_type, datetime_parsing (RFC
+//     3339); less_than_equal and greater_than_equal (a number outside its
+//     type's range, e.g. "Input should be less than or equal to
+//     2147483647"); value_error (two members of one oneof, a malformed
+//     query string).
+//   - Only the first error is reported: body fields in declaration order,
+//     query keys in sorted order.
+//
+// grpc-gateway turns a decoder or query parser error into
+// status.Errorf(codes.InvalidArgument, "%v", err), so a *DecodeError renders
+// itself as a fixed prefix plus JSON (see DecodeError.Error) that
+// ErrorHandler parses back. Path parameters are parsed by the generated code
+// itself; ErrorHandler recognises its "type mismatch, parameter: %s, error:
+// %v" and "missing parameter %s" messages and re-derives the type from the
+// request message's field. The generated code parses path integers with
+// strconv base 0, so /companies/0x10, /companies/010 (octal: 8) and
+// /companies/1_000 are accepted as 16, 8 and 1000; that is grpc-gateway's
+// behaviour and is left alone.
+//
+// # Route precedence in grpc-gateway v2.27.3
+//
+// runtime.ServeMux keeps, per HTTP method, a plain list of handlers, and
+// ServeMux.Handle prepends: the route registered last is tried first, and
+// the first pattern that matches wins. There is no ranking of literal
+// segments over variables. The generated RegisterXxxHandlerClient registers
+// RPCs in proto declaration order (and each RPC's additional_bindings after
+// its main binding), so among the routes of one service the one declared
+// last in the .proto wins, and among services the one registered last wins.
+// A literal route such as GET /v2/companies/{company_id}/integrations/types
+// must therefore be declared AFTER the variable route
+// /v2/companies/{company_id}/integrations/{integration_id}; otherwise
+// "types" is bound to the int64 integration_id and the request fails with a
+// 422 path type error instead of reaching the literal route (a matched
+// pattern is never abandoned when its parameters do not parse).
+//
+// A request whose path matches a route of another method only is a 405 for
+// grpc-gateway; like an unknown path it is answered 404 here.
+//
+// Path templates cannot end with "/", so Handler strips one trailing slash
+// before routing: /v2/companies/1/members/ is served as
+// /v2/companies/1/members, and GET .../connections/ never reaches
+// .../connections/{connection_id} with an empty id.
+package httpapi
