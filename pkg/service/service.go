@@ -70,11 +70,7 @@ func Run(ctx context.Context, spec Spec, environ map[string]string, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = shutdownTracing(sctx)
-	}()
+	defer shutdownTracing()
 
 	if err := postgres.Migrate(ctx, d.Config.DatabaseURL, spec.Migrations); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
@@ -19,8 +20,8 @@ import (
 )
 
 // Setup installs the global tracer provider and propagator. The returned
-// function flushes and stops the provider.
-func Setup(ctx context.Context, service string) (func(context.Context) error, error) {
+// function flushes and stops the provider, waiting at most five seconds.
+func Setup(ctx context.Context, service string) (func(), error) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(service)))
 	if err != nil {
@@ -36,8 +37,10 @@ func Setup(ctx context.Context, service string) (func(context.Context) error, er
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	otel.SetTracerProvider(tp)
-	return func(ctx context.Context) error {
-		return errors.Join(tp.ForceFlush(ctx), tp.Shutdown(ctx))
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = errors.Join(tp.ForceFlush(ctx), tp.Shutdown(ctx))
 	}, nil
 }
 

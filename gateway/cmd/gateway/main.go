@@ -38,11 +38,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = shutdownTracing(sctx)
-	}()
+	defer shutdownTracing()
 	g, err := gateway.New(ctx, cfg, log)
 	if err != nil {
 		return err
