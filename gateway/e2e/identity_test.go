@@ -58,13 +58,29 @@ func TestMembersAndRoles(t *testing.T) {
 
 	r = call(t, "GET", p("/v2/companies/%d/members", c.ID), nil, key(c.Key)...)
 	require.Equal(t, 200, r.Status)
+	require.EqualValues(t, 2, r.JSON(t)["count"])
 	ownerMember := r.JSON(t)["members"].([]any)[0].(map[string]any)["member_id"]
 	requireBody(t, p(`{"count":2,"company_id":%d,"members":[
 		{"member_id":%v,"user_id":%d,"role_id":%d,"display_name":"Olga Owner","login":"Owner.Members@example.com","email":"Owner.Members@example.com"},
 		{"member_id":%v,"user_id":%v,"role_id":%d,"display_name":"Max Manager","login":"manager@example.com","email":"manager@example.com"}]}`,
 		c.ID, ownerMember, c.OwnerID, adminRole, manager["member_id"], manager["user_id"], managerRole), r)
 
-	// A custom role shows system_type null; role by id works, twice is 409.
+	// A custom role: permissions in any case, stored canonically; system_type null.
+	r = call(t, "POST", p("/admin/v1/companies/%d/roles", c.ID),
+		map[string]any{"name": "Support", "permissions": []string{"contacts_view", "Members_View", "CONTACTS_VIEW"}}, operator()...)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	custom := r.JSON(t)
+	requireBody(t, p(`{"id":%v,"name":"Support","system_type":null,"permissions":["CONTACTS_VIEW","MEMBERS_VIEW"]}`, custom["id"]), r)
+	r = call(t, "POST", p("/admin/v1/companies/%d/roles", c.ID), map[string]any{"name": "X", "permissions": []string{"fly"}}, operator()...)
+	require.Equal(t, []any{"body", "permissions"}, firstError(t, r)["location"])
+	r = call(t, "POST", p("/admin/v1/companies/%d/members", c.ID),
+		map[string]any{"email": "support@example.com", "display_name": "Sue", "role": p("%v", custom["id"])}, operator()...)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	require.Equal(t, custom["id"], r.JSON(t)["role_id"])
+	r = call(t, "GET", p("/v2/companies/%d/roles/", c.ID), nil, key(c.Key)...)
+	require.Contains(t, string(r.Body), `"name":"Support","system_type":null`)
+
+	// A role by id works; the same person twice is 409.
 	r = call(t, "POST", p("/admin/v1/companies/%d/members", c.ID),
 		map[string]any{"email": "manager@example.com", "display_name": "Max", "role": managerRole}, operator()...)
 	require.Equal(t, 409, r.Status, "%s", r.Body)

@@ -429,6 +429,67 @@ func (x *CreateMemberRequest) GetRole() *structpb.Value {
 	return nil
 }
 
+type CreateRoleRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Known permission names, in any case.
+	Permissions   []string `protobuf:"bytes,3,rep,name=permissions,proto3" json:"permissions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateRoleRequest) Reset() {
+	*x = CreateRoleRequest{}
+	mi := &file_switchboard_identity_v1_operator_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateRoleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateRoleRequest) ProtoMessage() {}
+
+func (x *CreateRoleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_operator_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateRoleRequest.ProtoReflect.Descriptor instead.
+func (*CreateRoleRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_operator_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CreateRoleRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CreateRoleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateRoleRequest) GetPermissions() []string {
+	if x != nil {
+		return x.Permissions
+	}
+	return nil
+}
+
 var File_switchboard_identity_v1_operator_proto protoreflect.FileDescriptor
 
 const file_switchboard_identity_v1_operator_proto_rawDesc = "" +
@@ -477,10 +538,18 @@ const file_switchboard_identity_v1_operator_proto_rawDesc = "" +
 	"\x05email\x18\x02 \x01(\tB\a\xbaH\x04r\x02`\x01R\x05email\x12-\n" +
 	"\fdisplay_name\x18\x03 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\vdisplayName\x122\n" +
-	"\x04role\x18\x04 \x01(\v2\x16.google.protobuf.ValueB\x06\xbaH\x03\xc8\x01\x01R\x04role2\xe1\x03\n" +
+	"\x04role\x18\x04 \x01(\v2\x16.google.protobuf.ValueB\x06\xbaH\x03\xc8\x01\x01R\x04role\"t\n" +
+	"\x11CreateRoleRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1e\n" +
+	"\x04name\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12 \n" +
+	"\vpermissions\x18\x03 \x03(\tR\vpermissions2\xee\x04\n" +
 	"\x0fOperatorService\x12\x8e\x01\n" +
 	"\rCreateCompany\x12-.switchboard.identity.v1.CreateCompanyRequest\x1a..switchboard.identity.v1.CreateCompanyResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/admin/v1/companies\x12\xa1\x01\n" +
-	"\fCreateApiKey\x12,.switchboard.identity.v1.CreateApiKeyRequest\x1a-.switchboard.identity.v1.CreateApiKeyResponse\"4\x82\xd3\xe4\x93\x02.:\x01*\")/admin/v1/companies/{company_id}/api_keys\x12\x92\x01\n" +
+	"\fCreateApiKey\x12,.switchboard.identity.v1.CreateApiKeyRequest\x1a-.switchboard.identity.v1.CreateApiKeyResponse\"4\x82\xd3\xe4\x93\x02.:\x01*\")/admin/v1/companies/{company_id}/api_keys\x12\x8a\x01\n" +
+	"\n" +
+	"CreateRole\x12*.switchboard.identity.v1.CreateRoleRequest\x1a\x1d.switchboard.identity.v1.Role\"1\x82\xd3\xe4\x93\x02+:\x01*\"&/admin/v1/companies/{company_id}/roles\x12\x92\x01\n" +
 	"\fCreateMember\x12,.switchboard.identity.v1.CreateMemberRequest\x1a\x1f.switchboard.identity.v1.Member\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/admin/v1/companies/{company_id}/members\x1a\x04\xd0\xf3\x18\x01B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
 
 var (
@@ -495,7 +564,7 @@ func file_switchboard_identity_v1_operator_proto_rawDescGZIP() []byte {
 	return file_switchboard_identity_v1_operator_proto_rawDescData
 }
 
-var file_switchboard_identity_v1_operator_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_switchboard_identity_v1_operator_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_switchboard_identity_v1_operator_proto_goTypes = []any{
 	(*CreateCompanyRequest)(nil),  // 0: switchboard.identity.v1.CreateCompanyRequest
 	(*CreateCompanyResponse)(nil), // 1: switchboard.identity.v1.CreateCompanyResponse
@@ -503,25 +572,29 @@ var file_switchboard_identity_v1_operator_proto_goTypes = []any{
 	(*CreateApiKeyRequest)(nil),   // 3: switchboard.identity.v1.CreateApiKeyRequest
 	(*CreateApiKeyResponse)(nil),  // 4: switchboard.identity.v1.CreateApiKeyResponse
 	(*CreateMemberRequest)(nil),   // 5: switchboard.identity.v1.CreateMemberRequest
-	(*Company)(nil),               // 6: switchboard.identity.v1.Company
-	(*structpb.Value)(nil),        // 7: google.protobuf.Value
-	(*Member)(nil),                // 8: switchboard.identity.v1.Member
+	(*CreateRoleRequest)(nil),     // 6: switchboard.identity.v1.CreateRoleRequest
+	(*Company)(nil),               // 7: switchboard.identity.v1.Company
+	(*structpb.Value)(nil),        // 8: google.protobuf.Value
+	(*Role)(nil),                  // 9: switchboard.identity.v1.Role
+	(*Member)(nil),                // 10: switchboard.identity.v1.Member
 }
 var file_switchboard_identity_v1_operator_proto_depIdxs = []int32{
-	6, // 0: switchboard.identity.v1.CreateCompanyResponse.company:type_name -> switchboard.identity.v1.Company
-	2, // 1: switchboard.identity.v1.CreateCompanyResponse.owner:type_name -> switchboard.identity.v1.Owner
-	7, // 2: switchboard.identity.v1.CreateMemberRequest.role:type_name -> google.protobuf.Value
-	0, // 3: switchboard.identity.v1.OperatorService.CreateCompany:input_type -> switchboard.identity.v1.CreateCompanyRequest
-	3, // 4: switchboard.identity.v1.OperatorService.CreateApiKey:input_type -> switchboard.identity.v1.CreateApiKeyRequest
-	5, // 5: switchboard.identity.v1.OperatorService.CreateMember:input_type -> switchboard.identity.v1.CreateMemberRequest
-	1, // 6: switchboard.identity.v1.OperatorService.CreateCompany:output_type -> switchboard.identity.v1.CreateCompanyResponse
-	4, // 7: switchboard.identity.v1.OperatorService.CreateApiKey:output_type -> switchboard.identity.v1.CreateApiKeyResponse
-	8, // 8: switchboard.identity.v1.OperatorService.CreateMember:output_type -> switchboard.identity.v1.Member
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	7,  // 0: switchboard.identity.v1.CreateCompanyResponse.company:type_name -> switchboard.identity.v1.Company
+	2,  // 1: switchboard.identity.v1.CreateCompanyResponse.owner:type_name -> switchboard.identity.v1.Owner
+	8,  // 2: switchboard.identity.v1.CreateMemberRequest.role:type_name -> google.protobuf.Value
+	0,  // 3: switchboard.identity.v1.OperatorService.CreateCompany:input_type -> switchboard.identity.v1.CreateCompanyRequest
+	3,  // 4: switchboard.identity.v1.OperatorService.CreateApiKey:input_type -> switchboard.identity.v1.CreateApiKeyRequest
+	6,  // 5: switchboard.identity.v1.OperatorService.CreateRole:input_type -> switchboard.identity.v1.CreateRoleRequest
+	5,  // 6: switchboard.identity.v1.OperatorService.CreateMember:input_type -> switchboard.identity.v1.CreateMemberRequest
+	1,  // 7: switchboard.identity.v1.OperatorService.CreateCompany:output_type -> switchboard.identity.v1.CreateCompanyResponse
+	4,  // 8: switchboard.identity.v1.OperatorService.CreateApiKey:output_type -> switchboard.identity.v1.CreateApiKeyResponse
+	9,  // 9: switchboard.identity.v1.OperatorService.CreateRole:output_type -> switchboard.identity.v1.Role
+	10, // 10: switchboard.identity.v1.OperatorService.CreateMember:output_type -> switchboard.identity.v1.Member
+	7,  // [7:11] is the sub-list for method output_type
+	3,  // [3:7] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_identity_v1_operator_proto_init() }
@@ -538,7 +611,7 @@ func file_switchboard_identity_v1_operator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_identity_v1_operator_proto_rawDesc), len(file_switchboard_identity_v1_operator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	OperatorService_CreateCompany_FullMethodName = "/switchboard.identity.v1.OperatorService/CreateCompany"
 	OperatorService_CreateApiKey_FullMethodName  = "/switchboard.identity.v1.OperatorService/CreateApiKey"
+	OperatorService_CreateRole_FullMethodName    = "/switchboard.identity.v1.OperatorService/CreateRole"
 	OperatorService_CreateMember_FullMethodName  = "/switchboard.identity.v1.OperatorService/CreateMember"
 )
 
@@ -35,6 +36,8 @@ type OperatorServiceClient interface {
 	// holding every scope.
 	CreateCompany(ctx context.Context, in *CreateCompanyRequest, opts ...grpc.CallOption) (*CreateCompanyResponse, error)
 	CreateApiKey(ctx context.Context, in *CreateApiKeyRequest, opts ...grpc.CallOption) (*CreateApiKeyResponse, error)
+	// Adds a custom role (system_type null) with chosen permissions.
+	CreateRole(ctx context.Context, in *CreateRoleRequest, opts ...grpc.CallOption) (*Role, error)
 	CreateMember(ctx context.Context, in *CreateMemberRequest, opts ...grpc.CallOption) (*Member, error)
 }
 
@@ -66,6 +69,16 @@ func (c *operatorServiceClient) CreateApiKey(ctx context.Context, in *CreateApiK
 	return out, nil
 }
 
+func (c *operatorServiceClient) CreateRole(ctx context.Context, in *CreateRoleRequest, opts ...grpc.CallOption) (*Role, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Role)
+	err := c.cc.Invoke(ctx, OperatorService_CreateRole_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *operatorServiceClient) CreateMember(ctx context.Context, in *CreateMemberRequest, opts ...grpc.CallOption) (*Member, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Member)
@@ -87,6 +100,8 @@ type OperatorServiceServer interface {
 	// holding every scope.
 	CreateCompany(context.Context, *CreateCompanyRequest) (*CreateCompanyResponse, error)
 	CreateApiKey(context.Context, *CreateApiKeyRequest) (*CreateApiKeyResponse, error)
+	// Adds a custom role (system_type null) with chosen permissions.
+	CreateRole(context.Context, *CreateRoleRequest) (*Role, error)
 	CreateMember(context.Context, *CreateMemberRequest) (*Member, error)
 	mustEmbedUnimplementedOperatorServiceServer()
 }
@@ -103,6 +118,9 @@ func (UnimplementedOperatorServiceServer) CreateCompany(context.Context, *Create
 }
 func (UnimplementedOperatorServiceServer) CreateApiKey(context.Context, *CreateApiKeyRequest) (*CreateApiKeyResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CreateApiKey not implemented")
+}
+func (UnimplementedOperatorServiceServer) CreateRole(context.Context, *CreateRoleRequest) (*Role, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateRole not implemented")
 }
 func (UnimplementedOperatorServiceServer) CreateMember(context.Context, *CreateMemberRequest) (*Member, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CreateMember not implemented")
@@ -164,6 +182,24 @@ func _OperatorService_CreateApiKey_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OperatorService_CreateRole_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateRoleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OperatorServiceServer).CreateRole(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OperatorService_CreateRole_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OperatorServiceServer).CreateRole(ctx, req.(*CreateRoleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _OperatorService_CreateMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateMemberRequest)
 	if err := dec(in); err != nil {
@@ -196,6 +232,10 @@ var OperatorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateApiKey",
 			Handler:    _OperatorService_CreateApiKey_Handler,
+		},
+		{
+			MethodName: "CreateRole",
+			Handler:    _OperatorService_CreateRole_Handler,
 		},
 		{
 			MethodName: "CreateMember",

@@ -23,6 +23,7 @@ type Repository interface {
 	// in one transaction.
 	UpdateIntegration(ctx context.Context, companyID, id int64, update func(*domain.Integration) error) (domain.Integration, error)
 	CreateIntegration(ctx context.Context, in domain.Integration) (domain.Integration, error)
+	CreateRole(ctx context.Context, role domain.Role) (domain.Role, error)
 	// CreateMember adds the user with that email (creating the account if
 	// needed) to the company. roleID 0 with a system type picks that role.
 	CreateMember(ctx context.Context, companyID int64, user domain.User, role RoleRef) (domain.Member, error)

@@ -105,3 +105,15 @@ func (s *Service) CreateMember(ctx context.Context, cmd CreateMemberCmd) (domain
 	}
 	return m, err
 }
+
+// CreateRole adds a custom role to a company.
+func (s *Service) CreateRole(ctx context.Context, companyID int64, name string, permissions []string) (domain.Role, error) {
+	perms, err := domain.NormalizePermissions(permissions)
+	if err != nil {
+		return domain.Role{}, apierr.Field(apierr.Body("permissions"), "value_error", "%v; permissions are %v", err, domain.Permissions)
+	}
+	if _, err := s.repo.Company(ctx, companyID); err != nil {
+		return domain.Role{}, notFound(err, apierr.CompanyNotFound)
+	}
+	return s.repo.CreateRole(ctx, domain.Role{CompanyID: companyID, Name: name, Permissions: perms})
+}

@@ -89,6 +89,30 @@ const (
 	PermIntegrationsView       = "integrations_view"
 )
 
+// Permissions lists every permission name.
+var Permissions = []string{
+	PermConnectionsView, PermConnectionsCreate, PermConnectionsDelete,
+	PermMessagingChatView, PermMessagingChatCreate, PermMessagingBlacklistEdit,
+	PermMembersView, PermContactsView, PermPartnersCreateClients,
+	PermSubscriptionsEdit, PermPartnersEdit, PermIntegrationsView,
+}
+
+// NormalizePermissions maps names given in any case to their canonical
+// spelling, without duplicates.
+func NormalizePermissions(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for _, name := range in {
+		i := slices.IndexFunc(Permissions, func(p string) bool { return strings.EqualFold(p, name) })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown permission %q", name)
+		}
+		if !slices.Contains(out, Permissions[i]) {
+			out = append(out, Permissions[i])
+		}
+	}
+	return out, nil
+}
+
 // SystemRoles are the roles every company starts with. The company owner is
 // ADMINISTRATOR; partner companies also get PARTNER, and their
 // administrators may act on partner clients.

@@ -47,3 +47,11 @@ func TestRolesAndTimezones(t *testing.T) {
 	require.False(t, ValidTimezone("Local"))
 	require.False(t, ValidTimezone("Mars/Base"))
 }
+
+func TestNormalizePermissions(t *testing.T) {
+	got, err := NormalizePermissions([]string{"members_view", "INTEGRATIONS_VIEW", "Members_View"})
+	require.NoError(t, err)
+	require.Equal(t, []string{PermMembersView, PermIntegrationsView}, got)
+	_, err = NormalizePermissions([]string{"root"})
+	require.ErrorContains(t, err, "root")
+}

@@ -229,6 +229,17 @@ func (r *Repo) CreateIntegration(ctx context.Context, in domain.Integration) (do
 	return insertIntegration(ctx, r.db, in)
 }
 
+// CreateRole implements app.Repository.
+func (r *Repo) CreateRole(ctx context.Context, role domain.Role) (domain.Role, error) {
+	err := r.db.QueryRow(ctx, `INSERT INTO roles (company_id, name, system_type, permissions)
+		VALUES ($1, $2, $3, $4) RETURNING id`,
+		role.CompanyID, role.Name, nullable(string(role.SystemType)), role.Permissions).Scan(&role.ID)
+	if err != nil {
+		return role, fmt.Errorf("insert role: %w", err)
+	}
+	return role, nil
+}
+
 // CreateMember implements app.Repository.
 func (r *Repo) CreateMember(ctx context.Context, companyID int64, user domain.User, role app.RoleRef) (domain.Member, error) {
 	var m domain.Member

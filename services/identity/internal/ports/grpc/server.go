@@ -100,6 +100,14 @@ func (s *Server) ListMembers(ctx context.Context, req *identityv1.ListMembersReq
 	return out, nil
 }
 
+func rolePB(r domain.Role) *identityv1.Role {
+	perms := r.Permissions
+	if perms == nil {
+		perms = []string{}
+	}
+	return &identityv1.Role{Id: r.ID, Name: r.Name, SystemType: systemTypePB[r.SystemType], Permissions: perms}
+}
+
 func (s *Server) ListRoles(ctx context.Context, req *identityv1.ListRolesRequest) (*identityv1.ListRolesResponse, error) {
 	rs, err := s.app.Roles(ctx, req.GetCompanyId())
 	if err != nil {
@@ -107,9 +115,7 @@ func (s *Server) ListRoles(ctx context.Context, req *identityv1.ListRolesRequest
 	}
 	out := &identityv1.ListRolesResponse{Roles: []*identityv1.Role{}}
 	for _, r := range rs {
-		out.Roles = append(out.Roles, &identityv1.Role{
-			Id: r.ID, Name: r.Name, SystemType: systemTypePB[r.SystemType], Permissions: r.Permissions,
-		})
+		out.Roles = append(out.Roles, rolePB(r))
 	}
 	return out, nil
 }
@@ -189,6 +195,14 @@ func (s *Server) CreateApiKey(ctx context.Context, req *identityv1.CreateApiKeyR
 		return nil, err
 	}
 	return &identityv1.CreateApiKeyResponse{ApiKey: key, IntegrationId: in.ID, Scopes: in.Scopes}, nil
+}
+
+func (s *Server) CreateRole(ctx context.Context, req *identityv1.CreateRoleRequest) (*identityv1.Role, error) {
+	r, err := s.app.CreateRole(ctx, req.GetCompanyId(), req.GetName(), req.GetPermissions())
+	if err != nil {
+		return nil, err
+	}
+	return rolePB(r), nil
 }
 
 func (s *Server) CreateMember(ctx context.Context, req *identityv1.CreateMemberRequest) (*identityv1.Member, error) {
