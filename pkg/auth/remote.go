@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 )
@@ -23,9 +21,7 @@ func NewRemote(conn grpc.ClientConnInterface) *Remote {
 
 // Authenticate implements Source.
 func (r *Remote) Authenticate(ctx context.Context, keyHash string) (*identityv1.Principal, error) {
-	p, err := r.client.Authenticate(ctx, &identityv1.AuthenticateRequest{KeyHash: keyHash})
-	if status.Code(err) == codes.NotFound {
-		return nil, unauthorized()
-	}
-	return p, err
+	// identity answers the catalogue's 401 for unknown keys, which passes
+	// through as is.
+	return r.client.Authenticate(ctx, &identityv1.AuthenticateRequest{KeyHash: keyHash})
 }

@@ -29,8 +29,9 @@ const (
 // AuthService turns an API key into the principal that every service's auth
 // interceptor checks. Internal: never routed by the gateway.
 type AuthServiceClient interface {
-	// Unknown key: NOT_FOUND. The answer is cached by callers for a short
-	// while; a key reset revokes it at once (see pkg/auth).
+	// Unknown or disabled key: UNAUTHENTICATED with the catalogue's 401. The
+	// answer is cached by callers for a short while; a key reset revokes it at
+	// once (see pkg/auth).
 	Authenticate(ctx context.Context, in *AuthenticateRequest, opts ...grpc.CallOption) (*Principal, error)
 }
 
@@ -59,8 +60,9 @@ func (c *authServiceClient) Authenticate(ctx context.Context, in *AuthenticateRe
 // AuthService turns an API key into the principal that every service's auth
 // interceptor checks. Internal: never routed by the gateway.
 type AuthServiceServer interface {
-	// Unknown key: NOT_FOUND. The answer is cached by callers for a short
-	// while; a key reset revokes it at once (see pkg/auth).
+	// Unknown or disabled key: UNAUTHENTICATED with the catalogue's 401. The
+	// answer is cached by callers for a short while; a key reset revokes it at
+	// once (see pkg/auth).
 	Authenticate(context.Context, *AuthenticateRequest) (*Principal, error)
 	mustEmbedUnimplementedAuthServiceServer()
 }
