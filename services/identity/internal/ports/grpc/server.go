@@ -35,13 +35,15 @@ var (
 	_ identityv1.AuthServiceServer     = (*Server)(nil)
 )
 
-// principal of the call; the auth interceptor guarantees one on public RPCs.
-func principal(ctx context.Context) (*identityv1.Principal, error) {
+// me is the principal of the call and the user it acts for (the company
+// owner); the auth interceptor guarantees a principal on public RPCs.
+func (s *Server) me(ctx context.Context) (*identityv1.Principal, domain.User, error) {
 	p, ok := auth.PrincipalFrom(ctx)
 	if !ok {
-		return nil, apierr.Unauthorized.E()
+		return nil, domain.User{}, apierr.Unauthorized.E()
 	}
-	return p, nil
+	u, err := s.app.Me(ctx, p.GetOwnerUserId())
+	return p, u, err
 }
 
 // BlockedUserMethod is never reached: the access rule refuses it first.
@@ -50,11 +52,7 @@ func (s *Server) BlockedUserMethod(context.Context, *identityv1.BlockedUserMetho
 }
 
 func (s *Server) GetMe(ctx context.Context, _ *identityv1.GetMeRequest) (*identityv1.User, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	u, err := s.app.Me(ctx, p.GetOwnerUserId())
+	p, u, err := s.me(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -62,11 +60,7 @@ func (s *Server) GetMe(ctx context.Context, _ *identityv1.GetMeRequest) (*identi
 }
 
 func (s *Server) GetMyProfile(ctx context.Context, _ *identityv1.GetMyProfileRequest) (*identityv1.UserProfile, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	u, err := s.app.Me(ctx, p.GetOwnerUserId())
+	p, u, err := s.me(ctx)
 	if err != nil {
 		return nil, err
 	}
