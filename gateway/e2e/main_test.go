@@ -54,7 +54,9 @@ func run(m *testing.M) int {
 		LogDir:        filepath.Join(tmp, "logs"),
 		AdminToken:    adminToken,
 		InternalToken: "e2e-internal-token",
-		Env:           []string{"SWITCHBOARD_KEY_RATE=50", "SWITCHBOARD_KEY_BURST=50", "SWITCHBOARD_LOG_LEVEL=debug"},
+		Env: []string{"SWITCHBOARD_KEY_RATE=50", "SWITCHBOARD_KEY_BURST=50", "SWITCHBOARD_LOG_LEVEL=debug",
+			// The WABA profile picture test serves pictures from 127.0.0.1.
+			"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1"},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)

@@ -12,7 +12,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	apiv1 "switchboard.dev/proto/switchboard/api/v1"
-	_ "switchboard.dev/proto/switchboard/identity/v1" // registers the routes below
+	_ "switchboard.dev/proto/switchboard/billing/v1"     // registers the routes below
+	_ "switchboard.dev/proto/switchboard/connections/v1" // registers the routes below
+	_ "switchboard.dev/proto/switchboard/identity/v1"    // registers the routes below
 )
 
 // route is one HTTP binding of a public RPC.

@@ -46,16 +46,23 @@ var (
 	ConnectionBlacklistExpectedChatID     = Def{10015, "CONNECTION_BLACKLIST_CHAT_EXPECTED_CHAT_ID", 422, "this connection type blocks by chat_id only"}
 	ConnectionIncorrectVKGroupScopes      = Def{10016, "CONNECTION_INCORRECT_VK_GROUP_SCOPES", 400, "incorrect vk community scopes"}
 	ConnectionWhatsappProviderUnsupported = Def{10020, "CONNECTION_WHATSAPP_PROVIDER_UNSUPPORTED", 500, "whatsapp provider is not supported; contact support"}
+	// Our numbers (spec-gaps: free numbers in the family, status by meaning).
+	ConnectionWhatsappAlreadyAuthorized = Def{10021, "CONNECTION_WHATSAPP_ALREADY_AUTHORIZED", 409, "whatsapp connection is already authorised"}
+	ConnectionWhatsappNoPendingLogin    = Def{10022, "CONNECTION_WHATSAPP_NO_PENDING_LOGIN", 409, "whatsapp connection has no pending login, or it expired"}
 
 	IntegrationCRMResponsibleUserNotFound = Def{13007, "INTEGRATION_CRM_RESPONSIBLE_USER_NOT_FOUND", 400, "responsible user not found in the crm account"}
 
 	MessagingWabaTemplateNotFound = Def{15010, "MESSAGING_WABA_TEMPLATE_NOT_FOUND", 404, "business template not found"}
 	MessagingFileURLNotSupported  = Def{15011, "MESSAGING_FILE_URL_NOT_SUPPORTED", 400, "file url is not supported"}
 
-	TelegramGenericError = Def{17000, "TELEGRAM_GENERIC_ERROR", 400, "telegram session expired or invalid"}
+	TelegramGenericError    = Def{17000, "TELEGRAM_GENERIC_ERROR", 400, "telegram session expired or invalid"}
+	TelegramSessionNotFound = Def{17001, "TELEGRAM_SESSION_NOT_FOUND", 404, "telegram login session not found or expired"}
+	TelegramInvalidCode     = Def{17002, "TELEGRAM_INVALID_CODE", 400, "telegram login code is invalid"}
+	TelegramInvalidPassword = Def{17003, "TELEGRAM_INVALID_PASSWORD", 400, "telegram two-step password is invalid"}
 
 	InvoiceProviderError = Def{18003, "INVOICE_PROVIDER_ERROR", 400, "invoice provider error"}
 
+	SubscriptionNotFound          = Def{22000, "SUBSCRIPTION_NOT_FOUND", 404, "subscription not found"}
 	SubscriptionInTest            = Def{22015, "SUBSCRIPTION_IN_TEST", 409, "subscription is in its test period"}
 	SubscriptionAdvanceNotAllowed = Def{22016, "SUBSCRIPTION_ADVANCE_NOT_ALLOWED", 400, "advance is not allowed"}
 	SubscriptionAdvanceActive     = Def{22017, "SUBSCRIPTION_ADVANCE_ACTIVE", 409, "subscription has an active advance"}
@@ -68,10 +75,19 @@ var (
 	WabaProfilePictureTooLarge      = Def{29006, "WABA_PROFILE_PICTURE_TOO_LARGE", 400, "profile picture is larger than 5 MB"}
 
 	MaxPersonalGenericError       = Def{30000, "MAX_PERSONAL_GENERIC_ERROR", 400, "max session expired or invalid"}
+	MaxPersonalSessionNotFound    = Def{30001, "MAX_PERSONAL_SESSION_NOT_FOUND", 404, "max login session not found or expired"}
+	MaxPersonalInvalidCode        = Def{30002, "MAX_PERSONAL_INVALID_CODE", 400, "max login code is invalid"}
+	MaxPersonalInvalidPassword    = Def{30003, "MAX_PERSONAL_INVALID_PASSWORD", 400, "max two-step password is invalid"}
 	MaxPersonalUnableToGetQRLogin = Def{30006, "MAX_PERSONAL_UNABLE_TO_GET_QR_LOGIN", 400, "unable to get qr login"}
 
 	PartnerPayoutInsufficientBalance = Def{31000, "PARTNER_PAYOUT_INSUFFICIENT_BALANCE", 400, "balance is below the payout minimum"}
 	PartnerPayoutLocked              = Def{31001, "PARTNER_PAYOUT_LOCKED", 409, "a payout is already in progress"}
+
+	// vk_direct logins (spec-gaps: shaped like max_personal, own family).
+	VKDirectGenericError    = Def{32000, "VK_DIRECT_GENERIC_ERROR", 400, "vk session expired or invalid"}
+	VKDirectSessionNotFound = Def{32001, "VK_DIRECT_SESSION_NOT_FOUND", 404, "vk login session not found or expired"}
+	VKDirectInvalidCode     = Def{32002, "VK_DIRECT_INVALID_CODE", 400, "vk login code is invalid"}
+	VKDirectInvalidPassword = Def{32003, "VK_DIRECT_INVALID_PASSWORD", 400, "vk two-step password is invalid"}
 )
 
 // Catalogue lists every entry, for documentation and for the tests that keep
@@ -84,15 +100,18 @@ func Catalogue() []Def {
 		ConnectionNotFound, ConnectionBlacklistAlreadyListed, ConnectionBlacklistNotListed,
 		ConnectionBlacklistLimitExceeded, ConnectionLimitExceeded, ConnectionBlacklistExpectedChatID,
 		ConnectionIncorrectVKGroupScopes, ConnectionWhatsappProviderUnsupported,
+		ConnectionWhatsappAlreadyAuthorized, ConnectionWhatsappNoPendingLogin,
 		IntegrationCRMResponsibleUserNotFound,
 		MessagingWabaTemplateNotFound, MessagingFileURLNotSupported,
-		TelegramGenericError,
+		TelegramGenericError, TelegramSessionNotFound, TelegramInvalidCode, TelegramInvalidPassword,
 		InvoiceProviderError,
-		SubscriptionInTest, SubscriptionAdvanceNotAllowed, SubscriptionAdvanceActive, SubscriptionPaymentsLocked,
+		SubscriptionNotFound, SubscriptionInTest, SubscriptionAdvanceNotAllowed, SubscriptionAdvanceActive, SubscriptionPaymentsLocked,
 		UserNameInvalid,
 		WabaSettingsNotAvailable, WabaProfilePictureURLNotAllowed, WabaProfilePictureTooLarge,
-		MaxPersonalGenericError, MaxPersonalUnableToGetQRLogin,
+		MaxPersonalGenericError, MaxPersonalSessionNotFound, MaxPersonalInvalidCode, MaxPersonalInvalidPassword,
+		MaxPersonalUnableToGetQRLogin,
 		PartnerPayoutInsufficientBalance, PartnerPayoutLocked,
+		VKDirectGenericError, VKDirectSessionNotFound, VKDirectInvalidCode, VKDirectInvalidPassword,
 	}
 }
 

@@ -30,6 +30,8 @@ type Service struct {
 // Services in start order. A new service adds one line.
 var Services = []Service{
 	{Name: "identity", AddrEnv: "SWITCHBOARD_IDENTITY_ADDR"},
+	{Name: "billing", AddrEnv: "SWITCHBOARD_BILLING_ADDR"},
+	{Name: "connections", AddrEnv: "SWITCHBOARD_CONNECTIONS_ADDR"},
 }
 
 // Options of a stack.
@@ -54,9 +56,12 @@ type Options struct {
 // Stack is a running platform.
 type Stack struct {
 	BaseURL string
-	opts    Options
-	procs   []*exec.Cmd
-	done    []chan error
+	// Addrs are the gRPC addresses of the services by name, for tests that
+	// call internal RPCs directly.
+	Addrs map[string]string
+	opts  Options
+	procs []*exec.Cmd
+	done  []chan error
 }
 
 // Start brings the platform up, or stops what it started and fails.
@@ -111,6 +116,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.BaseURL = "http://" + httpAddr
+	s.Addrs = addrs
 	if err := s.waitReady(ctx, 60*time.Second); err != nil {
 		s.Stop()
 		return nil, err

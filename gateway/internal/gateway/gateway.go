@@ -19,14 +19,18 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"switchboard.dev/gateway/internal/httpapi"
+	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
+	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 )
 
 // Config of the gateway.
 type Config struct {
-	HTTPAddr     string `env:"SWITCHBOARD_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
-	IdentityAddr string `env:"SWITCHBOARD_IDENTITY_ADDR" envDefault:"127.0.0.1:9101"`
-	LogLevel     string `env:"SWITCHBOARD_LOG_LEVEL" envDefault:"info"`
+	HTTPAddr        string `env:"SWITCHBOARD_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	IdentityAddr    string `env:"SWITCHBOARD_IDENTITY_ADDR" envDefault:"127.0.0.1:9101"`
+	ConnectionsAddr string `env:"SWITCHBOARD_CONNECTIONS_ADDR" envDefault:"127.0.0.1:9102"`
+	BillingAddr     string `env:"SWITCHBOARD_BILLING_ADDR" envDefault:"127.0.0.1:9105"`
+	LogLevel        string `env:"SWITCHBOARD_LOG_LEVEL" envDefault:"info"`
 	// Grace period for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration `env:"SWITCHBOARD_SHUTDOWN_TIMEOUT" envDefault:"20s"`
 }
@@ -46,6 +50,15 @@ func backends(cfg Config) []backend {
 		{"identity", cfg.IdentityAddr, []registerFunc{
 			identityv1.RegisterIdentityServiceHandler,
 			identityv1.RegisterOperatorServiceHandler,
+		}},
+		{"connections", cfg.ConnectionsAddr, []registerFunc{
+			connectionsv1.RegisterConnectionsServiceHandler,
+			connectionsv1.RegisterConnectionsOperatorServiceHandler,
+			connectionsv1.RegisterConnectionsSandboxServiceHandler,
+		}},
+		{"billing", cfg.BillingAddr, []registerFunc{
+			billingv1.RegisterBillingServiceHandler,
+			billingv1.RegisterBillingOperatorServiceHandler,
 		}},
 	}
 }

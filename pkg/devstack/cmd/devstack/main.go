@@ -34,6 +34,9 @@ func main() {
 type demo struct {
 	CompanyID int64  `json:"company_id"`
 	APIKey    string `json:"api_key"`
+	// A telegram connection made through the sandbox login, so the demo
+	// company has something to look at.
+	ConnectionID int64 `json:"connection_id"`
 }
 
 func run(ctx context.Context) error {
@@ -48,6 +51,9 @@ func run(ctx context.Context) error {
 	flag.StringVar(&o.InternalToken, "internal-token", "dev-internal-token", "service-to-service token")
 	flag.Parse()
 	o.DBPrefix = "switchboard"
+	// Local development: webhook targets and profile pictures may live on
+	// this machine.
+	o.Env = append(o.Env, "SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1")
 	o.LogDir = filepath.Join(dir, "logs")
 
 	st, err := devstack.Start(ctx, o)
@@ -56,8 +62,12 @@ func run(ctx context.Context) error {
 	}
 	defer st.Stop()
 
-	d, err := ensureDemo(st.BaseURL, o.AdminToken, filepath.Join(dir, "demo.json"))
+	statePath := filepath.Join(dir, "demo.json")
+	d, err := ensureDemo(st.BaseURL, o.AdminToken, statePath)
 	if err != nil {
+		return err
+	}
+	if err := ensureDemoConnection(st.BaseURL, o.AdminToken, &d, statePath); err != nil {
 		return err
 	}
 	fmt.Printf(`
@@ -67,14 +77,19 @@ Switchboard is running.
   Operator token:  %[2]s
   Demo company:    %[3]d
   Demo API key:    %[4]s
+  Demo connection: %[6]d (telegram, authorised in test mode)
   Logs:            %[5]s
 
 Try it:
 
   curl -s %[1]s/v2/companies/%[3]d -H 'X-Api-Key: %[4]s'
+  curl -s %[1]s/v2/companies/%[3]d/connections/ -H 'X-Api-Key: %[4]s'
+
+README.md ("Walk-through") shows how to create and authorise a WhatsApp
+connection against the sandbox.
 
 Ctrl-C stops everything.
-`, st.BaseURL, o.AdminToken, d.CompanyID, d.APIKey, o.LogDir)
+`, st.BaseURL, o.AdminToken, d.CompanyID, d.APIKey, o.LogDir, d.ConnectionID)
 	<-ctx.Done()
 	fmt.Println("\nstopping...")
 	return nil
@@ -85,40 +100,99 @@ Ctrl-C stops everything.
 func ensureDemo(base, token, path string) (demo, error) {
 	var d demo
 	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &d) == nil && d.APIKey != "" {
-		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/v2/companies/%d", base, d.CompanyID), nil)
-		req.Header.Set("X-Api-Key", d.APIKey)
-		if res, err := http.DefaultClient.Do(req); err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return d, nil
-			}
+		if _, err := (client{base: base, key: d.APIKey}).do(http.MethodGet, fmt.Sprintf("/v2/companies/%d", d.CompanyID), nil, false); err == nil {
+			return d, nil
 		}
 	}
-	body, _ := json.Marshal(map[string]any{"name": "Demo company", "owner_email": "demo@example.com", "owner_name": "Demo Owner"})
-	req, _ := http.NewRequest(http.MethodPost, base+"/admin/v1/companies", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	out, err := client{base: base, token: token}.do(http.MethodPost, "/admin/v1/companies", map[string]any{
+		"name": "Demo company", "owner_email": "demo@example.com", "owner_name": "Demo Owner",
+	}, true)
 	if err != nil {
-		return d, err
+		return d, fmt.Errorf("create demo company: %w", err)
 	}
-	defer res.Body.Close()
-	var out struct {
-		Company struct {
-			ID int64 `json:"id"`
-		} `json:"company"`
-		APIKey string `json:"api_key"`
-	}
-	if res.StatusCode != http.StatusOK {
-		return d, fmt.Errorf("create demo company: HTTP %d", res.StatusCode)
-	}
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
-		return d, err
-	}
-	if out.APIKey == "" {
+	company, _ := out["company"].(map[string]any)
+	id, _ := company["id"].(float64)
+	apiKey, _ := out["api_key"].(string)
+	if apiKey == "" {
 		return d, errors.New("create demo company: no key in the answer")
 	}
-	d = demo{CompanyID: out.Company.ID, APIKey: out.APIKey}
+	d = demo{CompanyID: int64(id), APIKey: apiKey}
+	return d, save(d, path)
+}
+func save(d demo, path string) error {
 	b, _ := json.MarshalIndent(d, "", "  ")
-	return d, os.WriteFile(path, b, 0o600)
+	return os.WriteFile(path, b, 0o600)
+}
+
+// ensureDemoConnection keeps one authorised telegram connection in the demo
+// company, made the way a client would: a sandbox account, a QR login that
+// the account scans, then the connection from the authenticated session.
+func ensureDemoConnection(base, token string, d *demo, path string) error {
+	c := client{base: base, token: token, key: d.APIKey}
+	if d.ConnectionID != 0 {
+		if _, err := c.do(http.MethodGet, fmt.Sprintf("/v2/companies/%d/connections/%d", d.CompanyID, d.ConnectionID), nil, false); err == nil {
+			return nil
+		}
+	}
+	const phone = "+79990000001"
+	if _, err := c.do(http.MethodPost, "/sandbox/v1/accounts", map[string]any{
+		"messenger": "telegram", "phone": phone, "username": "switchboard_demo", "name": "Demo Account",
+	}, true); err != nil {
+		return err
+	}
+	sess, err := c.do(http.MethodPost, fmt.Sprintf("/v2/companies/%d/telegram/init", d.CompanyID), map[string]any{"auth_type": "qr"}, false)
+	if err != nil {
+		return err
+	}
+	sid, _ := sess["session_id"].(string)
+	if _, err := c.do(http.MethodPost, "/sandbox/v1/sessions/"+sid+"/scan", map[string]any{"phone": phone}, true); err != nil {
+		return err
+	}
+	if _, err := c.do(http.MethodPost, fmt.Sprintf("/v2/companies/%d/telegram/login", d.CompanyID), map[string]any{"session_id": sid}, false); err != nil {
+		return err
+	}
+	conn, err := c.do(http.MethodPost, fmt.Sprintf("/v2/companies/%d/connections/", d.CompanyID), map[string]any{
+		"name": "Demo Telegram", "type": "telegram", "params": map[string]any{"session_id": sid},
+	}, false)
+	if err != nil {
+		return err
+	}
+	id, _ := conn["id"].(float64)
+	d.ConnectionID = int64(id)
+	return save(*d, path)
+}
+
+// client calls the running gateway with the demo key, or with the operator
+// token for the operator and sandbox APIs.
+type client struct{ base, token, key string }
+
+func (c client) do(method, path string, body any, operator bool) (map[string]any, error) {
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if operator {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	} else {
+		req.Header.Set("X-Api-Key", c.key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	if res.StatusCode != http.StatusOK {
+		return out, fmt.Errorf("%s %s: HTTP %d %v", method, path, res.StatusCode, out)
+	}
+	return out, nil
 }

@@ -1,0 +1,3 @@
+-- Databases of the services besides identity (POSTGRES_DB).
+CREATE DATABASE switchboard_connections;
+CREATE DATABASE switchboard_billing;

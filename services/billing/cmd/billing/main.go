@@ -1,0 +1,83 @@
+// Command billing serves subscriptions: their plans, sizes and paid
+// periods, and whether a connection may work.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"google.golang.org/grpc"
+
+	"switchboard.dev/pkg/config"
+	"switchboard.dev/pkg/server"
+	"switchboard.dev/pkg/service"
+	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
+	"switchboard.dev/services/billing/internal/adapters/connections"
+	"switchboard.dev/services/billing/internal/adapters/postgres"
+	"switchboard.dev/services/billing/internal/app"
+	grpcport "switchboard.dev/services/billing/internal/ports/grpc"
+	"switchboard.dev/services/billing/migrations"
+)
+
+// settings are the billing service's own configuration.
+type settings struct {
+	// Where the connections service listens: it owns subscription
+	// membership.
+	ConnectionsAddr string `env:"SWITCHBOARD_CONNECTIONS_ADDR" envDefault:"127.0.0.1:9102"`
+	// Test period of a subscription created by the first connection of its
+	// type.
+	TestPeriod time.Duration `env:"SWITCHBOARD_TEST_PERIOD" envDefault:"72h"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, env.ToMap(os.Environ()))
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "billing:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, environ map[string]string) error {
+	var s settings
+	if err := config.Load(&s, environ); err != nil {
+		return err
+	}
+	if s.TestPeriod < 0 {
+		return errors.New("config: SWITCHBOARD_TEST_PERIOD must not be negative")
+	}
+	return service.Run(ctx, spec(s), environ, os.Stdout)
+}
+
+func spec(s settings) service.Spec {
+	return service.Spec{
+		Name:        "billing",
+		DefaultAddr: "127.0.0.1:9105",
+		Migrations:  migrations.FS,
+		Build: func(_ context.Context, d *service.Deps) (service.Registrar, error) {
+			// The client connects lazily, so billing may start before the
+			// connections service does (devstack starts billing first).
+			conn, err := server.DialInternal(s.ConnectionsAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			a := app.New(postgres.New(d.DB), connections.New(conn), app.Config{TestPeriod: s.TestPeriod})
+			return registrar{grpcport.New(a)}, nil
+		},
+	}
+}
+
+type registrar struct{ srv *grpcport.Server }
+
+func (r registrar) Register(s *grpc.Server) {
+	billingv1.RegisterBillingServiceServer(s, r.srv)
+	billingv1.RegisterBillingInternalServiceServer(s, r.srv)
+	billingv1.RegisterBillingOperatorServiceServer(s, r.srv)
+}

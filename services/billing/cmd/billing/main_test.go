@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/auth"
+	"switchboard.dev/pkg/config"
+	"switchboard.dev/pkg/pgtest"
+	"switchboard.dev/pkg/server"
+	"switchboard.dev/pkg/service"
+	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
+	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
+	"switchboard.dev/services/billing/migrations"
+)
+
+// connectionsPeer is a connections service with no connections.
+type connectionsPeer struct {
+	connectionsv1.UnimplementedConnectionsInternalServiceServer
+}
+
+func (connectionsPeer) ListSubscriptionConnections(context.Context, *connectionsv1.ListSubscriptionConnectionsRequest) (*connectionsv1.ListSubscriptionConnectionsResponse, error) {
+	return &connectionsv1.ListSubscriptionConnectionsResponse{}, nil
+}
+
+func (connectionsPeer) GetConnectionInternal(context.Context, *connectionsv1.GetConnectionInternalRequest) (*connectionsv1.GetConnectionInternalResponse, error) {
+	return nil, apierr.ConnectionNotFound.E()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	require.NoError(t, lis.Close())
+	return addr
+}
+
+// TestServiceWiring starts the real service (config, migrations, auth and
+// validation interceptors, the three registered services, the connections
+// client) and calls it over gRPC.
+func TestServiceWiring(t *testing.T) {
+	redisAddr := os.Getenv("SWITCHBOARD_TEST_REDIS_ADDR")
+	if redisAddr == "" {
+		t.Fatal("SWITCHBOARD_TEST_REDIS_ADDR is not set (source /tmp/sbenv or run make test)")
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	peer := grpc.NewServer()
+	connectionsv1.RegisterConnectionsInternalServiceServer(peer, connectionsPeer{})
+	go peer.Serve(lis) //nolint:errcheck // ends with Stop
+	t.Cleanup(peer.Stop)
+
+	addr := freeAddr(t)
+	environ := map[string]string{
+		"SWITCHBOARD_GRPC_ADDR":        addr,
+		"SWITCHBOARD_DATABASE_URL":     pgtest.NewDSN(t, migrations.FS),
+		"SWITCHBOARD_REDIS_ADDR":       redisAddr,
+		"SWITCHBOARD_INTERNAL_TOKEN":   "internal",
+		"SWITCHBOARD_ADMIN_TOKEN":      "operator",
+		"SWITCHBOARD_CONNECTIONS_ADDR": lis.Addr().String(),
+		"SWITCHBOARD_TEST_PERIOD":      "1h",
+		// Nothing here reaches identity: internal and operator calls only.
+		"SWITCHBOARD_IDENTITY_ADDR": freeAddr(t),
+	}
+	var s settings
+	require.NoError(t, config.Load(&s, environ))
+	require.Equal(t, time.Hour, s.TestPeriod)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- service.Run(ctx, spec(s), environ, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	conn, err := server.DialInternal(addr, "internal")
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	internal := billingv1.NewBillingInternalServiceClient(conn)
+
+	callCtx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	before := time.Now()
+	info, err := internal.EnsureSubscription(callCtx, &billingv1.EnsureSubscriptionRequest{CompanyId: 3, SubscriptionType: "CONNECTION_AVITO"},
+		grpc.WaitForReady(true))
+	require.NoError(t, err)
+	require.Equal(t, billingv1.SubscriptionPlan_SUBSCRIPTION_PLAN_START, info.GetSubscriptionPlan())
+	require.True(t, info.GetPaid())
+	testUntil := info.GetTestUntil().AsTime()
+	require.False(t, testUntil.Before(before.Add(time.Hour).Truncate(time.Microsecond)), "SWITCHBOARD_TEST_PERIOD applies")
+	require.False(t, testUntil.After(time.Now().Add(time.Hour)))
+
+	// The connections service's 404 reaches the caller through both hops.
+	_, err = internal.CheckConnectionPaid(callCtx, &billingv1.CheckConnectionPaidRequest{ConnectionId: 5})
+	e, ok := apierr.FromError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, apierr.ConnectionNotFound.Code, e.Code)
+
+	// The internal API wants the internal token.
+	plain, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { plain.Close() })
+	_, err = billingv1.NewBillingInternalServiceClient(plain).GetSubscriptions(callCtx, &billingv1.GetSubscriptionsRequest{CompanyId: 3})
+	e, ok = apierr.FromError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, int32(401), e.Code)
+
+	// Operator: the bearer token, protovalidate rules, then the use case.
+	operator := billingv1.NewBillingOperatorServiceClient(plain)
+	opCtx := metadata.AppendToOutgoingContext(callCtx, auth.HeaderAuthorization, "Bearer operator")
+	negative := int32(-1)
+	_, err = operator.AdjustSubscription(opCtx, &billingv1.AdjustSubscriptionRequest{CompanyId: 3, SubscriptionId: info.GetId(), MaxSize: &negative})
+	e, ok = apierr.FromError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, int32(1), e.Code)
+
+	size := int32(5)
+	sub, err := operator.AdjustSubscription(opCtx, &billingv1.AdjustSubscriptionRequest{CompanyId: 3, SubscriptionId: info.GetId(),
+		SubscriptionPlan: billingv1.SubscriptionPlan_SUBSCRIPTION_PLAN_STANDARD.Enum(), MaxSize: &size})
+	require.NoError(t, err)
+	require.Equal(t, int32(5), sub.GetMaxSize())
+	require.Empty(t, sub.GetConnections())
+
+	subs, err := internal.GetSubscriptions(callCtx, &billingv1.GetSubscriptionsRequest{CompanyId: 3})
+	require.NoError(t, err)
+	require.Len(t, subs.GetSubscriptions(), 1)
+	require.Equal(t, billingv1.SubscriptionPlan_SUBSCRIPTION_PLAN_STANDARD, subs.GetSubscriptions()[0].GetSubscriptionPlan())
+}

@@ -1,0 +1,100 @@
+// Package app holds billing's use cases. It speaks domain types and answers
+// API errors from the catalogue; storage and the connections service stay
+// behind the two interfaces below.
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/services/billing/internal/domain"
+)
+
+// Repository is billing's storage, implemented by adapters/postgres.
+type Repository interface {
+	// EnsureSubscription stores fresh unless the company already has a
+	// subscription of its type, and answers the stored one either way. Safe
+	// to call concurrently: exactly one row results.
+	EnsureSubscription(ctx context.Context, fresh domain.Subscription) (domain.Subscription, error)
+	// Subscriptions of a company ordered by id: all of them, or those of
+	// ids (unknown ids are left out).
+	Subscriptions(ctx context.Context, companyID int64, ids []int64) ([]domain.Subscription, error)
+	// Subscription answers domain.ErrNotFound for an unknown id or one of
+	// another company.
+	Subscription(ctx context.Context, companyID, id int64) (domain.Subscription, error)
+	// UpdateSubscription runs update on the row locked FOR UPDATE and
+	// stores what update left, in one transaction. The lock is held while
+	// update runs, so update may ask the connections service about the
+	// subscription's members knowing that no other change to this
+	// subscription interleaves.
+	UpdateSubscription(ctx context.Context, companyID, id int64, update func(*domain.Subscription) error) (domain.Subscription, error)
+}
+
+// Connections is the connections service's internal API
+// (adapters/connections). It owns which connections are in which
+// subscription; its errors are API errors to pass on as they are.
+type Connections interface {
+	// Membership maps each of the company's subscriptions that holds
+	// connections to their ids.
+	Membership(ctx context.Context, companyID int64) (map[int64][]int64, error)
+	// SetMembership makes ids the connections of the subscription (or
+	// checks that it could, with Preview) and answers the ids it then
+	// holds. An id that is not a company connection of the type is a 422
+	// at body.connections.<i>.
+	SetMembership(ctx context.Context, m Membership) ([]int64, error)
+	// Connection answers the company and subscription of any connection; an
+	// unknown one is CONNECTION_NOT_FOUND.
+	Connection(ctx context.Context, connectionID int64) (ConnectionRef, error)
+}
+
+// Membership is a SetMembership request.
+type Membership struct {
+	CompanyID      int64
+	SubscriptionID int64
+	Type           domain.SubscriptionType
+	ConnectionIDs  []int64
+	Preview        bool
+}
+
+// ConnectionRef is where a connection belongs.
+type ConnectionRef struct {
+	CompanyID int64
+	// SubscriptionID is nil for a connection in no subscription.
+	SubscriptionID *int64
+}
+
+// Config of the use cases.
+type Config struct {
+	// TestPeriod of a new subscription.
+	TestPeriod time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Service is the use cases.
+type Service struct {
+	repo  Repository
+	conns Connections
+	cfg   Config
+}
+
+// New wires the use cases.
+func New(repo Repository, conns Connections, cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{repo: repo, conns: conns, cfg: cfg}
+}
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
+
+// notFound maps a repository miss to the given API error and passes any
+// other failure on.
+func notFound(err error, def apierr.Def) error {
+	if errors.Is(err, domain.ErrNotFound) {
+		return def.E()
+	}
+	return err
+}

@@ -1,0 +1,159 @@
+// Package apptest gives billing's tests what stands in for other processes:
+// an in-memory connections service and a clock. The database is always the
+// real one (pkg/pgtest).
+package apptest
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/services/billing/internal/app"
+	"switchboard.dev/services/billing/internal/domain"
+)
+
+// Connections behaves like the connections service's internal API: each
+// connection belongs to a company, has a type and is in at most one
+// subscription.
+type Connections struct {
+	mu    sync.Mutex
+	next  int64
+	conns map[int64]*conn
+
+	// MembershipCalls counts Membership calls.
+	MembershipCalls atomic.Int64
+	// BeforeSet, when set, runs at the start of every SetMembership, outside
+	// the fake's own lock: tests pause a membership change there.
+	BeforeSet func()
+}
+
+type conn struct {
+	company int64
+	typ     domain.SubscriptionType
+	sub     *int64
+}
+
+var _ app.Connections = (*Connections)(nil)
+
+// NewConnections is an empty connections service.
+func NewConnections() *Connections {
+	return &Connections{next: 1000, conns: map[int64]*conn{}}
+}
+
+// Add creates a connection of the company with the subscription type of
+// its connection type, in subscription sub (0: in none), and answers its id.
+func (c *Connections) Add(company int64, typ domain.SubscriptionType, sub int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next++
+	cn := &conn{company: company, typ: typ}
+	if sub != 0 {
+		cn.sub = &sub
+	}
+	c.conns[c.next] = cn
+	return c.next
+}
+
+// Membership implements app.Connections. Ids come newest first, so tests
+// see that billing sorts them itself.
+func (c *Connections) Membership(_ context.Context, companyID int64) (map[int64][]int64, error) {
+	c.MembershipCalls.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[int64][]int64{}
+	for _, id := range c.idsDesc() {
+		cn := c.conns[id]
+		if cn.company == companyID && cn.sub != nil {
+			out[*cn.sub] = append(out[*cn.sub], id)
+		}
+	}
+	return out, nil
+}
+
+func (c *Connections) idsDesc() []int64 {
+	ids := make([]int64, 0, len(c.conns))
+	for id := range c.conns {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	slices.Reverse(ids)
+	return ids
+}
+
+// SetMembership implements app.Connections.
+func (c *Connections) SetMembership(_ context.Context, m app.Membership) ([]int64, error) {
+	if c.BeforeSet != nil {
+		c.BeforeSet()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, id := range m.ConnectionIDs {
+		cn, ok := c.conns[id]
+		if !ok || cn.company != m.CompanyID || cn.typ != m.Type {
+			return nil, apierr.Field(apierr.Body("connections", i), "value_error",
+				"Value error, connection %d is not a connection of type %s of the company", id, m.Type)
+		}
+	}
+	if m.Preview {
+		return slices.Clone(m.ConnectionIDs), nil
+	}
+	for _, cn := range c.conns {
+		if cn.company == m.CompanyID && cn.sub != nil && *cn.sub == m.SubscriptionID {
+			cn.sub = nil
+		}
+	}
+	for _, id := range m.ConnectionIDs {
+		sub := m.SubscriptionID
+		c.conns[id].sub = &sub
+	}
+	var out []int64
+	for _, id := range c.idsDesc() {
+		if cn := c.conns[id]; cn.company == m.CompanyID && cn.sub != nil && *cn.sub == m.SubscriptionID {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// Connection implements app.Connections.
+func (c *Connections) Connection(_ context.Context, connectionID int64) (app.ConnectionRef, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn, ok := c.conns[connectionID]
+	if !ok {
+		return app.ConnectionRef{}, apierr.ConnectionNotFound.E()
+	}
+	ref := app.ConnectionRef{CompanyID: cn.company}
+	if cn.sub != nil {
+		sub := *cn.sub
+		ref.SubscriptionID = &sub
+	}
+	return ref, nil
+}
+
+// Clock is a settable clock for app.Config.Now.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock starts at the current time, at the microsecond precision
+// PostgreSQL stores, so times read back compare equal.
+func NewClock() *Clock { return &Clock{t: time.Now().UTC().Truncate(time.Microsecond)} }
+
+// Now is the current time of the clock.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock on.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}

@@ -1,0 +1,192 @@
+// Package domain holds billing's entities and rules: subscriptions, their
+// plans, whether they are paid, and when an advance is available. No
+// transport or storage here.
+package domain
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrNotFound is what repositories answer for a row that is not there (or
+// belongs to another company, which callers must not be able to tell apart).
+var ErrNotFound = errors.New("not found")
+
+// Plan is a subscription's plan (spec 2.13).
+type Plan string
+
+const (
+	PlanFree     Plan = "FREE"
+	PlanStart    Plan = "START"
+	PlanStandard Plan = "STANDARD"
+	// PlanAdvanced cannot be invoiced any more, but existing subscriptions
+	// keep it.
+	PlanAdvanced Plan = "ADVANCED"
+)
+
+// Valid reports whether p is one of the four plans.
+func (p Plan) Valid() bool {
+	switch p {
+	case PlanFree, PlanStart, PlanStandard, PlanAdvanced:
+		return true
+	}
+	return false
+}
+
+// SubscriptionType is CONNECTION_ + the connection type in capitals.
+type SubscriptionType string
+
+// connectionTypes are the types with a connection limit (spec part 8): the
+// only ones a subscription exists for. CRM connections have none.
+var connectionTypes = []string{
+	"whatsapp", "waba", "telegram", "telegram_bot", "max_personal", "max_bot",
+	"vk_group", "vk_direct", "odnoklassniki", "avito",
+	"tinkoff", "modulbank", "sberbank", "paykeeper", "bepaid", "payselection",
+	"yookassa", "robokassa", "keepz",
+}
+
+const typePrefix = "CONNECTION_"
+
+// SubscriptionTypes lists every valid subscription type, in spec order.
+func SubscriptionTypes() []SubscriptionType {
+	out := make([]SubscriptionType, len(connectionTypes))
+	for i, t := range connectionTypes {
+		out[i] = SubscriptionType(typePrefix + strings.ToUpper(t))
+	}
+	return out
+}
+
+// ParseSubscriptionType accepts exactly the spelling the API uses
+// (CONNECTION_TELEGRAM_BOT), nothing looser.
+func ParseSubscriptionType(s string) (SubscriptionType, bool) {
+	t := SubscriptionType(s)
+	return t, slices.Contains(SubscriptionTypes(), t)
+}
+
+// Subscription is one company's subscription of one type.
+type Subscription struct {
+	ID        int64
+	CompanyID int64
+	Type      SubscriptionType
+	Plan      Plan
+	MaxSize   int32
+	// TestUntil ends the test period; nil when there is none.
+	TestUntil *time.Time
+	// PaidUntil ends the paid period; nil before the first payment.
+	PaidUntil *time.Time
+	// HasPayment: at least one real payment was made.
+	HasPayment bool
+	Advance    Advance
+}
+
+// Advance is the five-day credit of spec part 3.
+type Advance struct {
+	// Until ends the advance period; nil when none was ever granted.
+	Until  *time.Time
+	Repaid bool
+}
+
+// Active reports an advance that was granted and not yet repaid. It stays
+// active after its five days run out: the debt is still there.
+func (a Advance) Active() bool { return a.Until != nil && !a.Repaid }
+
+// Start plan, test period and size of a subscription created by the first
+// connection of its type (spec-gaps "Connections and logins").
+const (
+	NewPlan    = PlanStart
+	NewMaxSize = 1
+)
+
+// AdvanceWindow is how close to the end of the paid period an advance may
+// be taken (spec part 8).
+const AdvanceWindow = 48 * time.Hour
+
+// Paid reports whether the subscription's connections may work at now:
+// inside the paid period or the test period.
+func (s Subscription) Paid(now time.Time) bool {
+	return after(s.PaidUntil, now) || after(s.TestUntil, now)
+}
+
+func after(t *time.Time, now time.Time) bool { return t != nil && t.After(now) }
+
+// AdvanceAvailable applies spec part 3: a paying plan, at least one real
+// payment, at most two days left of the paid period, and no unrepaid
+// advance. A period that has already ended has less than two days left, so
+// an expired subscription may take one too.
+func (s Subscription) AdvanceAvailable(now time.Time) bool {
+	return s.Plan != PlanFree &&
+		s.HasPayment &&
+		s.PaidUntil != nil && s.PaidUntil.Sub(now) <= AdvanceWindow &&
+		!s.Advance.Active()
+}
+
+// Size errors, mapped to API errors by the app.
+var (
+	// ErrStartSize: plan START holds exactly one connection.
+	ErrStartSize = errors.New("plan START allows one connection only")
+	// ErrBelowInUse: the size would be smaller than the connections the
+	// subscription holds.
+	ErrBelowInUse = errors.New("max_size is below the number of connections in the subscription")
+)
+
+// CheckSize applies the size rules to a plan and size, given how many
+// connections the subscription holds now.
+func CheckSize(plan Plan, maxSize int32, inUse int) error {
+	if plan == PlanStart && maxSize != 1 {
+		return ErrStartSize
+	}
+	if int(maxSize) < inUse {
+		return ErrBelowInUse
+	}
+	return nil
+}
+
+// Adjustment is an operator's direct change to a subscription; nil fields
+// stay as they are.
+type Adjustment struct {
+	Plan           *Plan
+	MaxSize        *int32
+	PaidUntil      *time.Time
+	TestUntil      *time.Time
+	ClearPaidUntil bool
+	ClearTestUntil bool
+}
+
+// Apply makes the adjustment, then checks the size rules against the
+// connections the subscription holds.
+func (s *Subscription) Apply(a Adjustment, inUse int) error {
+	if a.Plan != nil {
+		s.Plan = *a.Plan
+	}
+	if a.MaxSize != nil {
+		s.MaxSize = *a.MaxSize
+	}
+	switch {
+	case a.ClearPaidUntil:
+		s.PaidUntil = nil
+	case a.PaidUntil != nil:
+		s.PaidUntil = a.PaidUntil
+	}
+	switch {
+	case a.ClearTestUntil:
+		s.TestUntil = nil
+	case a.TestUntil != nil:
+		s.TestUntil = a.TestUntil
+	}
+	return CheckSize(s.Plan, s.MaxSize, inUse)
+}
+
+// FirstDuplicate returns the index of the first id that repeats an earlier
+// one, or -1.
+func FirstDuplicate(ids []int64) int {
+	seen := make(map[int64]bool, len(ids))
+	for i, id := range ids {
+		if seen[id] {
+			return i
+		}
+		seen[id] = true
+	}
+	return -1
+}

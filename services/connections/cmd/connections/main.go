@@ -1,0 +1,104 @@
+// Command connections serves connections, their statuses and limits, and
+// the messenger logins.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"google.golang.org/grpc"
+
+	"switchboard.dev/pkg/config"
+	"switchboard.dev/pkg/server"
+	"switchboard.dev/pkg/service"
+	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
+	"switchboard.dev/services/connections/internal/adapters/billing"
+	"switchboard.dev/services/connections/internal/adapters/logins"
+	"switchboard.dev/services/connections/internal/adapters/picture"
+	"switchboard.dev/services/connections/internal/adapters/postgres"
+	"switchboard.dev/services/connections/internal/adapters/sandbox"
+	"switchboard.dev/services/connections/internal/adapters/unavailable"
+	"switchboard.dev/services/connections/internal/app"
+	grpcport "switchboard.dev/services/connections/internal/ports/grpc"
+	"switchboard.dev/services/connections/migrations"
+)
+
+// settings are the connections service's own configuration.
+type settings struct {
+	BillingAddr          string        `env:"SWITCHBOARD_BILLING_ADDR" envDefault:"127.0.0.1:9105"`
+	SessionTTL           time.Duration `env:"SWITCHBOARD_LOGIN_SESSION_TTL" envDefault:"1h"`
+	QRLifetime           time.Duration `env:"SWITCHBOARD_LOGIN_QR_LIFETIME" envDefault:"30s"`
+	WhatsappQRLifetime   time.Duration `env:"SWITCHBOARD_WHATSAPP_QR_LIFETIME" envDefault:"60s"`
+	WhatsappCodeLifetime time.Duration `env:"SWITCHBOARD_WHATSAPP_CODE_LIFETIME" envDefault:"3m"`
+	DefaultRegion        string        `env:"SWITCHBOARD_DEFAULT_REGION" envDefault:"RU"`
+	// Lets outbound fetches reach private addresses: development only.
+	AllowPrivateTargets bool `env:"SWITCHBOARD_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	environ := env.ToMap(os.Environ())
+	err := run(ctx, environ)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "connections:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, environ map[string]string) error {
+	var s settings
+	if err := config.Load(&s, environ); err != nil {
+		return err
+	}
+	return service.Run(ctx, spec(s), environ, os.Stdout)
+}
+
+func spec(s settings) service.Spec {
+	return service.Spec{
+		Name:        "connections",
+		DefaultAddr: "127.0.0.1:9102",
+		Migrations:  migrations.FS,
+		Build: func(_ context.Context, d *service.Deps) (service.Registrar, error) {
+			conn, err := server.DialInternal(s.BillingAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			cfg := app.DefaultConfig()
+			cfg.SessionTTL = s.SessionTTL
+			cfg.QRLifetime = s.QRLifetime
+			cfg.WhatsappQRLifetime = s.WhatsappQRLifetime
+			cfg.WhatsappCodeLifetime = s.WhatsappCodeLifetime
+			cfg.DefaultRegion = s.DefaultRegion
+			cfg.AllowPrivateTargets = s.AllowPrivateTargets
+			deps := app.Deps{
+				Repo:     postgres.New(d.DB),
+				Billing:  billing.New(conn),
+				Logins:   logins.New(d.Redis),
+				Pictures: picture.New(s.AllowPrivateTargets),
+				Config:   cfg,
+			}
+			if d.Config.Sandbox {
+				sb := sandbox.New(d.DB, d.Redis)
+				deps.Verifier, deps.Messenger = sb, sb
+			} else {
+				deps.Verifier, deps.Messenger = unavailable.Provider{}, unavailable.Provider{}
+			}
+			return registrar{grpcport.New(app.New(deps))}, nil
+		},
+	}
+}
+
+type registrar struct{ srv *grpcport.Server }
+
+func (r registrar) Register(s *grpc.Server) {
+	connectionsv1.RegisterConnectionsServiceServer(s, r.srv)
+	connectionsv1.RegisterConnectionsOperatorServiceServer(s, r.srv)
+	connectionsv1.RegisterConnectionsSandboxServiceServer(s, r.srv)
+	connectionsv1.RegisterConnectionsInternalServiceServer(s, r.srv)
+}

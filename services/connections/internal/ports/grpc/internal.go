@@ -1,0 +1,48 @@
+package grpc
+
+import (
+	"context"
+
+	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
+	"switchboard.dev/services/connections/internal/app"
+)
+
+func (s *Server) GetConnectionInternal(ctx context.Context, req *connectionsv1.GetConnectionInternalRequest) (*connectionsv1.GetConnectionInternalResponse, error) {
+	c, err := s.app.ConnectionInternal(ctx, req.GetConnectionId())
+	if err != nil {
+		return nil, err
+	}
+	pb, err := connectionPB(c)
+	if err != nil {
+		return nil, err
+	}
+	return &connectionsv1.GetConnectionInternalResponse{CompanyId: c.CompanyID, Connection: pb}, nil
+}
+
+func (s *Server) ListSubscriptionConnections(ctx context.Context, req *connectionsv1.ListSubscriptionConnectionsRequest) (*connectionsv1.ListSubscriptionConnectionsResponse, error) {
+	groups, err := s.app.SubscriptionMembers(ctx, req.GetCompanyId())
+	if err != nil {
+		return nil, err
+	}
+	out := &connectionsv1.ListSubscriptionConnectionsResponse{Subscriptions: make([]*connectionsv1.SubscriptionConnections, 0, len(groups))}
+	for _, g := range groups {
+		out.Subscriptions = append(out.Subscriptions, &connectionsv1.SubscriptionConnections{
+			SubscriptionId: g.SubscriptionID, ConnectionIds: g.ConnectionIDs,
+		})
+	}
+	return out, nil
+}
+
+func (s *Server) SetSubscriptionConnections(ctx context.Context, req *connectionsv1.SetSubscriptionConnectionsRequest) (*connectionsv1.SetSubscriptionConnectionsResponse, error) {
+	ids, err := s.app.SetSubscriptionMembers(ctx, app.SetMembersCmd{
+		CompanyID:        req.GetCompanyId(),
+		SubscriptionID:   req.GetSubscriptionId(),
+		SubscriptionType: req.GetSubscriptionType(),
+		ConnectionIDs:    req.GetConnectionIds(),
+		Preview:          req.GetPreview(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &connectionsv1.SetSubscriptionConnectionsResponse{ConnectionIds: ids}, nil
+}
