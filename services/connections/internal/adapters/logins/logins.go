@@ -156,15 +156,21 @@ func (s *Store) TakeSession(ctx context.Context, id string, check func(domain.Lo
 
 // RestoreSession implements app.LoginStore.
 func (s *Store) RestoreSession(ctx context.Context, sess domain.LoginSession, ttl time.Duration) error {
+	return s.restore(ctx, s.sessionKey(sess.ID), sessionToRecord(sess), ttl, "session")
+}
+
+// restore puts a taken record back for the time it had left, unless
+// something new took its place meanwhile (NX).
+func (s *Store) restore(ctx context.Context, key string, record any, ttl time.Duration, what string) error {
 	if ttl <= 0 {
 		return nil
 	}
-	b, err := json.Marshal(sessionToRecord(sess))
+	b, err := json.Marshal(record)
 	if err != nil {
-		return fmt.Errorf("logins: encode session: %w", err)
+		return fmt.Errorf("logins: encode %s: %w", what, err)
 	}
-	if err := s.rdb.SetArgs(ctx, s.sessionKey(sess.ID), b, redis.SetArgs{Mode: "NX", TTL: ttl}).Err(); err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("logins: restore session: %w", err)
+	if err := s.rdb.SetArgs(ctx, key, b, redis.SetArgs{Mode: "NX", TTL: ttl}).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("logins: restore %s: %w", what, err)
 	}
 	return nil
 }
@@ -212,17 +218,7 @@ func (s *Store) TakeWhatsappLogin(ctx context.Context, connectionID int64, check
 
 // RestoreWhatsappLogin implements app.LoginStore.
 func (s *Store) RestoreWhatsappLogin(ctx context.Context, l domain.WhatsappLogin, ttl time.Duration) error {
-	if ttl <= 0 {
-		return nil
-	}
-	b, err := json.Marshal(whatsappToRecord(l))
-	if err != nil {
-		return fmt.Errorf("logins: encode whatsapp login: %w", err)
-	}
-	if err := s.rdb.SetArgs(ctx, s.whatsappKey(l.ConnectionID), b, redis.SetArgs{Mode: "NX", TTL: ttl}).Err(); err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("logins: restore whatsapp login: %w", err)
-	}
-	return nil
+	return s.restore(ctx, s.whatsappKey(l.ConnectionID), whatsappToRecord(l), ttl, "whatsapp login")
 }
 
 // retry runs fn in an optimistic transaction on key until it commits
