@@ -160,3 +160,30 @@ func TestCreateFromSessionsRace(t *testing.T) {
 	}
 	require.Equal(t, 1, won)
 }
+
+// TestCreateFromExpiredSession lets Redis expire an authenticated session
+// (its hour, shortened) and then creates from it: 400 17000 / 30000, and
+// nothing is created, not even the type's first subscription.
+func TestCreateFromExpiredSession(t *testing.T) {
+	ctx := context.Background()
+	e := newCoreSessionEnv(t)
+	for m, code := range map[domain.Type]int32{
+		domain.Telegram:    apierr.TelegramGenericError.Code,
+		domain.MaxPersonal: apierr.MaxPersonalGenericError.Code,
+	} {
+		id := uuid.NewString()
+		require.NoError(t, e.store.CreateSession(ctx, domain.LoginSession{
+			ID: id, CompanyID: 1, Messenger: m, Status: domain.Authenticated, Phone: "+79990005566",
+			Account: &domain.MessengerAccount{UserID: "5005", Phone: "+79990005566"},
+		}, 50*time.Millisecond))
+		require.Eventually(t, func() bool { return !e.sessionLive(t, id) }, 5*time.Second, 10*time.Millisecond)
+		_, err := e.svc.CreateConnection(ctx, app.CreateConnectionCmd{CompanyID: 1, Name: "late", Type: m,
+			Params: map[string]any{"session_id": id}})
+		coreErr(t, err, code)
+	}
+	list, count, err := e.svc.Connections(ctx, 1, app.Page{Limit: 100})
+	require.NoError(t, err)
+	require.Zero(t, count)
+	require.Empty(t, list)
+	require.Zero(t, e.bill.ensures.Load(), "a refused create makes no subscription")
+}
