@@ -14,6 +14,7 @@ import (
 	apiv1 "switchboard.dev/proto/switchboard/api/v1"
 	_ "switchboard.dev/proto/switchboard/billing/v1"     // registers the routes below
 	_ "switchboard.dev/proto/switchboard/connections/v1" // registers the routes below
+	_ "switchboard.dev/proto/switchboard/contacts/v1"    // registers the routes below
 	_ "switchboard.dev/proto/switchboard/identity/v1"    // registers the routes below
 )
 

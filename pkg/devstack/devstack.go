@@ -32,6 +32,7 @@ var Services = []Service{
 	{Name: "identity", AddrEnv: "SWITCHBOARD_IDENTITY_ADDR"},
 	{Name: "billing", AddrEnv: "SWITCHBOARD_BILLING_ADDR"},
 	{Name: "connections", AddrEnv: "SWITCHBOARD_CONNECTIONS_ADDR"},
+	{Name: "contacts", AddrEnv: "SWITCHBOARD_CONTACTS_ADDR"},
 }
 
 // Options of a stack.

@@ -1,3 +1,4 @@
 -- Databases of the services besides identity (POSTGRES_DB).
 CREATE DATABASE switchboard_connections;
 CREATE DATABASE switchboard_billing;
+CREATE DATABASE switchboard_contacts;

@@ -21,6 +21,7 @@ import (
 	"switchboard.dev/gateway/internal/httpapi"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
+	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 )
 
@@ -30,6 +31,7 @@ type Config struct {
 	IdentityAddr    string `env:"SWITCHBOARD_IDENTITY_ADDR" envDefault:"127.0.0.1:9101"`
 	ConnectionsAddr string `env:"SWITCHBOARD_CONNECTIONS_ADDR" envDefault:"127.0.0.1:9102"`
 	BillingAddr     string `env:"SWITCHBOARD_BILLING_ADDR" envDefault:"127.0.0.1:9105"`
+	ContactsAddr    string `env:"SWITCHBOARD_CONTACTS_ADDR" envDefault:"127.0.0.1:9104"`
 	LogLevel        string `env:"SWITCHBOARD_LOG_LEVEL" envDefault:"info"`
 	// Grace period for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration `env:"SWITCHBOARD_SHUTDOWN_TIMEOUT" envDefault:"20s"`
@@ -59,6 +61,9 @@ func backends(cfg Config) []backend {
 		{"billing", cfg.BillingAddr, []registerFunc{
 			billingv1.RegisterBillingServiceHandler,
 			billingv1.RegisterBillingOperatorServiceHandler,
+		}},
+		{"contacts", cfg.ContactsAddr, []registerFunc{
+			contactsv1.RegisterContactsServiceHandler,
 		}},
 	}
 }

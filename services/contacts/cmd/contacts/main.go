@@ -1,0 +1,73 @@
+// Command contacts serves contacts, their tags and notes, and binds
+// messenger chats to contacts for the messaging service.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/caarlos0/env/v11"
+	"google.golang.org/grpc"
+
+	"switchboard.dev/pkg/config"
+	"switchboard.dev/pkg/service"
+	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
+	"switchboard.dev/services/contacts/internal/adapters/limiter"
+	"switchboard.dev/services/contacts/internal/adapters/postgres"
+	"switchboard.dev/services/contacts/internal/app"
+	grpcport "switchboard.dev/services/contacts/internal/ports/grpc"
+	"switchboard.dev/services/contacts/migrations"
+)
+
+// settings are the contacts service's own configuration.
+type settings struct {
+	// Region of phones written without a country code.
+	DefaultRegion string `env:"SWITCHBOARD_DEFAULT_REGION" envDefault:"RU"`
+	// Contact list calls per second per company (spec 8: one); 0 turns the
+	// limit off, for load tests.
+	ListRate int `env:"SWITCHBOARD_CONTACTS_LIST_RATE" envDefault:"1"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, env.ToMap(os.Environ()))
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "contacts:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, environ map[string]string) error {
+	var s settings
+	if err := config.Load(&s, environ); err != nil {
+		return err
+	}
+	if s.ListRate < 0 {
+		return errors.New("config: SWITCHBOARD_CONTACTS_LIST_RATE must not be negative")
+	}
+	return service.Run(ctx, spec(s), environ, os.Stdout)
+}
+
+func spec(s settings) service.Spec {
+	return service.Spec{
+		Name:        "contacts",
+		DefaultAddr: "127.0.0.1:9104",
+		Migrations:  migrations.FS,
+		Build: func(_ context.Context, d *service.Deps) (service.Registrar, error) {
+			a := app.New(postgres.New(d.DB), limiter.New(d.Redis, "contacts:", s.ListRate), app.Config{DefaultRegion: s.DefaultRegion})
+			return registrar{grpcport.New(a)}, nil
+		},
+	}
+}
+
+type registrar struct{ srv *grpcport.Server }
+
+func (r registrar) Register(s *grpc.Server) {
+	contactsv1.RegisterContactsServiceServer(s, r.srv)
+	contactsv1.RegisterContactsInternalServiceServer(s, r.srv)
+}

@@ -1,0 +1,564 @@
+// Package postgres stores contacts, tags, notes, chats and linked entities.
+// Every query takes the company id, so one company never sees another's
+// rows; every write is one transaction.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"switchboard.dev/pkg/postgres"
+	"switchboard.dev/services/contacts/internal/app"
+	"switchboard.dev/services/contacts/internal/domain"
+)
+
+// Repo implements app.Repository.
+type Repo struct {
+	db *pgxpool.Pool
+}
+
+var _ app.Repository = (*Repo)(nil)
+
+// New uses the pool of the contacts database.
+func New(db *pgxpool.Pool) *Repo { return &Repo{db: db} }
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// listWhere is the one filter of contact lists. Unused filters are their
+// zero values ($2 with_groups, $3 tags, $4 search, $5 its LIKE pattern, $6
+// phone); lists run with custom plans so the unused ones fold away.
+const listWhere = `
+	FROM contacts c
+	WHERE c.company_id = $1
+	  AND ($2::bool OR NOT c.is_group)
+	  AND (cardinality($3::bigint[]) = 0 OR EXISTS (
+	        SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag_id = ANY($3::bigint[])))
+	  AND ($4::text = '' OR c.search LIKE $5::text OR $4::text <% c.search)
+	  AND ($6::text = '' OR EXISTS (
+	        SELECT 1 FROM contact_phones p WHERE p.company_id = $1 AND p.phone = $6::text AND p.contact_id = c.id))`
+
+const listSelect = `SELECT c.id, c.company_id, c.name, c.is_group, c.created_at, c.updated_at` + listWhere
+
+// listQueries are the six fixed list queries, one per order, each walking
+// its index with id breaking ties.
+var listQueries = map[domain.Order]string{
+	domain.OrderIDAsc:       listSelect + ` ORDER BY c.id ASC LIMIT $7 OFFSET $8`,
+	domain.OrderIDDesc:      listSelect + ` ORDER BY c.id DESC LIMIT $7 OFFSET $8`,
+	domain.OrderNameAsc:     listSelect + ` ORDER BY lower(c.name) ASC, c.id ASC LIMIT $7 OFFSET $8`,
+	domain.OrderNameDesc:    listSelect + ` ORDER BY lower(c.name) DESC, c.id DESC LIMIT $7 OFFSET $8`,
+	domain.OrderCreatedAsc:  listSelect + ` ORDER BY c.created_at ASC, c.id ASC LIMIT $7 OFFSET $8`,
+	domain.OrderCreatedDesc: listSelect + ` ORDER BY c.created_at DESC, c.id DESC LIMIT $7 OFFSET $8`,
+}
+
+const countQuery = `SELECT count(*)` + listWhere
+
+// likePattern makes a substring pattern of s with LIKE's wildcards escaped.
+func likePattern(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(s) + "%"
+}
+
+// ListContacts implements app.Repository.
+func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter) ([]domain.Contact, int64, error) {
+	q, ok := listQueries[f.Order]
+	if !ok {
+		return nil, 0, fmt.Errorf("list contacts: unknown order %d", f.Order)
+	}
+	tags := f.Tags
+	if tags == nil {
+		tags = []int64{}
+	}
+	pattern := ""
+	if f.Search != "" {
+		pattern = likePattern(f.Search)
+	}
+	args := []any{company, f.WithGroups, tags, f.Search, pattern, f.Phone}
+	var out []domain.Contact
+	var total int64
+	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
+		// A generic plan would keep every optional filter; a custom one
+		// drops the unused ones and can use the trigram and order indexes.
+		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, countQuery, args...).Scan(&total); err != nil {
+			return fmt.Errorf("count contacts: %w", err)
+		}
+		rows, err := tx.Query(ctx, q, append(args, f.Limit, f.Offset)...)
+		if err != nil {
+			return fmt.Errorf("list contacts: %w", err)
+		}
+		out, err = pgx.CollectRows(rows, scanContact)
+		if err != nil {
+			return fmt.Errorf("list contacts: %w", err)
+		}
+		return loadDetails(ctx, tx, out)
+	})
+	if out == nil {
+		out = []domain.Contact{}
+	}
+	return out, total, err
+}
+
+func scanContact(row pgx.CollectableRow) (domain.Contact, error) {
+	var c domain.Contact
+	err := row.Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt)
+	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	return c, err
+}
+
+// loadDetails fills phones, emails, tags, notes and chats of cs, five
+// queries whatever their number.
+func loadDetails(ctx context.Context, q querier, cs []domain.Contact) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(cs))
+	at := make(map[int64]*domain.Contact, len(cs))
+	for i := range cs {
+		ids[i] = cs[i].ID
+		at[cs[i].ID] = &cs[i]
+		cs[i].Phones, cs[i].Emails, cs[i].Tags = []domain.Phone{}, []domain.Email{}, []int64{}
+		cs[i].Notes, cs[i].Chats = []domain.Note{}, []domain.Chat{}
+	}
+	each := func(sql string, scan func(pgx.Rows) error) error {
+		rows, err := q.Query(ctx, sql, ids)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	var id int64
+	err := each(`SELECT contact_id, type, phone FROM contact_phones WHERE contact_id = ANY($1) ORDER BY contact_id, position`,
+		func(rows pgx.Rows) error {
+			var p domain.Phone
+			if err := rows.Scan(&id, &p.Type, &p.Phone); err != nil {
+				return err
+			}
+			at[id].Phones = append(at[id].Phones, p)
+			return nil
+		})
+	if err == nil {
+		err = each(`SELECT contact_id, type, email FROM contact_emails WHERE contact_id = ANY($1) ORDER BY contact_id, position`,
+			func(rows pgx.Rows) error {
+				var e domain.Email
+				if err := rows.Scan(&id, &e.Type, &e.Email); err != nil {
+					return err
+				}
+				at[id].Emails = append(at[id].Emails, e)
+				return nil
+			})
+	}
+	if err == nil {
+		err = each(`SELECT contact_id, tag_id FROM contact_tags WHERE contact_id = ANY($1) ORDER BY contact_id, tag_id`,
+			func(rows pgx.Rows) error {
+				var t int64
+				if err := rows.Scan(&id, &t); err != nil {
+					return err
+				}
+				at[id].Tags = append(at[id].Tags, t)
+				return nil
+			})
+	}
+	if err == nil {
+		err = each(`SELECT `+noteCols+` FROM notes WHERE contact_id = ANY($1) ORDER BY updated_at DESC, id DESC`,
+			func(rows pgx.Rows) error {
+				n, err := scanNote(rows)
+				if err != nil {
+					return err
+				}
+				at[n.ContactID].Notes = append(at[n.ContactID].Notes, n)
+				return nil
+			})
+	}
+	if err == nil {
+		err = each(`SELECT contact_id, `+chatCols+` FROM contact_chats WHERE contact_id = ANY($1) ORDER BY created_at, chat_id`,
+			func(rows pgx.Rows) error {
+				var c domain.Chat
+				if err := rows.Scan(append([]any{&id}, chatDest(&c)...)...); err != nil {
+					return err
+				}
+				at[id].Chats = append(at[id].Chats, c)
+				return nil
+			})
+	}
+	if err != nil {
+		return fmt.Errorf("contact details: %w", err)
+	}
+	return nil
+}
+
+const noteCols = `id, contact_id, type, text, created_by, updated_by, created_at, updated_at`
+
+func scanNote(row pgx.Row) (domain.Note, error) {
+	var n domain.Note
+	err := row.Scan(&n.ID, &n.ContactID, &n.Type, &n.Text, &n.CreatedBy, &n.UpdatedBy, &n.CreatedAt, &n.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return n, domain.ErrNoteNotFound
+	}
+	n.CreatedAt, n.UpdatedAt = n.CreatedAt.UTC(), n.UpdatedAt.UTC()
+	return n, err
+}
+
+const chatCols = `company_id, connection_id, connection_type, chat_id, source_chat_id,
+	phone, username, messenger_user_id, name, profile_link, is_group`
+
+func chatDest(c *domain.Chat) []any {
+	return []any{&c.CompanyID, &c.ConnectionID, &c.ConnectionType, &c.ChatID, &c.SourceChatID,
+		&c.Phone, &c.Username, &c.UserID, &c.Name, &c.ProfileLink, &c.IsGroup}
+}
+
+func getContact(ctx context.Context, q querier, company, id int64, lock bool) (domain.Contact, error) {
+	sql := `SELECT id, company_id, name, is_group, created_at, updated_at FROM contacts WHERE company_id = $1 AND id = $2`
+	if lock {
+		sql += ` FOR UPDATE`
+	}
+	rows, err := q.Query(ctx, sql, company, id)
+	if err != nil {
+		return domain.Contact{}, fmt.Errorf("get contact: %w", err)
+	}
+	cs, err := pgx.CollectRows(rows, scanContact)
+	if err != nil {
+		return domain.Contact{}, fmt.Errorf("get contact: %w", err)
+	}
+	if len(cs) == 0 {
+		return domain.Contact{}, domain.ErrNotFound
+	}
+	if err := loadDetails(ctx, q, cs); err != nil {
+		return domain.Contact{}, err
+	}
+	return cs[0], nil
+}
+
+// GetContact implements app.Repository.
+func (r *Repo) GetContact(ctx context.Context, company, id int64) (domain.Contact, error) {
+	return getContact(ctx, r.db, company, id, false)
+}
+
+// CreateContact implements app.Repository.
+func (r *Repo) CreateContact(ctx context.Context, c domain.Contact) (domain.Contact, error) {
+	var out domain.Contact
+	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
+		id, err := insertContact(ctx, tx, c)
+		if err != nil {
+			return err
+		}
+		if err := writeTags(ctx, tx, c.CompanyID, id, c.Tags); err != nil {
+			return err
+		}
+		for _, n := range c.Notes {
+			n.ContactID = id
+			if _, err := insertNote(ctx, tx, c.CompanyID, n); err != nil {
+				return err
+			}
+		}
+		out, err = getContact(ctx, tx, c.CompanyID, id, false)
+		return err
+	})
+	return out, err
+}
+
+func insertContact(ctx context.Context, tx pgx.Tx, c domain.Contact) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `INSERT INTO contacts (company_id, name, is_group, search) VALUES ($1, $2, $3, $4) RETURNING id`,
+		c.CompanyID, c.Name, c.IsGroup, domain.SearchText(c.Name, c.Phones, c.Emails)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("insert contact: %w", err)
+	}
+	return id, writeLists(ctx, tx, c.CompanyID, id, c.Phones, c.Emails)
+}
+
+// writeLists replaces the phones and emails of a contact. A phone or email
+// of another contact of the company breaks a unique index: ErrConflict.
+func writeLists(ctx context.Context, tx pgx.Tx, company, id int64, phones []domain.Phone, emails []domain.Email) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM contact_phones WHERE contact_id = $1`, id); err != nil {
+		return fmt.Errorf("clear phones: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM contact_emails WHERE contact_id = $1`, id); err != nil {
+		return fmt.Errorf("clear emails: %w", err)
+	}
+	for i, p := range phones {
+		_, err := tx.Exec(ctx, `INSERT INTO contact_phones (contact_id, company_id, position, type, phone) VALUES ($1, $2, $3, $4, $5)`,
+			id, company, i, p.Type, p.Phone)
+		if err != nil {
+			return conflict(err, "insert phone")
+		}
+	}
+	for i, e := range emails {
+		_, err := tx.Exec(ctx, `INSERT INTO contact_emails (contact_id, company_id, position, type, email) VALUES ($1, $2, $3, $4, $5)`,
+			id, company, i, e.Type, e.Email)
+		if err != nil {
+			return conflict(err, "insert email")
+		}
+	}
+	return nil
+}
+
+func conflict(err error, what string) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return domain.ErrConflict
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// writeTags replaces the tags of a contact; every id must be a tag of the
+// company (a tag deleted meanwhile breaks the foreign key: the same error).
+func writeTags(ctx context.Context, tx pgx.Tx, company, id int64, tags []int64) error {
+	if tags == nil {
+		tags = []int64{}
+	}
+	var known int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM tags WHERE company_id = $1 AND id = ANY($2)`, company, tags).Scan(&known); err != nil {
+		return fmt.Errorf("check tags: %w", err)
+	}
+	if known != len(tags) {
+		return domain.ErrUnknownTag
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM contact_tags WHERE contact_id = $1`, id); err != nil {
+		return fmt.Errorf("clear tags: %w", err)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO contact_tags (contact_id, tag_id) SELECT $1, unnest($2::bigint[])`, id, tags)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+		return domain.ErrUnknownTag
+	}
+	if err != nil {
+		return fmt.Errorf("insert tags: %w", err)
+	}
+	return nil
+}
+
+// UpdateContact implements app.Repository.
+func (r *Repo) UpdateContact(ctx context.Context, company, id int64, fn func(*domain.Contact) error) (domain.Contact, error) {
+	var out domain.Contact
+	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
+		c, err := getContact(ctx, tx, company, id, true)
+		if err != nil {
+			return err
+		}
+		if err := fn(&c); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE contacts SET name = $3, search = $4, updated_at = now() WHERE company_id = $1 AND id = $2`,
+			company, id, c.Name, domain.SearchText(c.Name, c.Phones, c.Emails))
+		if err != nil {
+			return fmt.Errorf("update contact: %w", err)
+		}
+		if err := writeLists(ctx, tx, company, id, c.Phones, c.Emails); err != nil {
+			return err
+		}
+		if err := writeTags(ctx, tx, company, id, c.Tags); err != nil {
+			return err
+		}
+		out, err = getContact(ctx, tx, company, id, false)
+		return err
+	})
+	return out, err
+}
+
+func contactExists(ctx context.Context, q querier, company, id int64) error {
+	var ok bool
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM contacts WHERE company_id = $1 AND id = $2)`, company, id).Scan(&ok); err != nil {
+		return fmt.Errorf("contact exists: %w", err)
+	}
+	if !ok {
+		return domain.ErrNotFound
+	}
+	return nil
+}
+
+// ListNotes implements app.Repository.
+func (r *Repo) ListNotes(ctx context.Context, company, contact int64) ([]domain.Note, error) {
+	if err := contactExists(ctx, r.db, company, contact); err != nil {
+		return nil, err
+	}
+	rows, err := r.db.Query(ctx, `SELECT `+noteCols+` FROM notes WHERE company_id = $1 AND contact_id = $2 ORDER BY updated_at DESC, id DESC`, company, contact)
+	if err != nil {
+		return nil, fmt.Errorf("list notes: %w", err)
+	}
+	ns, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Note, error) { return scanNote(row) })
+	if err != nil {
+		return nil, fmt.Errorf("list notes: %w", err)
+	}
+	return ns, nil
+}
+
+// GetNote implements app.Repository.
+func (r *Repo) GetNote(ctx context.Context, company, contact, id int64) (domain.Note, error) {
+	if err := contactExists(ctx, r.db, company, contact); err != nil {
+		return domain.Note{}, err
+	}
+	return scanNote(r.db.QueryRow(ctx, `SELECT `+noteCols+` FROM notes WHERE company_id = $1 AND contact_id = $2 AND id = $3`, company, contact, id))
+}
+
+func insertNote(ctx context.Context, q querier, company int64, n domain.Note) (domain.Note, error) {
+	return scanNote(q.QueryRow(ctx, `INSERT INTO notes (company_id, contact_id, type, text, created_by, updated_by)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+noteCols, company, n.ContactID, n.Type, n.Text, n.CreatedBy, n.UpdatedBy))
+}
+
+// CreateNote implements app.Repository.
+func (r *Repo) CreateNote(ctx context.Context, company int64, n domain.Note) (domain.Note, error) {
+	var out domain.Note
+	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
+		// Locking the contact keeps it there until the note is in.
+		if _, err := getContact(ctx, tx, company, n.ContactID, true); err != nil {
+			return err
+		}
+		var err error
+		out, err = insertNote(ctx, tx, company, n)
+		return err
+	})
+	return out, err
+}
+
+// UpdateNote implements app.Repository.
+func (r *Repo) UpdateNote(ctx context.Context, company, contact, id int64, text string, by int64) (domain.Note, error) {
+	if err := contactExists(ctx, r.db, company, contact); err != nil {
+		return domain.Note{}, err
+	}
+	return scanNote(r.db.QueryRow(ctx, `UPDATE notes SET text = $4, updated_by = $5, updated_at = now()
+		WHERE company_id = $1 AND contact_id = $2 AND id = $3 RETURNING `+noteCols, company, contact, id, text, by))
+}
+
+// DeleteNote implements app.Repository.
+func (r *Repo) DeleteNote(ctx context.Context, company, contact, id int64) error {
+	if err := contactExists(ctx, r.db, company, contact); err != nil {
+		return err
+	}
+	tag, err := r.db.Exec(ctx, `DELETE FROM notes WHERE company_id = $1 AND contact_id = $2 AND id = $3`, company, contact, id)
+	if err != nil {
+		return fmt.Errorf("delete note: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return domain.ErrNoteNotFound
+	}
+	return nil
+}
+
+// ListChats implements app.Repository.
+func (r *Repo) ListChats(ctx context.Context, company, contact int64) ([]domain.Chat, error) {
+	if err := contactExists(ctx, r.db, company, contact); err != nil {
+		return nil, err
+	}
+	rows, err := r.db.Query(ctx, `SELECT `+chatCols+` FROM contact_chats WHERE company_id = $1 AND contact_id = $2 ORDER BY created_at, chat_id`, company, contact)
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", err)
+	}
+	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Chat, error) {
+		var c domain.Chat
+		return c, row.Scan(chatDest(&c)...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", err)
+	}
+	return cs, nil
+}
+
+const entityCols = `contact_id, company_id, linked_entity_type, external_id, is_closed, url`
+
+func scanEntity(row pgx.CollectableRow) (domain.LinkedEntity, error) {
+	var e domain.LinkedEntity
+	return e, row.Scan(&e.ContactID, &e.CompanyID, &e.Type, &e.ExternalID, &e.IsClosed, &e.URL)
+}
+
+// ListLinkedEntities implements app.Repository.
+func (r *Repo) ListLinkedEntities(ctx context.Context, company, contact int64) ([]domain.LinkedEntity, error) {
+	if err := contactExists(ctx, r.db, company, contact); err != nil {
+		return nil, err
+	}
+	rows, err := r.db.Query(ctx, `SELECT `+entityCols+` FROM linked_entities WHERE company_id = $1 AND contact_id = $2 ORDER BY created_at, external_id`, company, contact)
+	if err != nil {
+		return nil, fmt.Errorf("list linked entities: %w", err)
+	}
+	es, err := pgx.CollectRows(rows, scanEntity)
+	if err != nil {
+		return nil, fmt.Errorf("list linked entities: %w", err)
+	}
+	return es, nil
+}
+
+// RecordLinkedEntity implements app.Repository.
+func (r *Repo) RecordLinkedEntity(ctx context.Context, e domain.LinkedEntity) (domain.LinkedEntity, error) {
+	var out domain.LinkedEntity
+	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
+		if _, err := getContact(ctx, tx, e.CompanyID, e.ContactID, true); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `INSERT INTO linked_entities (contact_id, company_id, linked_entity_type, external_id, is_closed, url)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (contact_id, linked_entity_type, external_id) DO UPDATE SET is_closed = EXCLUDED.is_closed, url = EXCLUDED.url
+			RETURNING `+entityCols, e.ContactID, e.CompanyID, e.Type, e.ExternalID, e.IsClosed, e.URL)
+		if err != nil {
+			return fmt.Errorf("record linked entity: %w", err)
+		}
+		out, err = pgx.CollectExactlyOneRow(rows, scanEntity)
+		return err
+	})
+	return out, err
+}
+
+// ListTags implements app.Repository.
+func (r *Repo) ListTags(ctx context.Context, company int64) ([]domain.Tag, error) {
+	rows, err := r.db.Query(ctx, `SELECT id, name FROM tags WHERE company_id = $1 ORDER BY id`, company)
+	if err != nil {
+		return nil, fmt.Errorf("list tags: %w", err)
+	}
+	ts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[domain.Tag])
+	if err != nil {
+		return nil, fmt.Errorf("list tags: %w", err)
+	}
+	return ts, nil
+}
+
+// CreateTag implements app.Repository.
+func (r *Repo) CreateTag(ctx context.Context, company int64, name string) (domain.Tag, error) {
+	t := domain.Tag{Name: name}
+	err := r.db.QueryRow(ctx, `INSERT INTO tags (company_id, name) VALUES ($1, $2) RETURNING id`, company, name).Scan(&t.ID)
+	if err != nil {
+		return t, fmt.Errorf("create tag: %w", err)
+	}
+	return t, nil
+}
+
+// UpdateTag implements app.Repository.
+func (r *Repo) UpdateTag(ctx context.Context, company, id int64, name *string) (domain.Tag, error) {
+	var t domain.Tag
+	err := r.db.QueryRow(ctx, `UPDATE tags SET name = coalesce($3, name) WHERE company_id = $1 AND id = $2 RETURNING id, name`,
+		company, id, name).Scan(&t.ID, &t.Name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, domain.ErrTagNotFound
+	}
+	if err != nil {
+		return t, fmt.Errorf("update tag: %w", err)
+	}
+	return t, nil
+}
+
+// DeleteTag implements app.Repository; the cascade takes it off contacts.
+func (r *Repo) DeleteTag(ctx context.Context, company, id int64) error {
+	tag, err := r.db.Exec(ctx, `DELETE FROM tags WHERE company_id = $1 AND id = $2`, company, id)
+	if err != nil {
+		return fmt.Errorf("delete tag: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return domain.ErrTagNotFound
+	}
+	return nil
+}
