@@ -22,6 +22,9 @@ import (
 type route struct {
 	method, verb, path string
 	access             *apiv1.Access
+	// body is a JSON body the route decodes: [] for a bare-array body
+	// (`body: "tag_ids"`), {} otherwise.
+	body string
 }
 
 // companyRoutes lists every public route under /v2/companies/{company_id},
@@ -48,7 +51,11 @@ func companyRoutes() []route {
 				for _, b := range append([]*annotations.HttpRule{rule}, rule.GetAdditionalBindings()...) {
 					verb, path := binding(b)
 					if strings.Contains(path, "{company_id}") {
-						out = append(out, route{string(md.FullName()), verb, path, access})
+						body := `{}`
+						if f := md.Input().Fields().ByName(protoreflect.Name(b.GetBody())); f != nil && f.IsList() {
+							body = `[]`
+						}
+						out = append(out, route{string(md.FullName()), verb, path, access, body})
 					}
 				}
 			}
@@ -86,7 +93,7 @@ func TestTenancy(t *testing.T) {
 	for _, rt := range routes {
 		path := strings.Replace(rt.path, "{company_id}", p("%d", theirs.ID), 1)
 		path = pathVar.ReplaceAllString(path, "1")
-		r := call(t, rt.verb, path, `{}`, key(mine.Key)...)
+		r := call(t, rt.verb, path, rt.body, key(mine.Key)...)
 		if rt.access.GetOtherCompanyError() == 8000 {
 			require.Equal(t, 404, r.Status, "%s %s", rt.verb, path)
 			require.EqualValues(t, 8000, r.JSON(t)["error_code"])
