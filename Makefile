@@ -9,7 +9,7 @@ MODULES := proto pkg gateway services/identity services/connections services/bil
 # Every binary: name=package directory.
 CMDS := identity=services/identity/cmd/identity connections=services/connections/cmd/connections billing=services/billing/cmd/billing contacts=services/contacts/cmd/contacts gateway=gateway/cmd/gateway devstack=pkg/devstack/cmd/devstack
 
-.PHONY: run test tools generate check-generate lint vet build clean
+.PHONY: run test bench tools generate check-generate lint vet build clean
 
 ## run: start PostgreSQL, Redis, every service and the gateway; print the URL and a key
 run: build
@@ -18,6 +18,12 @@ run: build
 ## test: unit, integration and end-to-end tests on real, ephemeral PostgreSQL and Redis
 test: check-generate lint build
 	@MODULES="$(MODULES)" SWITCHBOARD_BIN_DIR="$(BIN)" deploy/local/test.sh
+
+## bench: the contacts benchmark (issue 4: 100,000 contacts, list/search/phone
+## p50/p95/p99 through the gateway) on ephemeral servers; BENCH picks others
+BENCH ?= Contacts100k
+bench: build
+	@MODULES=gateway SWITCHBOARD_BIN_DIR="$(BIN)" GO_TEST_FLAGS='-run ^$$ -bench $(BENCH) -benchtime 1x' deploy/local/test.sh
 
 ## tools: install the pinned Go tools (buf, protoc plugins) into .bin/
 tools:

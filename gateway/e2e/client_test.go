@@ -29,7 +29,7 @@ func (r response) JSON(t *testing.T) map[string]any {
 
 // call makes one request. body may be nil, a string (sent as is) or a value
 // encoded as JSON. headers are name, value pairs.
-func call(t *testing.T, method, path string, body any, headers ...string) response {
+func call(t testing.TB, method, path string, body any, headers ...string) response {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -78,7 +78,7 @@ type company struct {
 	Email   string
 }
 
-func newCompany(t *testing.T, extra map[string]any) company {
+func newCompany(t testing.TB, extra map[string]any) company {
 	t.Helper()
 	body := map[string]any{"name": "Acme " + t.Name()}
 	for k, v := range extra {

@@ -258,6 +258,9 @@ func TestOperatorAPI(t *testing.T) {
 }
 
 func TestPerKeyRateLimit(t *testing.T) {
+	if benchMode {
+		t.Skip("benchmark run: the per-key rate limit is off")
+	}
 	c := newCompany(t, nil)
 	k := newKey(t, c.ID, "members")
 	var limited *response

@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,11 +21,24 @@ const adminToken = "e2e-operator-token"
 
 var stack *devstack.Stack
 
+// adminDSN and dbPrefix locate the stack's databases (<dbPrefix>_<service>)
+// for benchmarks that load data directly.
+var adminDSN, dbPrefix string
+
+// benchMode is set when the run has -test.bench: then the stack runs without
+// the per-key and contacts list rate limits (a benchmark measures latency,
+// not the limiter), and tests of those limits skip.
+var benchMode bool
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		benchMode = true
+	}
 	dsn, redisAddr := os.Getenv("SWITCHBOARD_TEST_PG_DSN"), os.Getenv("SWITCHBOARD_TEST_REDIS_ADDR")
 	if dsn == "" || redisAddr == "" {
 		fmt.Fprintln(os.Stderr, "e2e: SWITCHBOARD_TEST_PG_DSN and SWITCHBOARD_TEST_REDIS_ADDR are unset: run `make test`")
@@ -44,19 +58,25 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
+	env := []string{"SWITCHBOARD_KEY_RATE=50", "SWITCHBOARD_KEY_BURST=50", "SWITCHBOARD_LOG_LEVEL=debug",
+		// The WABA profile picture test serves pictures from 127.0.0.1.
+		"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1"}
+	if benchMode {
+		// The last value of a variable wins.
+		env = append(env, "SWITCHBOARD_KEY_RATE=0", "SWITCHBOARD_CONTACTS_LIST_RATE=0", "SWITCHBOARD_LOG_LEVEL=info")
+	}
+	adminDSN, dbPrefix = dsn, fmt.Sprintf("e2e_%d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stack, err = devstack.Start(ctx, devstack.Options{
 		BinDir:        binDir,
 		AdminDSN:      dsn,
 		RedisAddr:     redisAddr,
-		DBPrefix:      fmt.Sprintf("e2e_%d", time.Now().UnixNano()),
+		DBPrefix:      dbPrefix,
 		LogDir:        filepath.Join(tmp, "logs"),
 		AdminToken:    adminToken,
 		InternalToken: "e2e-internal-token",
-		Env: []string{"SWITCHBOARD_KEY_RATE=50", "SWITCHBOARD_KEY_BURST=50", "SWITCHBOARD_LOG_LEVEL=debug",
-			// The WABA profile picture test serves pictures from 127.0.0.1.
-			"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1"},
+		Env:           env,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)

@@ -36,7 +36,11 @@ type querier interface {
 
 // listWhere is the one filter of contact lists. Unused filters are their
 // zero values ($2 with_groups, $3 tags, $4 search, $5 its LIKE pattern, $6
-// phone); lists run with custom plans so the unused ones fold away.
+// phone); lists run with custom plans so the unused ones fold away. The
+// phone filter is a scalar subquery (one row at most: the unique index), an
+// InitPlan that turns into a primary key lookup; an EXISTS under the OR
+// would stay a hashed SubPlan filtering every contact of the company
+// (~85 ms at 100,000 contacts, `make bench`).
 const listWhere = `
 	FROM contacts c
 	WHERE c.company_id = $1
@@ -44,8 +48,8 @@ const listWhere = `
 	  AND (cardinality($3::bigint[]) = 0 OR EXISTS (
 	        SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag_id = ANY($3::bigint[])))
 	  AND ($4::text = '' OR c.search LIKE $5::text OR $4::text <% c.search)
-	  AND ($6::text = '' OR EXISTS (
-	        SELECT 1 FROM contact_phones p WHERE p.company_id = $1 AND p.phone = $6::text AND p.contact_id = c.id))`
+	  AND ($6::text = '' OR c.id = (
+	        SELECT p.contact_id FROM contact_phones p WHERE p.company_id = $1 AND p.phone = $6::text))`
 
 const listSelect = `SELECT c.id, c.company_id, c.name, c.is_group, c.created_at, c.updated_at` + listWhere
 
