@@ -177,7 +177,10 @@ start_pg() {
 	if [ ! -f "$data/PG_VERSION" ]; then
 		log "initdb $data"
 		rm -rf "$data"
-		as_pg "$bin/initdb" -D "$data" -U postgres --auth=trust --encoding=UTF8 --locale=C \
+		# Byte-order collation (C) for fast, predictable indexes, but a UTF-8
+		# character type: lower() and pg_trgm must know Cyrillic letters
+		# (case-insensitive name order, fuzzy contact search).
+		as_pg "$bin/initdb" -D "$data" -U postgres --auth=trust --encoding=UTF8 --locale=C --lc-ctype=C.UTF-8 \
 			--no-sync --no-instructions >"$home/initdb.log" 2>&1 ||
 			{ cat "$home/initdb.log" >&2; die "initdb failed"; }
 		# Our settings live in one included file, rewritten on every start so
