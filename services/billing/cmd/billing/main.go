@@ -5,16 +5,10 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
-	"github.com/caarlos0/env/v11"
 	"google.golang.org/grpc"
 
-	"switchboard.dev/pkg/config"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
@@ -36,24 +30,13 @@ type settings struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, env.ToMap(os.Environ()))
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "billing:", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, environ map[string]string) error {
 	var s settings
-	if err := config.Load(&s, environ); err != nil {
-		return err
-	}
-	if s.TestPeriod < 0 {
-		return errors.New("config: SWITCHBOARD_TEST_PERIOD must not be negative")
-	}
-	return service.Run(ctx, spec(s), environ, os.Stdout)
+	service.Main(&s, func() (service.Spec, error) {
+		if s.TestPeriod < 0 {
+			return service.Spec{}, errors.New("config: SWITCHBOARD_TEST_PERIOD must not be negative")
+		}
+		return spec(s), nil
+	})
 }
 
 func spec(s settings) service.Spec {

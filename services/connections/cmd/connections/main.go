@@ -4,16 +4,10 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
-	"github.com/caarlos0/env/v11"
 	"google.golang.org/grpc"
 
-	"switchboard.dev/pkg/config"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
@@ -41,22 +35,10 @@ type settings struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	environ := env.ToMap(os.Environ())
-	err := run(ctx, environ)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "connections:", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, environ map[string]string) error {
 	var s settings
-	if err := config.Load(&s, environ); err != nil {
-		return err
-	}
-	return service.Run(ctx, spec(s), environ, os.Stdout)
+	service.Main(&s, func() (service.Spec, error) {
+		return spec(s), nil
+	})
 }
 
 func spec(s settings) service.Spec {

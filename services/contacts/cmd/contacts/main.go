@@ -5,15 +5,9 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/caarlos0/env/v11"
 	"google.golang.org/grpc"
 
-	"switchboard.dev/pkg/config"
 	"switchboard.dev/pkg/service"
 	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
 	"switchboard.dev/services/contacts/internal/adapters/limiter"
@@ -33,24 +27,13 @@ type settings struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, env.ToMap(os.Environ()))
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "contacts:", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, environ map[string]string) error {
 	var s settings
-	if err := config.Load(&s, environ); err != nil {
-		return err
-	}
-	if s.ListRate < 0 {
-		return errors.New("config: SWITCHBOARD_CONTACTS_LIST_RATE must not be negative")
-	}
-	return service.Run(ctx, spec(s), environ, os.Stdout)
+	service.Main(&s, func() (service.Spec, error) {
+		if s.ListRate < 0 {
+			return service.Spec{}, errors.New("config: SWITCHBOARD_CONTACTS_LIST_RATE must not be negative")
+		}
+		return spec(s), nil
+	})
 }
 
 func spec(s settings) service.Spec {

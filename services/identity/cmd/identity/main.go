@@ -4,12 +4,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/caarlos0/env/v11"
 	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/auth"
@@ -22,13 +17,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := service.Run(ctx, spec(), env.ToMap(os.Environ()), os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "identity:", err)
-		os.Exit(1)
-	}
+	service.Main(nil, func() (service.Spec, error) { return spec(), nil })
 }
 
 func spec() service.Spec {
