@@ -9,14 +9,14 @@ MODULES := proto pkg gateway services/identity services/connections services/bil
 # Every binary: name=package directory.
 CMDS := identity=services/identity/cmd/identity connections=services/connections/cmd/connections billing=services/billing/cmd/billing contacts=services/contacts/cmd/contacts gateway=gateway/cmd/gateway devstack=pkg/devstack/cmd/devstack
 
-.PHONY: run test bench tools generate check-generate lint vet build clean
+.PHONY: run test bench tools generate check-generate check-tree lint vet build clean
 
 ## run: start PostgreSQL, Redis, every service and the gateway; print the URL and a key
 run: build
 	@deploy/local/run.sh
 
 ## test: unit, integration and end-to-end tests on real, ephemeral PostgreSQL and Redis
-test: check-generate lint build
+test: check-tree check-generate lint build
 	@MODULES="$(MODULES)" SWITCHBOARD_BIN_DIR="$(BIN)" deploy/local/test.sh
 
 ## bench: the contacts benchmark (issue 4: 100,000 contacts, list/search/phone
@@ -40,6 +40,11 @@ check-generate: tools
 		if ! diff -r -q proto "$$tmp" >/dev/null; then \
 			echo "generated code is out of date with proto/: run 'make generate' and commit" >&2; \
 			diff -r -q proto "$$tmp" >&2; exit 1; fi
+
+## check-tree: fail when a tracked file is an executable or over 1 MB (build output
+## belongs under .bin/; exceptions are listed in the script)
+check-tree:
+	@deploy/local/check-tree.sh
 
 ## lint: go vet on every module and buf lint
 lint: tools vet
