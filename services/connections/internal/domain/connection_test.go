@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,12 @@ func TestParseCreateErrors(t *testing.T) {
 		{"missing bot token", domain.MaxBot, map[string]any{}, []string{"bot_token:missing"}},
 		{"token not a string", domain.TelegramBot, map[string]any{"bot_token": 5.0}, []string{"bot_token:string_type"}},
 		{"empty token", domain.TelegramBot, map[string]any{"bot_token": ""}, []string{"bot_token:string_too_short"}},
+		{"token over 512", domain.MaxBot, map[string]any{"bot_token": strings.Repeat("a", 513)}, []string{"bot_token:string_too_long"}},
+		{"token with a space", domain.MaxBot, map[string]any{"bot_token": "abc def"}, []string{"bot_token:string_pattern_mismatch"}},
+		{"token with a tab", domain.TelegramBot, map[string]any{"bot_token": "abc\tdef"}, []string{"bot_token:string_pattern_mismatch"}},
+		{"token with a NUL", domain.TelegramBot, map[string]any{"bot_token": "abc\x00def"}, []string{"bot_token:string_pattern_mismatch"}},
+		{"token with DEL", domain.MaxBot, map[string]any{"bot_token": "abc\x7fdef"}, []string{"bot_token:string_pattern_mismatch"}},
+		{"token not ASCII", domain.MaxBot, map[string]any{"bot_token": "токен"}, []string{"bot_token:string_pattern_mismatch"}},
 		{"bool as string", domain.Whatsapp, map[string]any{"group_chats_enabled": "true"}, []string{"group_chats_enabled:bool_type"}},
 		{"bool null", domain.Whatsapp, map[string]any{"group_chats_enabled": nil}, []string{"group_chats_enabled:bool_type"}},
 		{"unknown key", domain.Whatsapp, map[string]any{"phone": "7999"}, []string{"phone:extra_forbidden"}},
@@ -92,6 +99,26 @@ func TestParseCreateErrors(t *testing.T) {
 			_, err := domain.ParseCreate(tc.typ, tc.raw)
 			require.Equal(t, tc.want, fieldErrors(t, err))
 		})
+	}
+}
+
+// TestBotTokensOfAnyShape: the spec gives no token format, so any printable
+// ASCII token without spaces up to 512 characters passes the API's check,
+// for both bot types; the messenger side judges the rest.
+func TestBotTokensOfAnyShape(t *testing.T) {
+	tokens := []string{
+		"1234567890:AA" + strings.Repeat("b", 33), // Telegram's shape
+		"maxbotTOKEN_0123456789-abcdef",           // a long url-safe string
+		"x",                                       // short
+		"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" + "Zz09", // every printable sign
+		strings.Repeat("t", domain.MaxBotTokenLen),    // the longest
+	}
+	for _, typ := range []domain.Type{domain.TelegramBot, domain.MaxBot} {
+		for _, tok := range tokens {
+			in, err := domain.ParseCreate(typ, map[string]any{"bot_token": tok})
+			require.NoError(t, err, "%s %q", typ, tok)
+			require.Equal(t, map[string]any{"bot_token": tok}, in.Private)
+		}
 	}
 }
 
