@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -61,8 +62,15 @@ type Stack struct {
 	// call internal RPCs directly.
 	Addrs map[string]string
 	opts  Options
-	procs []*exec.Cmd
-	done  []chan error
+	procs []*proc
+}
+
+// proc is one process of the stack; cmd is nil while it is stopped.
+type proc struct {
+	name string
+	env  []string
+	cmd  *exec.Cmd
+	done chan error
 }
 
 // Start brings the platform up, or stops what it started and fails.
@@ -126,22 +134,86 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 }
 
 func (s *Stack) spawn(name string, env []string) error {
-	logf, err := os.Create(filepath.Join(s.opts.LogDir, name+".log"))
+	// The callers build env with append on one shared slice: keep a copy,
+	// which a restart reuses.
+	p := &proc{name: name, env: slices.Clone(env)}
+	if err := s.run(p, os.O_TRUNC); err != nil {
+		return err
+	}
+	s.procs = append(s.procs, p)
+	return nil
+}
+
+// run starts p's process, its output going to <name>.log (truncated first,
+// or appended to when restarting).
+func (s *Stack) run(p *proc, logMode int) error {
+	logf, err := os.OpenFile(filepath.Join(s.opts.LogDir, p.name+".log"), os.O_CREATE|os.O_WRONLY|logMode, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(s.opts.BinDir, name))
-	cmd.Env = env
+	cmd := exec.Command(filepath.Join(s.opts.BinDir, p.name))
+	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return fmt.Errorf("start %s: %w", name, err)
+		return fmt.Errorf("start %s: %w", p.name, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait(); logf.Close() }()
-	s.procs = append(s.procs, cmd)
-	s.done = append(s.done, done)
+	p.cmd, p.done = cmd, done
 	return nil
+}
+
+func (s *Stack) find(name string) (*proc, error) {
+	for _, p := range s.procs {
+		if p.name == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("devstack: no process %q", name)
+}
+
+// StopService stops one process of the running stack (SIGTERM, then wait)
+// as a crash or a rolling restart would, so tests can show what survives a
+// peer being down. StartService brings it back.
+func (s *Stack) StopService(name string) error {
+	p, err := s.find(name)
+	if err != nil {
+		return err
+	}
+	if p.cmd == nil {
+		return fmt.Errorf("devstack: %s is already stopped", name)
+	}
+	p.stop()
+	return nil
+}
+
+// StartService starts a stopped process again, on the same address and
+// database, and waits until the gateway reports every backend ready.
+func (s *Stack) StartService(ctx context.Context, name string) error {
+	p, err := s.find(name)
+	if err != nil {
+		return err
+	}
+	if p.cmd != nil {
+		return fmt.Errorf("devstack: %s is running", name)
+	}
+	if err := s.run(p, os.O_APPEND); err != nil {
+		return err
+	}
+	return s.waitReady(ctx, 60*time.Second)
+}
+
+// stop sends SIGTERM and waits (SIGKILL after 10 seconds).
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	p.cmd, p.done = nil, nil
 }
 
 // waitReady polls the gateway's /readyz, failing early when a process dies.
@@ -149,12 +221,14 @@ func (s *Stack) waitReady(ctx context.Context, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	client := &http.Client{Timeout: time.Second}
 	for time.Now().Before(deadline) {
-		for i, d := range s.done {
+		for _, p := range s.procs {
+			if p.cmd == nil {
+				continue
+			}
 			select {
-			case err := <-d:
-				name := filepath.Base(s.procs[i].Path)
-				d <- err
-				return fmt.Errorf("%s exited (%v):\n%s", name, err, s.Tail(name, 30))
+			case err := <-p.done:
+				p.done <- err
+				return fmt.Errorf("%s exited (%v):\n%s", p.name, err, s.Tail(p.name, 30))
 			default:
 			}
 		}
@@ -196,15 +270,11 @@ func (s *Stack) Log(name string) string {
 // (SIGKILL after 10 seconds).
 func (s *Stack) Stop() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		_ = s.procs[i].Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.done[i]:
-		case <-time.After(10 * time.Second):
-			_ = s.procs[i].Process.Kill()
-			<-s.done[i]
+		if s.procs[i].cmd != nil {
+			s.procs[i].stop()
 		}
 	}
-	s.procs, s.done = nil, nil
+	s.procs = nil
 }
 
 func freeAddr() (string, error) {

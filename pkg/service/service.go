@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,6 +36,23 @@ type Deps struct {
 	Log    *slog.Logger
 	DB     *pgxpool.Pool
 	Redis  *redis.Client
+
+	tasks []task
+}
+
+type task struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// Background adds a task that runs beside the gRPC server for the life of
+// the process (an outbox relay, a poller). Its context ends at shutdown and
+// Run waits for it before the database and Redis close. A task that fails
+// before shutdown stops the whole service, so a broken worker shows as a
+// failing process rather than a quiet one; tasks that can recover (retry a
+// peer, reconnect) do so themselves and return only when ctx ends.
+func (d *Deps) Background(name string, run func(ctx context.Context) error) {
+	d.tasks = append(d.tasks, task{name: name, run: run})
 }
 
 // Registrar registers a service's gRPC servers. When it also implements
@@ -115,7 +133,36 @@ func Run(ctx context.Context, spec Spec, environ map[string]string, stdout io.Wr
 		ShutdownTimeout: d.Config.ShutdownTimeout,
 	})
 	reg.Register(srv.GRPC())
-	return srv.Run(ctx, d.Config.GRPCAddr)
+	return serve(ctx, d, func(ctx context.Context) error { return srv.Run(ctx, d.Config.GRPCAddr) })
+}
+
+// serve runs the server and the background tasks until ctx ends or one of
+// them fails, then stops the others and waits for every one.
+func serve(ctx context.Context, d *Deps, server func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	failed := make(chan error, len(d.tasks))
+	for _, t := range d.tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := t.run(ctx)
+			if err != nil && ctx.Err() == nil {
+				failed <- fmt.Errorf("%s: %w", t.name, err)
+				cancel()
+			}
+		}()
+	}
+	err := server(ctx)
+	cancel()
+	wg.Wait()
+	select {
+	case taskErr := <-failed:
+		return errors.Join(taskErr, err)
+	default:
+		return err
+	}
 }
 
 // keyLimiter applies the general per-key request rate, when configured.

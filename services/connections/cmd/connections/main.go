@@ -8,16 +8,19 @@ import (
 
 	"google.golang.org/grpc"
 
+	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	"switchboard.dev/services/connections/internal/adapters/billing"
+	"switchboard.dev/services/connections/internal/adapters/identity"
 	"switchboard.dev/services/connections/internal/adapters/logins"
 	"switchboard.dev/services/connections/internal/adapters/picture"
 	"switchboard.dev/services/connections/internal/adapters/postgres"
 	"switchboard.dev/services/connections/internal/adapters/sandbox"
 	"switchboard.dev/services/connections/internal/adapters/unavailable"
 	"switchboard.dev/services/connections/internal/app"
+	"switchboard.dev/services/connections/internal/domain"
 	grpcport "switchboard.dev/services/connections/internal/ports/grpc"
 	"switchboard.dev/services/connections/migrations"
 )
@@ -51,6 +54,15 @@ func spec(s settings) service.Spec {
 			if err != nil {
 				return nil, err
 			}
+			identityConn, err := server.DialInternal(d.Config.IdentityAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			// What identity must learn (a company's first connection) goes
+			// through the outbox, so it survives identity being down.
+			relay := outbox.New(d.DB, d.Log, outbox.Options{}).
+				Route(domain.TopicIdentity, identity.New(identityConn, d.Log))
+			d.Background("outbox relay", relay.Run)
 			cfg := app.DefaultConfig()
 			cfg.SessionTTL = s.SessionTTL
 			cfg.QRLifetime = s.QRLifetime

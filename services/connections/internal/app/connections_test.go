@@ -340,6 +340,72 @@ func TestCreateRefusals(t *testing.T) {
 	require.Zero(t, n, "nothing refused was stored")
 }
 
+// told is how many had_connections messages for identity the outbox holds
+// for a company, each checked for its shape.
+func (e coreEnv) told(t *testing.T, companyID int64) int {
+	t.Helper()
+	rows, err := e.db.Query(context.Background(), `SELECT event_type, payload FROM outbox
+		WHERE topic = 'identity' AND company_id = $1`, companyID)
+	require.NoError(t, err)
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var typ string
+		var payload map[string]any
+		require.NoError(t, rows.Scan(&typ, &payload))
+		require.Equal(t, domain.EventHadConnections, typ)
+		require.Equal(t, map[string]any{"company_id": float64(companyID)}, payload)
+		n++
+	}
+	require.NoError(t, rows.Err())
+	return n
+}
+
+// TestFirstConnectionTellsIdentity (issue 8): the company's first
+// connection, of any kind and by any path, writes one message for identity
+// in its own transaction; later ones write none; a refused create writes
+// nothing; first creates racing under different type locks each write one
+// at most and never none.
+func TestFirstConnectionTellsIdentity(t *testing.T) {
+	ctx := context.Background()
+	e := newCoreEnv(t)
+
+	e.create(t, 1, domain.TelegramBot, "bot")
+	require.Equal(t, 1, e.told(t, 1))
+	e.create(t, 1, domain.Whatsapp, "wa")
+	e.create(t, 1, domain.Tinkoff, "tk")
+	require.Equal(t, 1, e.told(t, 1), "only the first tells")
+
+	_, err := e.svc.CreateConnection(ctx, app.CreateConnectionCmd{CompanyID: 2, Name: "x", Type: domain.MaxBot, Params: map[string]any{"bot_token": "a b"}})
+	coreField(t, err, "string_pattern_mismatch", "body", "params", "bot_token")
+	require.Zero(t, e.told(t, 2), "a refused create tells nothing")
+
+	_, err = e.svc.CreateCRMConnection(ctx, app.CreateCRMConnectionCmd{CompanyID: 3, Name: "CRM", Type: domain.AmoCRM, Params: map[string]any{"domain": "x.amocrm.ru"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, e.told(t, 3), "a CRM connection counts")
+
+	types := []domain.Type{domain.TelegramBot, domain.MaxBot, domain.Whatsapp, domain.Tinkoff, domain.Waba, domain.Avito}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make([]error, len(types))
+	for i, typ := range types {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[i] = e.svc.CreateConnection(ctx, app.CreateConnectionCmd{CompanyID: 4, Name: "r", Type: typ, Params: coreValidParams(typ)})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	n := e.told(t, 4)
+	require.GreaterOrEqual(t, n, 1, "racing first creates never all skip it")
+	require.LessOrEqual(t, n, len(types))
+}
+
 func TestCreateCRMByOperator(t *testing.T) {
 	ctx := context.Background()
 	e := newCoreEnv(t)
@@ -580,7 +646,7 @@ func TestStatusesHistoryAndEvents(t *testing.T) {
 		require.Equal(t, events[i-1].Event.NewStatus, ev.Event.OldStatus)
 	}
 	var unpublished int
-	require.NoError(t, e.db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&unpublished))
+	require.NoError(t, e.db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE topic = 'webhooks' AND published_at IS NULL`).Scan(&unpublished))
 	require.Equal(t, len(history), unpublished)
 }
 
@@ -720,9 +786,11 @@ func TestCreateRace(t *testing.T) {
 				FROM connections WHERE company_id = $1`, company, sub.ID).Scan(&stored, &members))
 			require.Equal(t, limit, stored)
 			require.Equal(t, limit, members, "every created connection joined the subscription")
-			var events int
-			require.NoError(t, e.db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE company_id = $1`, company).Scan(&events))
+			var events, told int
+			require.NoError(t, e.db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE topic = 'webhooks'),
+				count(*) FILTER (WHERE topic = 'identity') FROM outbox WHERE company_id = $1`, company).Scan(&events, &told))
 			require.Equal(t, limit, events, "refused creates wrote no event")
+			require.Equal(t, 1, told, "identity is told of the first connection only")
 		})
 	}
 }

@@ -179,12 +179,36 @@ func CheckStatus(t Type, s Status) error {
 // EventStatusChanged is the event type of a status change (spec 6).
 const EventStatusChanged = "connections.status_changed"
 
-// Event is an outbox entry: the envelope of spec 6 for one company.
+// EventHadConnections tells identity that a company has had a connection.
+const EventHadConnections = "companies.had_connections"
+
+// Outbox topics: who each event is for. Each is relayed in its own order,
+// so a receiver that is down holds back only its own.
+const (
+	// TopicWebhooks: the spec-6 events, for the webhooks service.
+	TopicWebhooks = "webhooks"
+	// TopicIdentity: a company's first connection, for the company card's
+	// had_connections (spec 2.10).
+	TopicIdentity = "identity"
+)
+
+// Event is an outbox entry for one company.
 type Event struct {
+	Topic     string
 	CompanyID int64
 	Type      string
-	// Payload is the whole envelope {company_id, event_type, event}.
+	// Payload of a webhooks event is the whole envelope {company_id,
+	// event_type, event}.
 	Payload map[string]any
+}
+
+// HadConnections is the event of a company's first connection. Once is
+// enough (the flag never turns back), but a repeat is harmless.
+func HadConnections(companyID int64) Event {
+	return Event{
+		Topic: TopicIdentity, CompanyID: companyID, Type: EventHadConnections,
+		Payload: map[string]any{"company_id": companyID},
+	}
 }
 
 // TimeFormat is how timestamps are written in events: UTC, microseconds.
@@ -207,6 +231,7 @@ func StatusChanged(companyID int64, next StatusRecord, old *StatusRecord) Event 
 		oldStatus = statusJSON(*old)
 	}
 	return Event{
+		Topic:     TopicWebhooks,
 		CompanyID: companyID,
 		Type:      EventStatusChanged,
 		Payload: map[string]any{

@@ -32,7 +32,7 @@ func spec() service.Spec {
 	}
 }
 
-// identity registers its three gRPC services and authenticates keys
+// identity registers its gRPC services and authenticates keys
 // in-process, without a hop to itself.
 type identity struct {
 	app  *app.Service
@@ -43,6 +43,7 @@ func (i identity) Register(s *grpc.Server) {
 	identityv1.RegisterIdentityServiceServer(s, i.grpc)
 	identityv1.RegisterOperatorServiceServer(s, i.grpc)
 	identityv1.RegisterAuthServiceServer(s, i.grpc)
+	identityv1.RegisterIdentityInternalServiceServer(s, i.grpc)
 }
 
 func (i identity) Authenticate(ctx context.Context, keyHash string) (*identityv1.Principal, error) {

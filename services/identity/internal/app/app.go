@@ -29,6 +29,9 @@ type Repository interface {
 	CreateMember(ctx context.Context, companyID int64, user domain.User, role RoleRef) (domain.Member, error)
 	// Principal finds the enabled API integration with that key hash.
 	Principal(ctx context.Context, keyHash string) (Principal, error)
+	// MarkHadConnections sets had_connections on the companies with those
+	// ids and answers the ids that name no company.
+	MarkHadConnections(ctx context.Context, companyIDs []int64) (unknown []int64, err error)
 }
 
 // Revoker makes a replaced key stop working everywhere at once.

@@ -159,3 +159,34 @@ func TestParallelCompaniesOfOneOwner(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// TestMarkHadConnections: the flag turns true for the named companies only,
+// repeats change nothing, and ids of no company are answered, not fatal.
+func TestMarkHadConnections(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t)
+	a, err := s.CreateCompany(ctx, app.CreateCompanyCmd{Name: "A"})
+	require.NoError(t, err)
+	b, err := s.CreateCompany(ctx, app.CreateCompanyCmd{Name: "B"})
+	require.NoError(t, err)
+	require.False(t, a.Company.HadConnections, "a new company has had none")
+
+	missing := b.Company.ID + 1000
+	unknown, err := s.MarkHadConnections(ctx, []int64{a.Company.ID, missing, a.Company.ID})
+	require.NoError(t, err)
+	require.Equal(t, []int64{missing}, unknown)
+	got, err := s.Company(ctx, a.Company.ID)
+	require.NoError(t, err)
+	require.True(t, got.HadConnections)
+	got, err = s.Company(ctx, b.Company.ID)
+	require.NoError(t, err)
+	require.False(t, got.HadConnections, "only the named company")
+
+	// Relayed again (at least once delivery): still true, nothing unknown.
+	unknown, err = s.MarkHadConnections(ctx, []int64{a.Company.ID})
+	require.NoError(t, err)
+	require.Empty(t, unknown)
+	got, err = s.Company(ctx, a.Company.ID)
+	require.NoError(t, err)
+	require.True(t, got.HadConnections)
+}

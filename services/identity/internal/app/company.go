@@ -117,3 +117,12 @@ func (s *Service) CreateRole(ctx context.Context, companyID int64, name string, 
 	}
 	return s.repo.CreateRole(ctx, domain.Role{CompanyID: companyID, Name: name, Permissions: perms})
 }
+
+// MarkHadConnections records that the companies have had connections (spec
+// 2.10: the card's had_connections turns true with the first connection and
+// stays true). The connections service calls it from its outbox relay, so
+// it must be idempotent; nothing ever sets the flag back. Unknown ids change
+// nothing and are answered, for the caller to log.
+func (s *Service) MarkHadConnections(ctx context.Context, companyIDs []int64) ([]int64, error) {
+	return s.repo.MarkHadConnections(ctx, companyIDs)
+}

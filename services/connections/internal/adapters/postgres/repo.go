@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/pkg/postgres"
 	"switchboard.dev/services/connections/internal/app"
 	"switchboard.dev/services/connections/internal/domain"
@@ -122,11 +123,30 @@ func (r *Repo) CreateConnection(ctx context.Context, c domain.Connection, slot *
 			return fmt.Errorf("insert connection: %w", err)
 		}
 		if out.LastStatus != nil {
-			_, err = recordStatus(ctx, tx, out, nil)
+			if _, err := recordStatus(ctx, tx, out, nil); err != nil {
+				return err
+			}
 		}
-		return err
+		return tellFirstConnection(ctx, tx, out)
 	})
 	return out, err
+}
+
+// tellFirstConnection writes the had_connections event when c is the
+// company's only connection. Two concurrent first creates (of different
+// types, so under different locks) may both write it; it is idempotent. A
+// create that sees another connection is never the first: that one's
+// transaction wrote the event, and committed before it became visible.
+func tellFirstConnection(ctx context.Context, tx pgx.Tx, c domain.Connection) error {
+	var first bool
+	if err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM connections WHERE company_id = $1 AND id <> $2)`,
+		c.CompanyID, c.ID).Scan(&first); err != nil {
+		return fmt.Errorf("first connection: %w", err)
+	}
+	if !first {
+		return nil
+	}
+	return insertEvent(ctx, tx, domain.HadConnections(c.CompanyID))
 }
 
 func nonNil(m map[string]any) map[string]any {
@@ -163,11 +183,7 @@ func recordStatus(ctx context.Context, tx pgx.Tx, c domain.Connection, old *doma
 }
 
 func insertEvent(ctx context.Context, tx pgx.Tx, e domain.Event) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO outbox (company_id, event_type, payload) VALUES ($1, $2, $3)`,
-		e.CompanyID, e.Type, e.Payload); err != nil {
-		return fmt.Errorf("insert event: %w", err)
-	}
-	return nil
+	return outbox.Write(ctx, tx, e.Topic, e.CompanyID, e.Type, e.Payload)
 }
 
 // Connection implements app.Repository.

@@ -119,6 +119,21 @@ func (r *Repo) Company(ctx context.Context, id int64) (domain.Company, error) {
 	return company(ctx, r.db, id)
 }
 
+// MarkHadConnections implements app.Repository. Rows already true are not
+// rewritten, so repeats cost no writes.
+func (r *Repo) MarkHadConnections(ctx context.Context, companyIDs []int64) ([]int64, error) {
+	if _, err := r.db.Exec(ctx, `UPDATE companies SET had_connections = true
+		WHERE id = ANY($1) AND NOT had_connections`, companyIDs); err != nil {
+		return nil, fmt.Errorf("mark had_connections: %w", err)
+	}
+	rows, err := r.db.Query(ctx, `SELECT DISTINCT u.id FROM unnest($1::bigint[]) AS u(id)
+		WHERE NOT EXISTS (SELECT 1 FROM companies c WHERE c.id = u.id) ORDER BY u.id`, companyIDs)
+	if err != nil {
+		return nil, fmt.Errorf("unknown companies: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
 // User implements app.Repository.
 func (r *Repo) User(ctx context.Context, id int64) (domain.User, error) {
 	var u domain.User

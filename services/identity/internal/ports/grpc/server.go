@@ -23,6 +23,7 @@ type Server struct {
 	identityv1.UnimplementedIdentityServiceServer
 	identityv1.UnimplementedOperatorServiceServer
 	identityv1.UnimplementedAuthServiceServer
+	identityv1.UnimplementedIdentityInternalServiceServer
 	app *app.Service
 }
 
@@ -30,9 +31,10 @@ type Server struct {
 func New(a *app.Service) *Server { return &Server{app: a} }
 
 var (
-	_ identityv1.IdentityServiceServer = (*Server)(nil)
-	_ identityv1.OperatorServiceServer = (*Server)(nil)
-	_ identityv1.AuthServiceServer     = (*Server)(nil)
+	_ identityv1.IdentityServiceServer         = (*Server)(nil)
+	_ identityv1.OperatorServiceServer         = (*Server)(nil)
+	_ identityv1.AuthServiceServer             = (*Server)(nil)
+	_ identityv1.IdentityInternalServiceServer = (*Server)(nil)
 )
 
 // me is the principal of the call and the user it acts for (the company
@@ -44,6 +46,14 @@ func (s *Server) me(ctx context.Context) (*identityv1.Principal, domain.User, er
 	}
 	u, err := s.app.Me(ctx, p.GetOwnerUserId())
 	return p, u, err
+}
+
+func (s *Server) MarkCompaniesHadConnections(ctx context.Context, req *identityv1.MarkCompaniesHadConnectionsRequest) (*identityv1.MarkCompaniesHadConnectionsResponse, error) {
+	unknown, err := s.app.MarkHadConnections(ctx, req.GetCompanyIds())
+	if err != nil {
+		return nil, err
+	}
+	return &identityv1.MarkCompaniesHadConnectionsResponse{UnknownCompanyIds: unknown}, nil
 }
 
 // BlockedUserMethod is never reached: the access rule refuses it first.

@@ -1,0 +1,243 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/pkg/outbox"
+	"switchboard.dev/pkg/pgtest"
+	"switchboard.dev/pkg/postgres"
+)
+
+// The table as the package comment gives it.
+var migrations = fstest.MapFS{"0001_outbox.sql": {Data: []byte(`-- +goose Up
+CREATE TABLE outbox (
+    id           uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+    seq          bigint      GENERATED ALWAYS AS IDENTITY UNIQUE,
+    topic        text        NOT NULL,
+    company_id   bigint      NOT NULL,
+    event_type   text        NOT NULL,
+    payload      jsonb       NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    published_at timestamptz
+);
+CREATE INDEX outbox_unpublished_idx ON outbox (topic, seq) WHERE published_at IS NULL;
+`)}}
+
+// waitFor bounds how long a test waits for the relay to act; a correct
+// relay acts in milliseconds, so only a broken one comes near it.
+const waitFor = 10 * time.Second
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// recorder is a publisher that keeps what it was handed, and fails while
+// told to.
+type recorder struct {
+	mu       sync.Mutex
+	got      []outbox.Message
+	calls    int
+	failNext int
+}
+
+func (r *recorder) Publish(_ context.Context, batch []outbox.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	if r.failNext > 0 {
+		r.failNext--
+		return errors.New("receiver down")
+	}
+	r.got = append(r.got, batch...)
+	return nil
+}
+
+func (r *recorder) companies() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]int64, len(r.got))
+	for i, m := range r.got {
+		out[i] = m.CompanyID
+	}
+	return out
+}
+
+// write commits one message per company id, each in its own transaction.
+func write(t *testing.T, db *pgxpool.Pool, topic string, companies ...int64) {
+	t.Helper()
+	for _, c := range companies {
+		require.NoError(t, postgres.WithTx(context.Background(), db, func(tx pgx.Tx) error {
+			return outbox.Write(context.Background(), tx, topic, c, "things.happened", map[string]any{"company_id": c})
+		}))
+	}
+}
+
+// start runs a relay until the test ends.
+func start(t *testing.T, r *outbox.Relay) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
+func unpublished(t *testing.T, db *pgxpool.Pool, topic string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRow(context.Background(),
+		`SELECT count(*) FROM outbox WHERE topic = $1 AND published_at IS NULL`, topic).Scan(&n))
+	return n
+}
+
+// Without notifications the relay would wait for its hour-long poll: every
+// test here that sees a message arrive sees LISTEN/NOTIFY work.
+var slowPoll = outbox.Options{Poll: time.Hour, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+
+func TestRelayPublishesCommittedMessagesInOrder(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	// Written before the relay starts: found on its first pass.
+	write(t, db, "a", 1, 2)
+	rec := &recorder{}
+	start(t, outbox.New(db, quiet, slowPoll).Route("a", rec))
+
+	// A rolled-back change takes its message with it.
+	err := postgres.WithTx(context.Background(), db, func(tx pgx.Tx) error {
+		require.NoError(t, outbox.Write(context.Background(), tx, "a", 99, "things.happened", map[string]any{}))
+		return errors.New("the change failed")
+	})
+	require.Error(t, err)
+	write(t, db, "a", 3, 4, 5)
+
+	require.Eventually(t, func() bool { return len(rec.companies()) == 5 }, waitFor, 5*time.Millisecond)
+	require.Equal(t, []int64{1, 2, 3, 4, 5}, rec.companies(), "oldest first, the rolled back one never")
+	// Marked in the transaction that read them, just after Publish.
+	require.Eventually(t, func() bool { return unpublished(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for i, m := range rec.got {
+		require.Equal(t, "a", m.Topic)
+		require.Equal(t, "things.happened", m.Type)
+		require.JSONEq(t, fmt.Sprintf(`{"company_id":%d}`, i+1), string(m.Payload))
+		require.NotEmpty(t, m.ID)
+		require.False(t, m.CreatedAt.IsZero())
+		if i > 0 {
+			require.Greater(t, m.Seq, rec.got[i-1].Seq)
+		}
+	}
+}
+
+// TestRelayRetriesAFailingReceiver: while the receiver fails nothing is
+// marked published or skipped; once it answers, everything arrives in
+// order, and the failed batch is handed over again whole.
+func TestRelayRetriesAFailingReceiver(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	rec := &recorder{failNext: 4}
+	write(t, db, "a", 1, 2, 3)
+	start(t, outbox.New(db, quiet, slowPoll).Route("a", rec))
+	require.Eventually(t, func() bool { return len(rec.companies()) == 3 }, waitFor, 5*time.Millisecond)
+	require.Equal(t, []int64{1, 2, 3}, rec.companies())
+	rec.mu.Lock()
+	require.Equal(t, 5, rec.calls, "four failures, then the same batch once more")
+	rec.mu.Unlock()
+	// Marked in the transaction that read them, just after Publish.
+	require.Eventually(t, func() bool { return unpublished(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
+}
+
+// TestRelayTopicsAreIndependent: a topic whose receiver is down holds back
+// only itself.
+func TestRelayTopicsAreIndependent(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	down := &recorder{failNext: 1 << 30}
+	up := &recorder{}
+	start(t, outbox.New(db, quiet, slowPoll).Route("down", down).Route("up", up))
+	write(t, db, "down", 1)
+	write(t, db, "up", 2, 3)
+	require.Eventually(t, func() bool { return len(up.companies()) == 2 }, waitFor, 5*time.Millisecond)
+	require.Equal(t, 1, unpublished(t, db, "down"))
+	require.Empty(t, down.companies())
+}
+
+// TestRelayReplicas: two relays (two replicas of a service) on one outbox
+// hand every message over once, in order, between them.
+func TestRelayReplicas(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	rec := &recorder{}
+	opts := slowPoll
+	opts.Batch = 3
+	start(t, outbox.New(db, quiet, opts).Route("a", rec))
+	start(t, outbox.New(db, quiet, opts).Route("a", rec))
+	var want []int64
+	for i := range int64(40) {
+		want = append(want, i)
+	}
+	var wg sync.WaitGroup
+	for _, part := range [][]int64{want[:20], want[20:]} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			write(t, db, "a", part...)
+		}()
+	}
+	wg.Wait()
+	require.Eventually(t, func() bool { return len(rec.companies()) >= 40 }, waitFor, 5*time.Millisecond)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Len(t, rec.got, 40, "no message twice")
+	for i := 1; i < len(rec.got); i++ {
+		require.Greater(t, rec.got[i].Seq, rec.got[i-1].Seq, "one order across replicas")
+	}
+}
+
+// TestRelayListensAgain: when its listening connection is cut, the relay
+// reconnects, catches up with what was written meanwhile, and is woken by
+// notifications again.
+func TestRelayListensAgain(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	rec := &recorder{}
+	start(t, outbox.New(db, quiet, slowPoll).Route("a", rec))
+	write(t, db, "a", 1)
+	require.Eventually(t, func() bool { return len(rec.companies()) == 1 }, waitFor, 5*time.Millisecond)
+
+	listener := func() int {
+		var pid int
+		err := db.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND query ILIKE 'LISTEN%' ORDER BY backend_start DESC LIMIT 1`).Scan(&pid)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0
+		}
+		require.NoError(t, err)
+		return pid
+	}
+	old := listener()
+	require.NotZero(t, old)
+	var cut bool
+	require.NoError(t, db.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, old).Scan(&cut))
+	require.True(t, cut)
+	write(t, db, "a", 2)
+	require.Eventually(t, func() bool { return len(rec.companies()) == 2 }, waitFor, 5*time.Millisecond)
+
+	// Listening again on a new connection: a new message arrives without
+	// the hour-long poll.
+	require.Eventually(t, func() bool { p := listener(); return p != 0 && p != old }, waitFor, 5*time.Millisecond)
+	write(t, db, "a", 3)
+	require.Eventually(t, func() bool { return len(rec.companies()) == 3 }, waitFor, 5*time.Millisecond)
+	require.Equal(t, []int64{1, 2, 3}, rec.companies())
+}
+
+func TestRelayWithoutRoutes(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	require.Error(t, outbox.New(db, quiet, outbox.Options{}).Run(context.Background()))
+}
