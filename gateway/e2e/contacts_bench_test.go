@@ -16,8 +16,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"switchboard.dev/pkg/postgres"
 )
 
 // Issue 4: list, search and exact-phone latencies of one company's 100,000
@@ -44,11 +42,7 @@ type benchKind struct {
 func BenchmarkContacts100k(b *testing.B) {
 	c := newCompany(b, nil)
 	ctx := context.Background()
-	dsn, err := postgres.DSNWithDatabase(adminDSN, dbPrefix+"_contacts")
-	require.NoError(b, err)
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(b, err)
-	defer conn.Close(ctx)
+	conn := serviceDB(b, "contacts")
 
 	start := time.Now()
 	data := loadContacts(b, ctx, conn, c.ID, benchContacts)

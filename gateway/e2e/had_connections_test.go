@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"switchboard.dev/pkg/postgres"
 )
 
 // relayWait bounds how long the connections service may take to tell
@@ -42,12 +39,8 @@ func TestHadConnections(t *testing.T) {
 	// (its rows in the connections database) to show that the card keeps
 	// what the company once had.
 	ctx := context.Background()
-	dsn, err := postgres.DSNWithDatabase(adminDSN, dbPrefix+"_connections")
-	require.NoError(t, err)
-	db, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	defer db.Close(ctx)
-	_, err = db.Exec(ctx, `DELETE FROM connection_statuses WHERE connection_id = $1`, idOf(conn))
+	db := serviceDB(t, "connections")
+	_, err := db.Exec(ctx, `DELETE FROM connection_statuses WHERE connection_id = $1`, idOf(conn))
 	require.NoError(t, err)
 	tag, err := db.Exec(ctx, `DELETE FROM connections WHERE id = $1`, idOf(conn))
 	require.NoError(t, err)

@@ -14,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
 	"switchboard.dev/pkg/devstack"
+	"switchboard.dev/pkg/postgres"
 )
 
 const adminToken = "e2e-operator-token"
@@ -90,6 +94,20 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// serviceDB connects to one service's database of the running stack, for
+// tests and benchmarks that load or remove rows at the source. It closes
+// when the test ends.
+func serviceDB(t testing.TB, service string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	dsn, err := postgres.DSNWithDatabase(adminDSN, dbPrefix+"_"+service)
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(ctx) })
+	return conn
 }
 
 func devstackNames() []string {
