@@ -32,7 +32,7 @@ mapfile -t bad < <(git ls-files -z --cached | perl -0 -ne '
 	chomp; $f = $_;
 	next if $allow{$f} || !-f $f;  # deleted in the work tree: not committed
 	$size = -s _;
-	if ($size > $max) { print "$f: $size bytes, over the 1 MB limit\n"; next }
+	@why = $size > $max ? ("$size bytes, over the 1 MB limit") : ();
 	open(my $fh, "<:raw", $f) or next;
 	read($fh, $head, 64); $m = unpack("H8", $head);
 	if ($m eq "7f454c46") { $k = "an ELF executable" }
@@ -44,7 +44,8 @@ mapfile -t bad < <(git ls-files -z --cached | perl -0 -ne '
 		$off = unpack("V", substr($head, 60, 4));
 		$k = "a Windows (PE) executable" if seek($fh, $off, 0) && read($fh, $pe, 4) == 4 && $pe eq "PE\0\0";
 	}
-	print "$f: $k\n" if $k; $k = "";
+	push @why, $k if $k; $k = "";
+	print "$f: ", join(", ", @why), "\n" if @why;
 	close($fh);
 ')
 
