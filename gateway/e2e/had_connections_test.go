@@ -11,8 +11,8 @@ import (
 
 // relayWait bounds how long the connections service may take to tell
 // identity. It tells at once when identity is up; after identity was down,
-// its next retry comes within the relay's longest pause (5 s) plus gRPC's
-// reconnection pause (at most 5 s, pkg/server).
+// its next retry comes within the relay's longest pause (5 s); the rest is
+// slack for a busy machine.
 const relayWait = 20 * time.Second
 
 // hadConnections reads the company card's had_connections.

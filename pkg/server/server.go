@@ -14,7 +14,6 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -161,21 +160,11 @@ func recovery(log *slog.Logger) grpc.UnaryServerInterceptor {
 	}
 }
 
-// internalBackoff paces reconnection to a peer that went away. gRPC's
-// default grows to two minutes, during which every call fails at once even
-// if the peer is back; peers in one cluster restart in seconds (a rolled
-// pod), so retry at most every five.
-var internalBackoff = grpc.ConnectParams{
-	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second},
-	MinConnectTimeout: 5 * time.Second,
-}
-
-// DialInternal connects to another service: OpenTelemetry propagation, the
-// internal token on every call, and quick reconnection.
+// DialInternal connects to another service: OpenTelemetry propagation and
+// the internal token on every call.
 func DialInternal(target, token string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithConnectParams(internalBackoff),
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			ctx = metadata.AppendToOutgoingContext(ctx, auth.HeaderInternalToken, token)
