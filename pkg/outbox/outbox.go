@@ -7,6 +7,12 @@
 // and a receiver that is down only delays the message: the relay retries
 // with a growing pause until it is taken.
 //
+// Order is commit order as far as it can be told: messages go out by seq,
+// and a message whose transaction took its seq early but committed late is
+// sent when it commits, never skipped. So two changes that are themselves
+// ordered (both lock one row: one connection's status changes) go out in
+// their order; unrelated concurrent changes have no order to keep.
+//
 // Delivery is at least once: a batch whose publisher succeeded is sent
 // again if marking it fails, so publishers must be idempotent (by Message
 // ID, or by the nature of the change).
