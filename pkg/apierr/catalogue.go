@@ -21,6 +21,7 @@ var (
 	Forbidden          = Def{403, "FORBIDDEN", http.StatusForbidden, "forbidden"}
 	NotFound           = Def{404, "NOT_FOUND", http.StatusNotFound, "not found"}
 	Conflict           = Def{409, "CONFLICT", http.StatusConflict, "conflict"}
+	PayloadTooLarge    = Def{413, "PAYLOAD_TOO_LARGE", http.StatusRequestEntityTooLarge, "request body is too large"}
 	TooManyRequests    = Def{429, "TOO_MANY_REQUESTS", http.StatusTooManyRequests, "too many requests"}
 	Internal           = Def{500, "INTERNAL_SERVER_ERROR", http.StatusInternalServerError, "internal server error"}
 	ServiceUnavailable = Def{503, "SERVICE_UNAVAILABLE", http.StatusServiceUnavailable, "service unavailable"}
@@ -94,7 +95,7 @@ var (
 // codes unique.
 func Catalogue() []Def {
 	return []Def{
-		BadRequest, Unauthorized, Forbidden, NotFound, Conflict, TooManyRequests, Internal, ServiceUnavailable,
+		BadRequest, Unauthorized, Forbidden, NotFound, Conflict, PayloadTooLarge, TooManyRequests, Internal, ServiceUnavailable,
 		RequestValidation,
 		ContactNotFound, ContactPhoneEmailConflict, ContactTagNotExists, NoteNotFound, CompanyNotFound,
 		ConnectionNotFound, ConnectionBlacklistAlreadyListed, ConnectionBlacklistNotListed,

@@ -96,13 +96,23 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 			}
 		}
 	}
-	root := http.NewServeMux()
-	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	// Health endpoints live on the API mux itself: a net/http ServeMux in
+	// front would clean paths and answer an unclean one ("..") with a
+	// non-JSON redirect, possibly to another resource.
+	if err := mux.HandlePath("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
-	})
-	root.HandleFunc("GET /readyz", g.ready)
-	root.Handle("/", httpapi.Handler(mux))
+	}); err != nil {
+		g.Close()
+		return nil, err
+	}
+	if err := mux.HandlePath("GET", "/readyz", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+		g.ready(w, r)
+	}); err != nil {
+		g.Close()
+		return nil, err
+	}
+	root := httpapi.Handler(mux)
 	g.handler = otelhttp.NewHandler(accessLog(log, root), "gateway",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	return g, nil

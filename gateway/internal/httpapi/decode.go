@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/proto"
@@ -18,31 +20,65 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
+// MaxJSONDepth bounds how deeply a request body's arrays and objects nest.
+// No request of the API needs more than a few levels; the bound keeps a
+// hostile body from being walked, stored (free-form params are jsonb) and
+// sent back. A deeper body is 422 at ["body"].
+const MaxJSONDepth = 32
+
 // NewDecoder reads the whole body on the first Decode and decodes it as
-// Unmarshal does. An empty (or all-whitespace) body, and every Decode after
-// the first, is io.EOF, which grpc-gateway treats as "no body".
-// Client-streaming RPCs (several JSON values in one body) are not supported.
+// Unmarshal does. An empty (or all-whitespace) body is io.EOF, which
+// grpc-gateway treats as "no body", when the target is the whole request
+// (body: "*"); when the body is one field of the request (body: "tag_ids")
+// the body is that field's value and an empty one is 422 missing. Every
+// Decode after the first is io.EOF. Client-streaming RPCs (several JSON
+// values in one body) are not supported.
 func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
+	read := false
 	return runtime.DecoderFunc(func(v any) error {
+		if read {
+			return io.EOF
+		}
+		read = true
 		data, err := io.ReadAll(r)
 		if err != nil {
-			return err
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				return errBodyTooLarge
+			}
+			return &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: the body could not be read", Type: typeJSONInvalid}
 		}
 		if len(bytes.TrimSpace(data)) == 0 {
+			if _, whole := v.(proto.Message); !whole {
+				return newErr([]any{"body"}, typeMissing)
+			}
 			return io.EOF
 		}
 		return m.Unmarshal(data, v)
 	})
 }
 
+// errBodyTooLarge is what the decoder returns for a body over MaxBodyBytes
+// (Handler bounds the reader). grpc-gateway keeps only its text, by which
+// APIError recognises it.
+var errBodyTooLarge = errors.New("httpapi: request body is larger than the limit")
+
 // Unmarshal decodes one JSON value into v: a proto message, or a pointer to
 // what grpc-gateway decodes a body field into (a **Message, a *[]int64, a
-// *[]*Message, a *map, a *string, an *EnumType...). Errors in the input are
+// *[]*Message, a *map, a *string, an *EnumType...). The input must be UTF-8
+// and nest at most MaxJSONDepth deep. A null body is no body for a proto
+// message and a missing value for a body field. Errors in the input are
 // *DecodeError with a location starting at "body"; other errors mean v is
 // not a supported target.
 func (*Marshaler) Unmarshal(data []byte, v any) error {
 	if err := checkTarget(v); err != nil {
 		return err
+	}
+	if !utf8.Valid(data) {
+		return &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: the body is not valid UTF-8", Type: typeJSONInvalid}
+	}
+	if tooDeep(data, MaxJSONDepth) {
+		return newErrMsg([]any{"body"}, typeValueError, "Value error, JSON nested deeper than %d levels", MaxJSONDepth)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -54,11 +90,15 @@ func (*Marshaler) Unmarshal(data []byte, v any) error {
 		return &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: unexpected data after the top-level value", Type: typeJSONInvalid}
 	}
 	loc := []any{"body"}
+	msg, whole := v.(proto.Message)
 	if val == nil {
-		// A null body is no body.
-		return nil
+		if whole {
+			// A null body is no body.
+			return nil
+		}
+		return newErr(loc, typeMissing)
 	}
-	if msg, ok := v.(proto.Message); ok {
+	if whole {
 		if e := decodeMessage(msg.ProtoReflect(), val, loc); e != nil {
 			return e
 		}
@@ -68,6 +108,35 @@ func (*Marshaler) Unmarshal(data []byte, v any) error {
 		return e
 	}
 	return nil
+}
+
+// tooDeep reports whether the arrays and objects of a JSON text nest deeper
+// than max. It only counts brackets outside strings; malformed JSON is left
+// to the decoder.
+func tooDeep(data []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > max {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
 }
 
 func jsonInvalid(err error) *DecodeError {
@@ -415,6 +484,9 @@ func decodeWKT(m protoreflect.Message, v any, loc []any) (handled bool, e *Decod
 		if !ok {
 			return true, newErr(loc, typeStringType)
 		}
+		if e := checkText(s, loc); e != nil {
+			return true, e
+		}
 		list := m.Mutable(fields.ByName("paths")).List()
 		for _, p := range strings.Split(s, ",") {
 			if p = strings.TrimSpace(p); p != "" {
@@ -490,6 +562,9 @@ func toStructValue(v any, loc []any) (*structpb.Value, *DecodeError) {
 	case bool:
 		return structpb.NewBoolValue(x), nil
 	case string:
+		if e := checkText(x, loc); e != nil {
+			return nil, e
+		}
 		return structpb.NewStringValue(x), nil
 	case json.Number:
 		f, e := parseFloat(protoreflect.DoubleKind, string(x), loc, typeFloatType)
@@ -510,6 +585,9 @@ func toStructValue(v any, loc []any) (*structpb.Value, *DecodeError) {
 	case map[string]any:
 		st := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(x))}
 		for _, k := range sortedKeys(x) {
+			if e := checkText(k, at(loc, k)); e != nil {
+				return nil, e
+			}
 			iv, e := toStructValue(x[k], at(loc, k))
 			if e != nil {
 				return nil, e

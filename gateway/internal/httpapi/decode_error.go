@@ -79,6 +79,7 @@ const (
 	typeBoolParsing     = "bool_parsing"
 	typeStringType      = "string_type"
 	typeStringUnicode   = "string_unicode"
+	typeStringNUL       = "string_nul"
 	typeBytesType       = "bytes_type"
 	typeBase64          = "base64_decode"
 	typeListType        = "list_type"
@@ -102,6 +103,7 @@ var typeMessages = map[string]string{
 	typeBoolParsing:     "Input should be a valid boolean, unable to interpret input",
 	typeStringType:      "Input should be a valid string",
 	typeStringUnicode:   "Input should be a valid string, unable to parse raw data as a unicode string",
+	typeStringNUL:       "Input should be a valid string without the NUL character (U+0000)",
 	typeBytesType:       "Input should be a valid string of base64 bytes",
 	typeBase64:          "Input should be valid base64",
 	typeListType:        "Input should be a valid list",

@@ -122,10 +122,15 @@ func TestUnmarshalGoTargets(t *testing.T) {
 	if thing.GetName() != "x" || thing.GetKind() != gatewaytestv1.ThingKind_THING_KIND_WHATSAPP {
 		t.Errorf("thing: %v", thing)
 	}
+	// A body that is one field of the request is that field's value: null
+	// is a missing value, not "no change".
 	var nilThing *gatewaytestv1.Thing
-	unmarshal(t, `null`, &nilThing)
-	if nilThing != nil {
-		t.Errorf("null body allocated %v", nilThing)
+	if de := decodeErr(t, `null`, &nilThing); de.Type != "missing" || !reflect.DeepEqual(de.Location, []any{"body"}) || nilThing != nil {
+		t.Errorf("null field body: %+v, %v", de, nilThing)
+	}
+	var nullIDs []int64
+	if de := decodeErr(t, ` null `, &nullIDs); de.Type != "missing" || nullIDs != nil {
+		t.Errorf("null list body: %+v, %v", de, nullIDs)
 	}
 
 	var scopes []gatewaytestv1.Scope

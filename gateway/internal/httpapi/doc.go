@@ -41,7 +41,10 @@
 //     part; 1.0 and 1e2 are integers); float_type, float_parsing (also NaN,
 //     Inf, hex); bool_type (only true/false in JSON), bool_parsing (only
 //     true/false/1/0, any case, in a query); string_type, string_unicode
-//     (a query string that is not UTF-8); bytes_type, base64_decode;
+//     (a query string that is not UTF-8); string_nul (a string holding
+//     U+0000, which PostgreSQL cannot store: refused wherever it is, a body
+//     value, a key of a free-form object, a query value; other control
+//     characters are stored as sent); bytes_type, base64_decode;
 //     list_type; dict_type; enum (message "Input should be 'a', 'b' or
 //     'c'", listing the JSON strings); datetime_type, datetime_parsing (RFC
 //     3339); less_than_equal and greater_than_equal (a number outside its
@@ -50,6 +53,26 @@
 //     query string).
 //   - Only the first error is reported: body fields in declaration order,
 //     query keys in sorted order.
+//
+// # Bounds and the shape of a body
+//
+// A body must be UTF-8 (else 422 json_invalid at ["body"]) and its arrays
+// and objects nest at most MaxJSONDepth (32) levels (else 422 value_error at
+// ["body"]). A body over MaxBodyBytes (1 MiB) is 413 PAYLOAD_TOO_LARGE with
+// detail {"max_bytes":1048576}. When the whole request is the body
+// (body: "*"), an empty body or null is no body: every field unset. When
+// the body is one field (body: "tag_ids", a bare array), it is that field's
+// value and required: empty or null is 422 missing at ["body"], so only []
+// clears a list. The Content-Type is not looked at: every body is JSON, and
+// no form body is ever parsed.
+//
+// # Paths
+//
+// Handler answers 404 NOT_FOUND, before routing, for a path that is not
+// UTF-8 or holds a control character, an empty segment ("//") or a "." or
+// ".." segment (also when written %2e): such a path is never cleaned and
+// redirected, which could land on another resource. Health endpoints are
+// routes of the same mux, so no net/http ServeMux cleans paths in front.
 //
 // grpc-gateway turns a decoder or query parser error into
 // status.Errorf(codes.InvalidArgument, "%v", err), so a *DecodeError renders

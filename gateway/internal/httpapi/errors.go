@@ -83,7 +83,8 @@ func RoutingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marsh
 //     code, name, message, detail as sent, Retry-After);
 //   - the gateway's own request errors (InvalidArgument from the decoder, the
 //     query parser or the generated path-parameter code): 422
-//     REQUEST_VALIDATION_ERROR with detail.errors[];
+//     REQUEST_VALIDATION_ERROR with detail.errors[], or 413
+//     PAYLOAD_TOO_LARGE for a body over MaxBodyBytes;
 //   - other statuses by code, with the catalogue's default message and never
 //     the status text: Unauthenticated 401, PermissionDenied 403 (detail
 //     "Forbidden"), NotFound and Unimplemented 404, AlreadyExists, Aborted
@@ -105,12 +106,18 @@ func APIError(ctx context.Context, err error) *apierr.Error {
 	if errors.As(err, &de) {
 		return de.APIError()
 	}
+	if errors.Is(err, errBodyTooLarge) {
+		return tooLarge()
+	}
 	st := status.Convert(err)
 	if ed, ok := apierr.DetailOf(st); ok {
 		return fromDetail(ed)
 	}
 	switch st.Code() {
 	case codes.InvalidArgument:
+		if st.Message() == errBodyTooLarge.Error() {
+			return tooLarge()
+		}
 		if fe, ok := gatewayRequestError(ctx, st.Message()); ok {
 			return fe.APIError()
 		}

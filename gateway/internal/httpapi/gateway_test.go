@@ -127,8 +127,12 @@ func TestBareArrayBodyAndResponse(t *testing.T) {
 	env.do(t, "PUT", "/test/v1/companies/1/things/2/tags/", `[3, 1, 9007199254740993]`).
 		expect(t, 200, `[3,1,9007199254740993]`)
 	env.do(t, "PUT", "/test/v1/companies/1/things/2/tags", `[]`).expect(t, 200, `[]`)
-	// No body: an empty list, still a bare array.
-	env.do(t, "PUT", "/test/v1/companies/1/things/2/tags", ``).expect(t, 200, `[]`)
+	// The body is the list: no body, a blank one or null is missing, never
+	// an empty list (only [] clears).
+	for _, body := range []string{``, " \n\t", `null`} {
+		env.do(t, "PUT", "/test/v1/companies/1/things/2/tags", body).
+			expect(t, 422, validation(`["body"]`, "Field required", "missing"))
+	}
 	// Integral numbers in other notations are integers.
 	env.do(t, "PUT", "/test/v1/companies/1/things/2/tags", `[1.0, 2e2, -0]`).expect(t, 200, `[1,200,0]`)
 

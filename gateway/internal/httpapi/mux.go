@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"mime"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -40,31 +42,85 @@ func NewServeMux(extra ...runtime.ServeMuxOption) *runtime.ServeMux {
 	return runtime.NewServeMux(append(opts, extra...)...)
 }
 
-// Handler serves mux with one trailing slash stripped from the path (never
-// from "/" itself), so a collection is served with and without its slash
-// and GET .../connections/ cannot match .../connections/{id} with an empty
-// id. A path that is not valid UTF-8 or has an empty segment ("//",
-// including ".../things//") is 404: grpc-gateway would otherwise bind the
-// empty segment to a path variable.
+// MaxBodyBytes bounds a request body (1 MiB). A larger one is 413
+// PAYLOAD_TOO_LARGE with detail {"max_bytes": MaxBodyBytes}: at once when
+// Content-Length says so, else when the decoder reads past the bound.
+const MaxBodyBytes = 1 << 20
+
+// tooLarge is the answer to a body over MaxBodyBytes.
+func tooLarge() *apierr.Error {
+	return apierr.PayloadTooLarge.E().WithDetail(map[string]any{"max_bytes": MaxBodyBytes})
+}
+
+// Handler serves mux with the request checks every route shares:
+//
+//   - The path must be clean: valid UTF-8, no control character (a NUL
+//     cannot be stored anywhere), no empty segment ("//", which
+//     grpc-gateway would bind to a path variable) and no "." or ".."
+//     segment (also written %2e). Anything else is 404 NOT_FOUND, never a
+//     redirect to a cleaned path, which could name another resource.
+//   - One trailing slash is stripped (never from "/" itself), so a
+//     collection is served with and without its slash and GET
+//     .../connections/ cannot match .../connections/{id} with an empty id.
+//   - The body is at most MaxBodyBytes.
+//   - Form bodies are never parsed: the generated handlers call
+//     Request.ParseForm to read the query string, and ParseForm would also
+//     consume an application/x-www-form-urlencoded body (the JSON decoder
+//     then sees none) or fail on a malformed Content-Type. The API reads
+//     only JSON bodies, whatever the Content-Type says (a malformed one is
+//     dropped).
 func Handler(mux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !utf8.ValidString(r.URL.Path) || strings.Contains(r.URL.Path, "//") {
+		if !cleanPath(r.URL.Path) {
 			WriteError(w, apierr.NotFound.E())
 			return
 		}
+		if r.ContentLength > MaxBodyBytes {
+			WriteError(w, tooLarge())
+			return
+		}
+		r2 := new(http.Request)
+		*r2 = *r
+		r2.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		r2.PostForm = url.Values{}
+		for _, ct := range r.Header.Values("Content-Type") {
+			if _, _, err := mime.ParseMediaType(ct); err != nil {
+				// Ignored anyway (one JSON marshaler serves every type);
+				// dropped so that grpc-gateway does not log an error line
+				// for each such request.
+				r2.Header = r.Header.Clone()
+				r2.Header.Del("Content-Type")
+				break
+			}
+		}
 		if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
-			r2 := new(http.Request)
-			*r2 = *r
 			u := *r.URL
 			u.Path = p[:len(p)-1]
 			if rp := u.RawPath; len(rp) > 1 && strings.HasSuffix(rp, "/") {
 				u.RawPath = rp[:len(rp)-1]
 			}
 			r2.URL = &u
-			r = r2
 		}
-		mux.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r2)
 	})
+}
+
+// cleanPath reports whether a decoded request path may be routed.
+func cleanPath(p string) bool {
+	if !utf8.ValidString(p) || strings.Contains(p, "//") {
+		return false
+	}
+	for _, c := range []byte(p) {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // NoContentForEmpty is the forward-response option that answers

@@ -277,6 +277,9 @@ func jsonScalar(kind protoreflect.Kind, ed protoreflect.EnumDescriptor, v any, l
 		if !ok {
 			return protoreflect.Value{}, newErr(loc, typeStringType)
 		}
+		if e := checkText(s, loc); e != nil {
+			return protoreflect.Value{}, e
+		}
 		return protoreflect.ValueOfString(s), nil
 	case protoreflect.BytesKind:
 		s, ok := v.(string)
@@ -322,6 +325,9 @@ func textScalar(kind protoreflect.Kind, ed protoreflect.EnumDescriptor, s string
 		if !utf8.ValidString(s) {
 			return protoreflect.Value{}, newErr(loc, typeStringUnicode)
 		}
+		if e := checkText(s, loc); e != nil {
+			return protoreflect.Value{}, e
+		}
 		return protoreflect.ValueOfString(s), nil
 	case protoreflect.BytesKind:
 		b, ok := decodeBase64(s)
@@ -341,4 +347,16 @@ func textScalar(kind protoreflect.Kind, ed protoreflect.EnumDescriptor, s string
 		return r.parseDecimal(s, loc, typeIntParsing)
 	}
 	return protoreflect.Value{}, newErrMsg(loc, typeValueError, "Value error, unsupported field kind %v", kind)
+}
+
+// checkText refuses a string holding U+0000. PostgreSQL cannot store it in
+// text or jsonb, and no messenger carries it, so it is refused on the way
+// in, wherever it appears (a body value or object key, a query value),
+// rather than failing deep in a service. Other control characters are
+// stored as sent.
+func checkText(s string, loc []any) *DecodeError {
+	if strings.IndexByte(s, 0) >= 0 {
+		return newErr(loc, typeStringNUL)
+	}
+	return nil
 }
