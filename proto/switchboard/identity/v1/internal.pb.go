@@ -112,6 +112,96 @@ func (x *MarkCompaniesHadConnectionsResponse) GetUnknownCompanyIds() []int64 {
 	return nil
 }
 
+type CheckCompaniesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyIds    []int64                `protobuf:"varint,1,rep,packed,name=company_ids,json=companyIds,proto3" json:"company_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckCompaniesRequest) Reset() {
+	*x = CheckCompaniesRequest{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckCompaniesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckCompaniesRequest) ProtoMessage() {}
+
+func (x *CheckCompaniesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckCompaniesRequest.ProtoReflect.Descriptor instead.
+func (*CheckCompaniesRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CheckCompaniesRequest) GetCompanyIds() []int64 {
+	if x != nil {
+		return x.CompanyIds
+	}
+	return nil
+}
+
+type CheckCompaniesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The given ids that name no company (any id <= 0 among them), sorted,
+	// without repeats.
+	UnknownCompanyIds []int64 `protobuf:"varint,1,rep,packed,name=unknown_company_ids,json=unknownCompanyIds,proto3" json:"unknown_company_ids,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *CheckCompaniesResponse) Reset() {
+	*x = CheckCompaniesResponse{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckCompaniesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckCompaniesResponse) ProtoMessage() {}
+
+func (x *CheckCompaniesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckCompaniesResponse.ProtoReflect.Descriptor instead.
+func (*CheckCompaniesResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CheckCompaniesResponse) GetUnknownCompanyIds() []int64 {
+	if x != nil {
+		return x.UnknownCompanyIds
+	}
+	return nil
+}
+
 var File_switchboard_identity_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_identity_v1_internal_proto_rawDesc = "" +
@@ -121,9 +211,15 @@ const file_switchboard_identity_v1_internal_proto_rawDesc = "" +
 	"\vcompany_ids\x18\x01 \x03(\x03B\x11\xbaH\x0e\x92\x01\v\b\x01\x10\xe8\a\"\x04\"\x02 \x00R\n" +
 	"companyIds\"U\n" +
 	"#MarkCompaniesHadConnectionsResponse\x12.\n" +
-	"\x13unknown_company_ids\x18\x01 \x03(\x03R\x11unknownCompanyIds2\xba\x01\n" +
+	"\x13unknown_company_ids\x18\x01 \x03(\x03R\x11unknownCompanyIds\"E\n" +
+	"\x15CheckCompaniesRequest\x12,\n" +
+	"\vcompany_ids\x18\x01 \x03(\x03B\v\xbaH\b\x92\x01\x05\b\x01\x10\xe8\aR\n" +
+	"companyIds\"H\n" +
+	"\x16CheckCompaniesResponse\x12.\n" +
+	"\x13unknown_company_ids\x18\x01 \x03(\x03R\x11unknownCompanyIds2\xad\x02\n" +
 	"\x17IdentityInternalService\x12\x98\x01\n" +
-	"\x1bMarkCompaniesHadConnections\x12;.switchboard.identity.v1.MarkCompaniesHadConnectionsRequest\x1a<.switchboard.identity.v1.MarkCompaniesHadConnectionsResponse\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
+	"\x1bMarkCompaniesHadConnections\x12;.switchboard.identity.v1.MarkCompaniesHadConnectionsRequest\x1a<.switchboard.identity.v1.MarkCompaniesHadConnectionsResponse\x12q\n" +
+	"\x0eCheckCompanies\x12..switchboard.identity.v1.CheckCompaniesRequest\x1a/.switchboard.identity.v1.CheckCompaniesResponse\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
 
 var (
 	file_switchboard_identity_v1_internal_proto_rawDescOnce sync.Once
@@ -137,16 +233,20 @@ func file_switchboard_identity_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_identity_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_identity_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_switchboard_identity_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_switchboard_identity_v1_internal_proto_goTypes = []any{
 	(*MarkCompaniesHadConnectionsRequest)(nil),  // 0: switchboard.identity.v1.MarkCompaniesHadConnectionsRequest
 	(*MarkCompaniesHadConnectionsResponse)(nil), // 1: switchboard.identity.v1.MarkCompaniesHadConnectionsResponse
+	(*CheckCompaniesRequest)(nil),               // 2: switchboard.identity.v1.CheckCompaniesRequest
+	(*CheckCompaniesResponse)(nil),              // 3: switchboard.identity.v1.CheckCompaniesResponse
 }
 var file_switchboard_identity_v1_internal_proto_depIdxs = []int32{
 	0, // 0: switchboard.identity.v1.IdentityInternalService.MarkCompaniesHadConnections:input_type -> switchboard.identity.v1.MarkCompaniesHadConnectionsRequest
-	1, // 1: switchboard.identity.v1.IdentityInternalService.MarkCompaniesHadConnections:output_type -> switchboard.identity.v1.MarkCompaniesHadConnectionsResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
+	2, // 1: switchboard.identity.v1.IdentityInternalService.CheckCompanies:input_type -> switchboard.identity.v1.CheckCompaniesRequest
+	1, // 2: switchboard.identity.v1.IdentityInternalService.MarkCompaniesHadConnections:output_type -> switchboard.identity.v1.MarkCompaniesHadConnectionsResponse
+	3, // 3: switchboard.identity.v1.IdentityInternalService.CheckCompanies:output_type -> switchboard.identity.v1.CheckCompaniesResponse
+	2, // [2:4] is the sub-list for method output_type
+	0, // [0:2] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -163,7 +263,7 @@ func file_switchboard_identity_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_identity_v1_internal_proto_rawDesc), len(file_switchboard_identity_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

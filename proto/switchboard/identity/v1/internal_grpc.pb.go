@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	IdentityInternalService_MarkCompaniesHadConnections_FullMethodName = "/switchboard.identity.v1.IdentityInternalService/MarkCompaniesHadConnections"
+	IdentityInternalService_CheckCompanies_FullMethodName              = "/switchboard.identity.v1.IdentityInternalService/CheckCompanies"
 )
 
 // IdentityInternalServiceClient is the client API for IdentityInternalService service.
@@ -35,6 +36,10 @@ type IdentityInternalServiceClient interface {
 	// send one company several times. Ids of no company are answered in
 	// unknown_company_ids and change nothing.
 	MarkCompaniesHadConnections(ctx context.Context, in *MarkCompaniesHadConnectionsRequest, opts ...grpc.CallOption) (*MarkCompaniesHadConnectionsResponse, error)
+	// Answers which of the given ids name no company, for services that take
+	// a company id from the operator rather than from an API key (whose
+	// company is known to exist). Reads only.
+	CheckCompanies(ctx context.Context, in *CheckCompaniesRequest, opts ...grpc.CallOption) (*CheckCompaniesResponse, error)
 }
 
 type identityInternalServiceClient struct {
@@ -55,6 +60,16 @@ func (c *identityInternalServiceClient) MarkCompaniesHadConnections(ctx context.
 	return out, nil
 }
 
+func (c *identityInternalServiceClient) CheckCompanies(ctx context.Context, in *CheckCompaniesRequest, opts ...grpc.CallOption) (*CheckCompaniesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckCompaniesResponse)
+	err := c.cc.Invoke(ctx, IdentityInternalService_CheckCompanies_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // IdentityInternalServiceServer is the server API for IdentityInternalService service.
 // All implementations must embed UnimplementedIdentityInternalServiceServer
 // for forward compatibility.
@@ -68,6 +83,10 @@ type IdentityInternalServiceServer interface {
 	// send one company several times. Ids of no company are answered in
 	// unknown_company_ids and change nothing.
 	MarkCompaniesHadConnections(context.Context, *MarkCompaniesHadConnectionsRequest) (*MarkCompaniesHadConnectionsResponse, error)
+	// Answers which of the given ids name no company, for services that take
+	// a company id from the operator rather than from an API key (whose
+	// company is known to exist). Reads only.
+	CheckCompanies(context.Context, *CheckCompaniesRequest) (*CheckCompaniesResponse, error)
 	mustEmbedUnimplementedIdentityInternalServiceServer()
 }
 
@@ -80,6 +99,9 @@ type UnimplementedIdentityInternalServiceServer struct{}
 
 func (UnimplementedIdentityInternalServiceServer) MarkCompaniesHadConnections(context.Context, *MarkCompaniesHadConnectionsRequest) (*MarkCompaniesHadConnectionsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method MarkCompaniesHadConnections not implemented")
+}
+func (UnimplementedIdentityInternalServiceServer) CheckCompanies(context.Context, *CheckCompaniesRequest) (*CheckCompaniesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CheckCompanies not implemented")
 }
 func (UnimplementedIdentityInternalServiceServer) mustEmbedUnimplementedIdentityInternalServiceServer() {
 }
@@ -121,6 +143,24 @@ func _IdentityInternalService_MarkCompaniesHadConnections_Handler(srv interface{
 	return interceptor(ctx, in, info, handler)
 }
 
+func _IdentityInternalService_CheckCompanies_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckCompaniesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IdentityInternalServiceServer).CheckCompanies(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IdentityInternalService_CheckCompanies_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IdentityInternalServiceServer).CheckCompanies(ctx, req.(*CheckCompaniesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // IdentityInternalService_ServiceDesc is the grpc.ServiceDesc for IdentityInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -131,6 +171,10 @@ var IdentityInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MarkCompaniesHadConnections",
 			Handler:    _IdentityInternalService_MarkCompaniesHadConnections_Handler,
+		},
+		{
+			MethodName: "CheckCompanies",
+			Handler:    _IdentityInternalService_CheckCompanies_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

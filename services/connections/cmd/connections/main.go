@@ -71,11 +71,12 @@ func spec(s settings) service.Spec {
 			cfg.DefaultRegion = s.DefaultRegion
 			cfg.AllowPrivateTargets = s.AllowPrivateTargets
 			deps := app.Deps{
-				Repo:     postgres.New(d.DB),
-				Billing:  billing.New(conn),
-				Logins:   logins.New(d.Redis),
-				Pictures: picture.New(s.AllowPrivateTargets),
-				Config:   cfg,
+				Repo:      postgres.New(d.DB),
+				Billing:   billing.New(conn),
+				Logins:    logins.New(d.Redis),
+				Pictures:  picture.New(s.AllowPrivateTargets),
+				Companies: identity.NewCompanies(identityConn),
+				Config:    cfg,
 			}
 			if d.Config.Sandbox {
 				sb := sandbox.New(d.DB, d.Redis)

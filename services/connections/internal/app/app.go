@@ -45,6 +45,7 @@ type Service struct {
 	logins    LoginStore     // login sessions and pending WhatsApp logins (login_store.go)
 	messenger Messenger      // the messenger side of logins (messenger.go)
 	pictures  PictureFetcher // WABA profile picture checks (waba.go)
+	companies Companies      // which companies exist (companies.go)
 	cfg       Config
 	now       func() time.Time
 }
@@ -57,6 +58,7 @@ type Deps struct {
 	Logins    LoginStore
 	Messenger Messenger
 	Pictures  PictureFetcher
+	Companies Companies
 	Config    Config
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -70,6 +72,7 @@ func New(d Deps) *Service {
 	}
 	return &Service{
 		repo: d.Repo, billing: d.Billing, verifier: d.Verifier,
-		logins: d.Logins, messenger: d.Messenger, pictures: d.Pictures, cfg: d.Config, now: now,
+		logins: d.Logins, messenger: d.Messenger, pictures: d.Pictures, companies: d.Companies,
+		cfg: d.Config, now: now,
 	}
 }

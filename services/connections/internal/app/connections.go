@@ -149,10 +149,21 @@ type CreateCRMConnectionCmd struct {
 }
 
 // CreateCRMConnection stores a CRM connection as the operator gives it: its
-// params as they are, no subscription and no limit, status good/normal.
+// params as they are, no subscription and no limit, status good/normal. A
+// company that does not exist is 404 8000 and nothing is written.
 func (s *Service) CreateCRMConnection(ctx context.Context, cmd CreateCRMConnectionCmd) (domain.Connection, error) {
 	if !cmd.Type.IsCRM() {
 		return domain.Connection{}, apierr.Field(apierr.Body("type"), "enum", "Input should be 'amocrm' or 'bitrix24'")
+	}
+	if cmd.CompanyID <= 0 {
+		return domain.Connection{}, apierr.CompanyNotFound.E()
+	}
+	exists, err := s.companies.Exists(ctx, cmd.CompanyID)
+	if err != nil {
+		return domain.Connection{}, fmt.Errorf("company %d: %w", cmd.CompanyID, err)
+	}
+	if !exists {
+		return domain.Connection{}, apierr.CompanyNotFound.E()
 	}
 	params := cmd.Params
 	if params == nil {

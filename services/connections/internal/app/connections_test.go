@@ -116,12 +116,20 @@ func newCoreEnv(t *testing.T) coreEnv {
 	db := pgtest.New(t, migrations.FS)
 	bill := newCoreBilling()
 	svc := app.New(app.Deps{
-		Repo:     postgres.New(db),
-		Billing:  bill,
-		Verifier: sandbox.New(db, nil),
-		Config:   app.DefaultConfig(),
+		Repo:      postgres.New(db),
+		Billing:   bill,
+		Verifier:  sandbox.New(db, nil),
+		Companies: companiesUpTo(1000),
+		Config:    app.DefaultConfig(),
 	})
 	return coreEnv{svc: svc, db: db, bill: bill}
+}
+
+// companiesUpTo is an identity that knows the companies 1..n.
+type companiesUpTo int64
+
+func (n companiesUpTo) Exists(_ context.Context, id int64) (bool, error) {
+	return id > 0 && id <= int64(n), nil
 }
 
 const coreBotToken = "1234567:AAAAAAAAAAbbbbbbbbbbCCCCCCCCCCddddd"
@@ -437,6 +445,17 @@ func TestCreateCRMByOperator(t *testing.T) {
 	// CRMs count against no limit: several of a type are fine.
 	_, err = e.svc.CreateCRMConnection(ctx, app.CreateCRMConnectionCmd{CompanyID: 3, Name: "CRM 2", Type: domain.AmoCRM})
 	require.NoError(t, err)
+
+	// A company that does not exist gets nothing.
+	for _, id := range []int64{0, -1, 1001, 1<<63 - 1} {
+		_, err = e.svc.CreateCRMConnection(ctx, app.CreateCRMConnectionCmd{CompanyID: id, Name: "CRM", Type: domain.AmoCRM})
+		var ae *apierr.Error
+		require.ErrorAs(t, err, &ae, "company %d", id)
+		require.Equal(t, apierr.CompanyNotFound.Code, ae.Code)
+		var n int
+		require.NoError(t, e.db.QueryRow(ctx, `SELECT count(*) FROM connections WHERE company_id = $1`, id).Scan(&n))
+		require.Zero(t, n, "company %d", id)
+	}
 }
 
 func TestListConnections(t *testing.T) {

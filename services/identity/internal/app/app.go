@@ -32,6 +32,9 @@ type Repository interface {
 	// MarkHadConnections sets had_connections on the companies with those
 	// ids and answers the ids that name no company.
 	MarkHadConnections(ctx context.Context, companyIDs []int64) (unknown []int64, err error)
+	// UnknownCompanies are the ids, sorted and without repeats, that name
+	// no company.
+	UnknownCompanies(ctx context.Context, companyIDs []int64) ([]int64, error)
 }
 
 // Revoker makes a replaced key stop working everywhere at once.

@@ -190,3 +190,19 @@ func TestMarkHadConnections(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, got.HadConnections)
 }
+
+// TestUnknownCompanies: ids of no company (including 0, negatives and the
+// largest id) are answered sorted and once each; known ones are not.
+func TestUnknownCompanies(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t)
+	a, err := s.CreateCompany(ctx, app.CreateCompanyCmd{Name: "A"})
+	require.NoError(t, err)
+	const maxID = int64(1<<63 - 1)
+	unknown, err := s.UnknownCompanies(ctx, []int64{maxID, a.Company.ID, 0, -1, maxID})
+	require.NoError(t, err)
+	require.Equal(t, []int64{-1, 0, maxID}, unknown)
+	unknown, err = s.UnknownCompanies(ctx, []int64{a.Company.ID})
+	require.NoError(t, err)
+	require.Empty(t, unknown)
+}

@@ -126,3 +126,9 @@ func (s *Service) CreateRole(ctx context.Context, companyID int64, name string, 
 func (s *Service) MarkHadConnections(ctx context.Context, companyIDs []int64) ([]int64, error) {
 	return s.repo.MarkHadConnections(ctx, companyIDs)
 }
+
+// UnknownCompanies answers which ids name no company (for the operator
+// routes of other services, which take a company id as given).
+func (s *Service) UnknownCompanies(ctx context.Context, companyIDs []int64) ([]int64, error) {
+	return s.repo.UnknownCompanies(ctx, companyIDs)
+}

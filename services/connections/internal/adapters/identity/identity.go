@@ -1,6 +1,8 @@
-// Package identity tells the identity service what it must know of
-// connections: that a company has had one (the card's had_connections).
-// It publishes the outbox topic domain.TopicIdentity (pkg/outbox).
+// Package identity is this service's side of the identity service: it
+// tells identity what it must know of connections (that a company has had
+// one, the card's had_connections) by publishing the outbox topic
+// domain.TopicIdentity (pkg/outbox), and asks it which companies exist
+// (Companies, for operator calls).
 package identity
 
 import (
@@ -50,4 +52,23 @@ func (p *Publisher) Publish(ctx context.Context, batch []outbox.Message) error {
 		p.log.Warn("identity knows no such companies; had_connections not recorded", "company_ids", unknown)
 	}
 	return nil
+}
+
+// Companies implements app.Companies over identity's internal API.
+type Companies struct {
+	api identityv1.IdentityInternalServiceClient
+}
+
+// NewCompanies uses conn, which must carry the internal token.
+func NewCompanies(conn grpc.ClientConnInterface) Companies {
+	return Companies{api: identityv1.NewIdentityInternalServiceClient(conn)}
+}
+
+// Exists asks identity whether the company exists.
+func (c Companies) Exists(ctx context.Context, companyID int64) (bool, error) {
+	resp, err := c.api.CheckCompanies(ctx, &identityv1.CheckCompaniesRequest{CompanyIds: []int64{companyID}})
+	if err != nil {
+		return false, fmt.Errorf("identity CheckCompanies: %w", err)
+	}
+	return len(resp.GetUnknownCompanyIds()) == 0, nil
 }

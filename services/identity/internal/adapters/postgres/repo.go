@@ -126,6 +126,11 @@ func (r *Repo) MarkHadConnections(ctx context.Context, companyIDs []int64) ([]in
 		WHERE id = ANY($1) AND NOT had_connections`, companyIDs); err != nil {
 		return nil, fmt.Errorf("mark had_connections: %w", err)
 	}
+	return r.UnknownCompanies(ctx, companyIDs)
+}
+
+// UnknownCompanies implements app.Repository.
+func (r *Repo) UnknownCompanies(ctx context.Context, companyIDs []int64) ([]int64, error) {
 	rows, err := r.db.Query(ctx, `SELECT DISTINCT u.id FROM unnest($1::bigint[]) AS u(id)
 		WHERE NOT EXISTS (SELECT 1 FROM companies c WHERE c.id = u.id) ORDER BY u.id`, companyIDs)
 	if err != nil {

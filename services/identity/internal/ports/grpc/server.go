@@ -56,6 +56,14 @@ func (s *Server) MarkCompaniesHadConnections(ctx context.Context, req *identityv
 	return &identityv1.MarkCompaniesHadConnectionsResponse{UnknownCompanyIds: unknown}, nil
 }
 
+func (s *Server) CheckCompanies(ctx context.Context, req *identityv1.CheckCompaniesRequest) (*identityv1.CheckCompaniesResponse, error) {
+	unknown, err := s.app.UnknownCompanies(ctx, req.GetCompanyIds())
+	if err != nil {
+		return nil, err
+	}
+	return &identityv1.CheckCompaniesResponse{UnknownCompanyIds: unknown}, nil
+}
+
 // BlockedUserMethod is never reached: the access rule refuses it first.
 func (s *Server) BlockedUserMethod(context.Context, *identityv1.BlockedUserMethodRequest) (*identityv1.BlockedUserMethodResponse, error) {
 	return nil, apierr.ForbiddenError()
