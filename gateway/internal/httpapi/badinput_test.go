@@ -148,3 +148,29 @@ func TestContentTypeIsNotParsedAsForm(t *testing.T) {
 		}
 	}
 }
+
+// Headers grpc-gateway turns into gRPC metadata or a deadline: never a 5xx.
+func TestHeadersGRPCCannotCarry(t *testing.T) {
+	env := newEnv(t)
+	// An Authorization that is not printable ASCII cannot be a credential:
+	// dropped (grpc-go refuses to send it, which was a 500).
+	res := env.do(t, "GET", "/test/v1/whoami", "", "Authorization", "Bearer ключ")
+	if res.status != 200 || strings.Contains(res.body, "authorization") {
+		t.Errorf("non-ASCII Authorization: %d %s", res.status, res.body)
+	}
+	res = env.do(t, "GET", "/test/v1/whoami", "", "Authorization", "Bearer tok")
+	if res.status != 200 || !strings.Contains(res.body, `"authorization":"Bearer tok"`) {
+		t.Errorf("ASCII Authorization: %d %s", res.status, res.body)
+	}
+	timeoutErr := validation(`["header","grpc-timeout"]`, "Value error, invalid grpc-timeout", "value_error")
+	for _, v := range []string{"-1S", "-5S", "abc", "1", "123456789S", "1s", "+1S", "1.5S"} {
+		env.do(t, "GET", "/test/v1/whoami", "", "Grpc-Timeout", v).expect(t, 422, timeoutErr)
+	}
+	// The longest valid values overflow time.Duration: no deadline, not an
+	// expired one.
+	for _, v := range []string{"5S", "2562047H", "2562048H", "99999999H", "99999999M", "99999999n"} {
+		if res := env.do(t, "GET", "/test/v1/whoami", "", "Grpc-Timeout", v); res.status != 200 {
+			t.Errorf("Grpc-Timeout %s: %d %s", v, res.status, res.body)
+		}
+	}
+}

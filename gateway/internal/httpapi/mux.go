@@ -2,11 +2,15 @@ package httpapi
 
 import (
 	"context"
+	"math"
 	"mime"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -62,6 +66,7 @@ func tooLarge() *apierr.Error {
 //   - One trailing slash is stripped (never from "/" itself), so a
 //     collection is served with and without its slash and GET
 //     .../connections/ cannot match .../connections/{id} with an empty id.
+//   - Authorization and Grpc-Timeout hold what gRPC can carry (checkHeaders).
 //   - The body is at most MaxBodyBytes.
 //   - Form bodies are never parsed: the generated handlers call
 //     Request.ParseForm to read the query string, and ParseForm would also
@@ -81,6 +86,10 @@ func Handler(mux http.Handler) http.Handler {
 		}
 		r2 := new(http.Request)
 		*r2 = *r
+		if e := checkHeaders(r2); e != nil {
+			WriteError(w, e)
+			return
+		}
 		r2.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		r2.PostForm = url.Values{}
 		for _, ct := range r.Header.Values("Content-Type") {
@@ -103,6 +112,61 @@ func Handler(mux http.Handler) http.Handler {
 		}
 		mux.ServeHTTP(w, r2)
 	})
+}
+
+// grpcTimeout is the gRPC wire form of a timeout: at most 8 digits and a
+// unit (hours, minutes, seconds, milli-, micro-, nanoseconds).
+var grpcTimeout = regexp.MustCompile(`^[0-9]{1,8}[HMSmun]$`)
+
+var timeoutUnits = map[byte]time.Duration{
+	'H': time.Hour, 'M': time.Minute, 'S': time.Second,
+	'm': time.Millisecond, 'u': time.Microsecond, 'n': time.Nanosecond,
+}
+
+// checkHeaders vets the request headers grpc-gateway acts on, on a request
+// Handler owns (r's Header may be replaced, never changed in place):
+//
+//   - Authorization is forwarded by grpc-gateway as gRPC metadata whatever
+//     it holds, and grpc-go refuses a value that is not printable ASCII,
+//     which surfaced as a 500. Such a value cannot be a credential: it is
+//     dropped, and a route that needs one answers 401.
+//   - Grpc-Timeout (a client's deadline) must be the gRPC form: 422 at
+//     ["header","grpc-timeout"] otherwise (grpc-gateway takes any signed
+//     number, and a negative one expired every call into a 503). A valid
+//     value longer than time.Duration holds (about 292 years) is no
+//     deadline, and is dropped rather than overflowing into a past one.
+func checkHeaders(r *http.Request) *apierr.Error {
+	drop := func(name string) {
+		h := r.Header.Clone()
+		h.Del(name)
+		r.Header = h
+	}
+	for _, v := range r.Header.Values("Authorization") {
+		if !printableASCII(v) {
+			drop("Authorization")
+			break
+		}
+	}
+	for _, v := range r.Header.Values("Grpc-Timeout") {
+		if !grpcTimeout.MatchString(v) {
+			return newErrMsg([]any{"header", "grpc-timeout"}, typeValueError, "Value error, invalid grpc-timeout").APIError()
+		}
+		n, _ := strconv.ParseInt(v[:len(v)-1], 10, 64)
+		if unit := timeoutUnits[v[len(v)-1]]; n > math.MaxInt64/int64(unit) {
+			drop("Grpc-Timeout")
+			break
+		}
+	}
+	return nil
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // cleanPath reports whether a decoded request path may be routed.
