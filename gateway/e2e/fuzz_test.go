@@ -1650,31 +1650,26 @@ func (r *fzRoute) judgeQuery(msg protoreflect.Message, raw string) fzVerdict {
 	return fzVerdict{}
 }
 
-// fzDepth is how deeply arrays and objects nest, outside strings.
+// fzDepth is how deeply arrays and objects nest, read token by token as
+// far as the JSON is well formed (the gateway counts brackets instead; two
+// ways of counting keep the oracle independent).
 func fzDepth(data []byte) int {
-	depth, max, inString, escaped := 0, 0, false, false
-	for _, c := range data {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
+	dec := json.NewDecoder(bytes.NewReader(data))
+	depth, most := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return most
+		}
+		switch tok {
+		case json.Delim('['), json.Delim('{'):
+			if depth++; depth > most {
+				most = depth
 			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			if depth++; depth > max {
-				max = depth
-			}
-		case c == ']' || c == '}':
+		case json.Delim(']'), json.Delim('}'):
 			depth--
 		}
 	}
-	return max
 }
 
 func fzFillMessage(m protoreflect.Message, v any) error {
