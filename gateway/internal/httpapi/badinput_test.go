@@ -51,6 +51,23 @@ func TestBodyMustBeUTF8(t *testing.T) {
 	env := newEnv(t)
 	env.do(t, "POST", "/test/v1/companies/1/things", "{\"name\":\"a\xffb\"}").
 		expect(t, 422, validation(`["body"]`, "Invalid JSON: the body is not valid UTF-8", "json_invalid"))
+	// A \u escape of half a UTF-16 pair is no character either (encoding/json
+	// would store U+FFFD in its place).
+	lone := validation(`["body"]`, "Invalid JSON: an escaped lone UTF-16 surrogate is not a character", "json_invalid")
+	for _, body := range []string{`{"name":"\ud800"}`, `{"name":"a\udc00"}`, `{"name":"\ud83dx"}`, `{"name":"\ud83d\u0041"}`,
+		`{"meta":{"\uDBFF":1}}`, `{"name":"\ud83d\ude00\ude00"}`, `{"name":"\ud83d"`} {
+		env.do(t, "POST", "/test/v1/companies/1/things", body).expect(t, 422, lone)
+	}
+	for body, name := range map[string]string{
+		`{"name":"\ud83d\ude00"}`:   "\U0001F600",
+		`{"name":"\\ud800"}`:        `\\ud800`,
+		`{"name":"\u00e9\\\u0041"}`: `é\\A`,
+	} {
+		res := env.do(t, "POST", "/test/v1/companies/1/things", body)
+		if res.status != 200 || !strings.Contains(res.body, `"name":"`+name+`"`) {
+			t.Errorf("%s: %d %.120s", body, res.status, res.body)
+		}
+	}
 }
 
 // nested is a value nested depth levels deep (counting the top-level

@@ -77,8 +77,12 @@ func (*Marshaler) Unmarshal(data []byte, v any) error {
 	if !utf8.Valid(data) {
 		return &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: the body is not valid UTF-8", Type: typeJSONInvalid}
 	}
-	if tooDeep(data, MaxJSONDepth) {
+	tooDeep, loneSurrogate := scanJSON(data, MaxJSONDepth)
+	if tooDeep {
 		return newErrMsg([]any{"body"}, typeValueError, "Value error, JSON nested deeper than %d levels", MaxJSONDepth)
+	}
+	if loneSurrogate {
+		return &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: an escaped lone UTF-16 surrogate is not a character", Type: typeJSONInvalid}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -110,33 +114,67 @@ func (*Marshaler) Unmarshal(data []byte, v any) error {
 	return nil
 }
 
-// tooDeep reports whether the arrays and objects of a JSON text nest deeper
-// than max. It only counts brackets outside strings; malformed JSON is left
+// scanJSON reads a JSON text once, before decoding, for what
+// encoding/json would accept silently: arrays and objects nested deeper than
+// max (tooDeep), and a \u escape of a lone UTF-16 surrogate, which
+// encoding/json turns into U+FFFD (loneSurrogate). It only looks at
+// brackets outside strings and escapes inside them; malformed JSON is left
 // to the decoder.
-func tooDeep(data []byte, max int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range data {
+func scanJSON(data []byte, max int) (tooDeep, loneSurrogate bool) {
+	depth, inString := 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
 		switch {
+		case inString && c == '\\':
+			if i+1 < len(data) && data[i+1] == 'u' {
+				switch surrogate(data[i+2:]) {
+				case 'l':
+					return false, true
+				case 'h':
+					// A high surrogate must be followed at once by a low one.
+					if i+12 > len(data) || data[i+6] != '\\' || data[i+7] != 'u' || surrogate(data[i+8:]) != 'l' {
+						return false, true
+					}
+					i += 11 // past the 12 bytes of the pair
+					continue
+				}
+				i += 5 // past the 6 bytes of \uXXXX
+				continue
+			}
+			i++ // past the escaped character
 		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
+			if c == '"' {
 				inString = false
 			}
 		case c == '"':
 			inString = true
 		case c == '[' || c == '{':
 			if depth++; depth > max {
-				return true
+				return true, false
 			}
 		case c == ']' || c == '}':
 			depth--
 		}
 	}
-	return false
+	return false, false
+}
+
+// surrogate classifies the 4 hex digits at the start of b: 'h' for a high
+// (leading) surrogate D800-DBFF, 'l' for a low one DC00-DFFF, 0 otherwise.
+func surrogate(b []byte) byte {
+	if len(b) < 4 {
+		return 0
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	switch {
+	case err != nil:
+		return 0
+	case n >= 0xD800 && n <= 0xDBFF:
+		return 'h'
+	case n >= 0xDC00 && n <= 0xDFFF:
+		return 'l'
+	}
+	return 0
 }
 
 func jsonInvalid(err error) *DecodeError {

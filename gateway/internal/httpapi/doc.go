@@ -56,7 +56,9 @@
 //
 // # Bounds and the shape of a body
 //
-// A body must be UTF-8 (else 422 json_invalid at ["body"]) and its arrays
+// A body must be UTF-8, with no \u escape of a lone UTF-16 surrogate
+// (encoding/json would store U+FFFD instead: else 422 json_invalid at
+// ["body"]), and its arrays
 // and objects nest at most MaxJSONDepth (32) levels (else 422 value_error at
 // ["body"]). A body over MaxBodyBytes (1 MiB) is 413 PAYLOAD_TOO_LARGE with
 // detail {"max_bytes":1048576}. When the whole request is the body

@@ -21,7 +21,7 @@ import (
 func FuzzUnmarshal(f *testing.F) {
 	for _, seed := range []string{
 		`{}`, `null`, `[]`, `""`, `1`, `{`, `{}x`, `{"name":"a"}{}`,
-		`{"name":"a\u0000b"}`, "{\"name\":\"a\xffb\"}", `{"name":"\ud800"}`,
+		`{"name":"a\u0000b"}`, "{\"name\":\"a\xffb\"}", `{"name":"\ud800"}`, `{"name":"\ud83d\ude00"}`, `{"name":"\\ud800"}`, `{"n\udc00":1}`,
 		`{"count":2147483648}`, `{"count":1.5}`, `{"count":1e2}`, `{"big":-1}`, `{"big":18446744073709551616}`,
 		`{"score":1e400}`, `{"ratio":3.5e38}`, `{"delta":-2147483649}`, `{"small":4294967296}`,
 		`{"active":"true"}`, `{"blob":"!!"}`, `{"kind":"nope"}`, `{"kind":3}`, `{"scopes":"chats.read"}`,
@@ -46,8 +46,8 @@ func FuzzUnmarshal(f *testing.F) {
 		if !utf8.Valid(data) || !json.Valid(data) {
 			t.Fatalf("accepted invalid input %q", data)
 		}
-		if tooDeep(data, MaxJSONDepth) {
-			t.Fatalf("accepted a body deeper than %d: %q", MaxJSONDepth, data)
+		if deep, lone := scanJSON(data, MaxJSONDepth); deep || lone {
+			t.Fatalf("accepted a body deeper than %d or with a lone surrogate: %q", MaxJSONDepth, data)
 		}
 		first, err := (&Marshaler{}).Marshal(&thing)
 		if err != nil {
