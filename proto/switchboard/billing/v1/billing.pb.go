@@ -404,6 +404,52 @@ func (x *UpdateSubscriptionRequest) GetPreview() bool {
 	return false
 }
 
+// A company's business (WABA) dialog balance: dialogs it may still open.
+// It starts at 0 and may be negative after an operator's correction.
+type WabaDialogsBalance struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	WabaDialogsBalance int64                  `protobuf:"varint,1,opt,name=waba_dialogs_balance,json=wabaDialogsBalance,proto3" json:"waba_dialogs_balance,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *WabaDialogsBalance) Reset() {
+	*x = WabaDialogsBalance{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WabaDialogsBalance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WabaDialogsBalance) ProtoMessage() {}
+
+func (x *WabaDialogsBalance) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WabaDialogsBalance.ProtoReflect.Descriptor instead.
+func (*WabaDialogsBalance) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WabaDialogsBalance) GetWabaDialogsBalance() int64 {
+	if x != nil {
+		return x.WabaDialogsBalance
+	}
+	return 0
+}
+
 var File_switchboard_billing_v1_billing_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_billing_proto_rawDesc = "" +
@@ -436,7 +482,9 @@ const file_switchboard_billing_v1_billing_proto_rawDesc = "" +
 	"\vconnections\x18\x03 \x01(\v2\x1a.google.protobuf.ListValueR\vconnections\x12\x1d\n" +
 	"\apreview\x18\x04 \x01(\bH\x00R\apreview\x88\x01\x01B\n" +
 	"\n" +
-	"\b_preview*\xdf\x01\n" +
+	"\b_preview\"F\n" +
+	"\x12WabaDialogsBalance\x120\n" +
+	"\x14waba_dialogs_balance\x18\x01 \x01(\x03R\x12wabaDialogsBalance*\xdf\x01\n" +
 	"\x10SubscriptionPlan\x12!\n" +
 	"\x1dSUBSCRIPTION_PLAN_UNSPECIFIED\x10\x00\x12$\n" +
 	"\x16SUBSCRIPTION_PLAN_FREE\x10\x01\x1a\b\xda\xf3\x18\x04FREE\x12&\n" +
@@ -462,7 +510,7 @@ func file_switchboard_billing_v1_billing_proto_rawDescGZIP() []byte {
 }
 
 var file_switchboard_billing_v1_billing_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchboard_billing_v1_billing_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_switchboard_billing_v1_billing_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_switchboard_billing_v1_billing_proto_goTypes = []any{
 	(SubscriptionPlan)(0),             // 0: switchboard.billing.v1.SubscriptionPlan
 	(*Subscription)(nil),              // 1: switchboard.billing.v1.Subscription
@@ -470,16 +518,17 @@ var file_switchboard_billing_v1_billing_proto_goTypes = []any{
 	(*ListSubscriptionsRequest)(nil),  // 3: switchboard.billing.v1.ListSubscriptionsRequest
 	(*ListSubscriptionsResponse)(nil), // 4: switchboard.billing.v1.ListSubscriptionsResponse
 	(*UpdateSubscriptionRequest)(nil), // 5: switchboard.billing.v1.UpdateSubscriptionRequest
-	(*timestamppb.Timestamp)(nil),     // 6: google.protobuf.Timestamp
-	(*structpb.ListValue)(nil),        // 7: google.protobuf.ListValue
+	(*WabaDialogsBalance)(nil),        // 6: switchboard.billing.v1.WabaDialogsBalance
+	(*timestamppb.Timestamp)(nil),     // 7: google.protobuf.Timestamp
+	(*structpb.ListValue)(nil),        // 8: google.protobuf.ListValue
 }
 var file_switchboard_billing_v1_billing_proto_depIdxs = []int32{
 	0, // 0: switchboard.billing.v1.Subscription.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	6, // 1: switchboard.billing.v1.Subscription.test_until:type_name -> google.protobuf.Timestamp
-	6, // 2: switchboard.billing.v1.Subscription.paid_until:type_name -> google.protobuf.Timestamp
+	7, // 1: switchboard.billing.v1.Subscription.test_until:type_name -> google.protobuf.Timestamp
+	7, // 2: switchboard.billing.v1.Subscription.paid_until:type_name -> google.protobuf.Timestamp
 	2, // 3: switchboard.billing.v1.Subscription.advance:type_name -> switchboard.billing.v1.Advance
 	1, // 4: switchboard.billing.v1.ListSubscriptionsResponse.subscriptions:type_name -> switchboard.billing.v1.Subscription
-	7, // 5: switchboard.billing.v1.UpdateSubscriptionRequest.connections:type_name -> google.protobuf.ListValue
+	8, // 5: switchboard.billing.v1.UpdateSubscriptionRequest.connections:type_name -> google.protobuf.ListValue
 	3, // 6: switchboard.billing.v1.BillingService.ListSubscriptions:input_type -> switchboard.billing.v1.ListSubscriptionsRequest
 	5, // 7: switchboard.billing.v1.BillingService.UpdateSubscription:input_type -> switchboard.billing.v1.UpdateSubscriptionRequest
 	4, // 8: switchboard.billing.v1.BillingService.ListSubscriptions:output_type -> switchboard.billing.v1.ListSubscriptionsResponse
@@ -503,7 +552,7 @@ func file_switchboard_billing_v1_billing_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_billing_v1_billing_proto_rawDesc), len(file_switchboard_billing_v1_billing_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -7,6 +7,7 @@
 package billingv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -402,11 +403,163 @@ func (x *CheckConnectionPaidResponse) GetTestUntil() *timestamppb.Timestamp {
 	return nil
 }
 
+type GetWabaDialogsBalanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWabaDialogsBalanceRequest) Reset() {
+	*x = GetWabaDialogsBalanceRequest{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWabaDialogsBalanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWabaDialogsBalanceRequest) ProtoMessage() {}
+
+func (x *GetWabaDialogsBalanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWabaDialogsBalanceRequest.ProtoReflect.Descriptor instead.
+func (*GetWabaDialogsBalanceRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetWabaDialogsBalanceRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+type TakeWabaDialogRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// Names the take, e.g. the uuid of the message that opens the dialog.
+	IdempotencyKey string `protobuf:"bytes,2,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TakeWabaDialogRequest) Reset() {
+	*x = TakeWabaDialogRequest{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeWabaDialogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeWabaDialogRequest) ProtoMessage() {}
+
+func (x *TakeWabaDialogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeWabaDialogRequest.ProtoReflect.Descriptor instead.
+func (*TakeWabaDialogRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TakeWabaDialogRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *TakeWabaDialogRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+type TakeWabaDialogResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One dialog was taken (now or by an earlier call with the same key).
+	Taken bool `protobuf:"varint,1,opt,name=taken,proto3" json:"taken,omitempty"`
+	// The balance after the take (when taken: right after it, as first
+	// answered); when not taken, the balance now.
+	WabaDialogsBalance int64 `protobuf:"varint,2,opt,name=waba_dialogs_balance,json=wabaDialogsBalance,proto3" json:"waba_dialogs_balance,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *TakeWabaDialogResponse) Reset() {
+	*x = TakeWabaDialogResponse{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeWabaDialogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeWabaDialogResponse) ProtoMessage() {}
+
+func (x *TakeWabaDialogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeWabaDialogResponse.ProtoReflect.Descriptor instead.
+func (*TakeWabaDialogResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TakeWabaDialogResponse) GetTaken() bool {
+	if x != nil {
+		return x.Taken
+	}
+	return false
+}
+
+func (x *TakeWabaDialogResponse) GetWabaDialogsBalance() int64 {
+	if x != nil {
+		return x.WabaDialogsBalance
+	}
+	return 0
+}
+
 var File_switchboard_billing_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"%switchboard/billing/v1/internal.proto\x12\x16switchboard.billing.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a$switchboard/billing/v1/billing.proto\"\xea\x02\n" +
+	"%switchboard/billing/v1/internal.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a$switchboard/billing/v1/billing.proto\"\xea\x02\n" +
 	"\x10SubscriptionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
 	"\n" +
@@ -441,11 +594,24 @@ const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"paid_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tpaidUntil\x129\n" +
 	"\n" +
 	"test_until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\ttestUntilB\x12\n" +
-	"\x10_subscription_id2\x88\x03\n" +
+	"\x10_subscription_id\"F\n" +
+	"\x1cGetWabaDialogsBalanceRequest\x12&\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03B\a\xbaH\x04\"\x02 \x00R\tcompanyId\"t\n" +
+	"\x15TakeWabaDialogRequest\x12&\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03B\a\xbaH\x04\"\x02 \x00R\tcompanyId\x123\n" +
+	"\x0fidempotency_key\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x0eidempotencyKey\"`\n" +
+	"\x16TakeWabaDialogResponse\x12\x14\n" +
+	"\x05taken\x18\x01 \x01(\bR\x05taken\x120\n" +
+	"\x14waba_dialogs_balance\x18\x02 \x01(\x03R\x12wabaDialogsBalance2\xf4\x04\n" +
 	"\x16BillingInternalService\x12q\n" +
 	"\x12EnsureSubscription\x121.switchboard.billing.v1.EnsureSubscriptionRequest\x1a(.switchboard.billing.v1.SubscriptionInfo\x12u\n" +
 	"\x10GetSubscriptions\x12/.switchboard.billing.v1.GetSubscriptionsRequest\x1a0.switchboard.billing.v1.GetSubscriptionsResponse\x12~\n" +
-	"\x13CheckConnectionPaid\x122.switchboard.billing.v1.CheckConnectionPaidRequest\x1a3.switchboard.billing.v1.CheckConnectionPaidResponse\x1a\x04\xd0\xf3\x18\x03B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
+	"\x13CheckConnectionPaid\x122.switchboard.billing.v1.CheckConnectionPaidRequest\x1a3.switchboard.billing.v1.CheckConnectionPaidResponse\x12y\n" +
+	"\x15GetWabaDialogsBalance\x124.switchboard.billing.v1.GetWabaDialogsBalanceRequest\x1a*.switchboard.billing.v1.WabaDialogsBalance\x12o\n" +
+	"\x0eTakeWabaDialog\x12-.switchboard.billing.v1.TakeWabaDialogRequest\x1a..switchboard.billing.v1.TakeWabaDialogResponse\x1a\x04\xd0\xf3\x18\x03B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
 
 var (
 	file_switchboard_billing_v1_internal_proto_rawDescOnce sync.Once
@@ -459,35 +625,43 @@ func file_switchboard_billing_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_billing_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_billing_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_switchboard_billing_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_switchboard_billing_v1_internal_proto_goTypes = []any{
-	(*SubscriptionInfo)(nil),            // 0: switchboard.billing.v1.SubscriptionInfo
-	(*EnsureSubscriptionRequest)(nil),   // 1: switchboard.billing.v1.EnsureSubscriptionRequest
-	(*GetSubscriptionsRequest)(nil),     // 2: switchboard.billing.v1.GetSubscriptionsRequest
-	(*GetSubscriptionsResponse)(nil),    // 3: switchboard.billing.v1.GetSubscriptionsResponse
-	(*CheckConnectionPaidRequest)(nil),  // 4: switchboard.billing.v1.CheckConnectionPaidRequest
-	(*CheckConnectionPaidResponse)(nil), // 5: switchboard.billing.v1.CheckConnectionPaidResponse
-	(SubscriptionPlan)(0),               // 6: switchboard.billing.v1.SubscriptionPlan
-	(*timestamppb.Timestamp)(nil),       // 7: google.protobuf.Timestamp
+	(*SubscriptionInfo)(nil),             // 0: switchboard.billing.v1.SubscriptionInfo
+	(*EnsureSubscriptionRequest)(nil),    // 1: switchboard.billing.v1.EnsureSubscriptionRequest
+	(*GetSubscriptionsRequest)(nil),      // 2: switchboard.billing.v1.GetSubscriptionsRequest
+	(*GetSubscriptionsResponse)(nil),     // 3: switchboard.billing.v1.GetSubscriptionsResponse
+	(*CheckConnectionPaidRequest)(nil),   // 4: switchboard.billing.v1.CheckConnectionPaidRequest
+	(*CheckConnectionPaidResponse)(nil),  // 5: switchboard.billing.v1.CheckConnectionPaidResponse
+	(*GetWabaDialogsBalanceRequest)(nil), // 6: switchboard.billing.v1.GetWabaDialogsBalanceRequest
+	(*TakeWabaDialogRequest)(nil),        // 7: switchboard.billing.v1.TakeWabaDialogRequest
+	(*TakeWabaDialogResponse)(nil),       // 8: switchboard.billing.v1.TakeWabaDialogResponse
+	(SubscriptionPlan)(0),                // 9: switchboard.billing.v1.SubscriptionPlan
+	(*timestamppb.Timestamp)(nil),        // 10: google.protobuf.Timestamp
+	(*WabaDialogsBalance)(nil),           // 11: switchboard.billing.v1.WabaDialogsBalance
 }
 var file_switchboard_billing_v1_internal_proto_depIdxs = []int32{
-	6, // 0: switchboard.billing.v1.SubscriptionInfo.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	7, // 1: switchboard.billing.v1.SubscriptionInfo.test_until:type_name -> google.protobuf.Timestamp
-	7, // 2: switchboard.billing.v1.SubscriptionInfo.paid_until:type_name -> google.protobuf.Timestamp
-	0, // 3: switchboard.billing.v1.GetSubscriptionsResponse.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
-	7, // 4: switchboard.billing.v1.CheckConnectionPaidResponse.paid_until:type_name -> google.protobuf.Timestamp
-	7, // 5: switchboard.billing.v1.CheckConnectionPaidResponse.test_until:type_name -> google.protobuf.Timestamp
-	1, // 6: switchboard.billing.v1.BillingInternalService.EnsureSubscription:input_type -> switchboard.billing.v1.EnsureSubscriptionRequest
-	2, // 7: switchboard.billing.v1.BillingInternalService.GetSubscriptions:input_type -> switchboard.billing.v1.GetSubscriptionsRequest
-	4, // 8: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:input_type -> switchboard.billing.v1.CheckConnectionPaidRequest
-	0, // 9: switchboard.billing.v1.BillingInternalService.EnsureSubscription:output_type -> switchboard.billing.v1.SubscriptionInfo
-	3, // 10: switchboard.billing.v1.BillingInternalService.GetSubscriptions:output_type -> switchboard.billing.v1.GetSubscriptionsResponse
-	5, // 11: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:output_type -> switchboard.billing.v1.CheckConnectionPaidResponse
-	9, // [9:12] is the sub-list for method output_type
-	6, // [6:9] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	9,  // 0: switchboard.billing.v1.SubscriptionInfo.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	10, // 1: switchboard.billing.v1.SubscriptionInfo.test_until:type_name -> google.protobuf.Timestamp
+	10, // 2: switchboard.billing.v1.SubscriptionInfo.paid_until:type_name -> google.protobuf.Timestamp
+	0,  // 3: switchboard.billing.v1.GetSubscriptionsResponse.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
+	10, // 4: switchboard.billing.v1.CheckConnectionPaidResponse.paid_until:type_name -> google.protobuf.Timestamp
+	10, // 5: switchboard.billing.v1.CheckConnectionPaidResponse.test_until:type_name -> google.protobuf.Timestamp
+	1,  // 6: switchboard.billing.v1.BillingInternalService.EnsureSubscription:input_type -> switchboard.billing.v1.EnsureSubscriptionRequest
+	2,  // 7: switchboard.billing.v1.BillingInternalService.GetSubscriptions:input_type -> switchboard.billing.v1.GetSubscriptionsRequest
+	4,  // 8: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:input_type -> switchboard.billing.v1.CheckConnectionPaidRequest
+	6,  // 9: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:input_type -> switchboard.billing.v1.GetWabaDialogsBalanceRequest
+	7,  // 10: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:input_type -> switchboard.billing.v1.TakeWabaDialogRequest
+	0,  // 11: switchboard.billing.v1.BillingInternalService.EnsureSubscription:output_type -> switchboard.billing.v1.SubscriptionInfo
+	3,  // 12: switchboard.billing.v1.BillingInternalService.GetSubscriptions:output_type -> switchboard.billing.v1.GetSubscriptionsResponse
+	5,  // 13: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:output_type -> switchboard.billing.v1.CheckConnectionPaidResponse
+	11, // 14: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:output_type -> switchboard.billing.v1.WabaDialogsBalance
+	8,  // 15: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:output_type -> switchboard.billing.v1.TakeWabaDialogResponse
+	11, // [11:16] is the sub-list for method output_type
+	6,  // [6:11] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_billing_v1_internal_proto_init() }
@@ -503,7 +677,7 @@ func file_switchboard_billing_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_billing_v1_internal_proto_rawDesc), len(file_switchboard_billing_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

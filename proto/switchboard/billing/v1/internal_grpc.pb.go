@@ -19,9 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	BillingInternalService_EnsureSubscription_FullMethodName  = "/switchboard.billing.v1.BillingInternalService/EnsureSubscription"
-	BillingInternalService_GetSubscriptions_FullMethodName    = "/switchboard.billing.v1.BillingInternalService/GetSubscriptions"
-	BillingInternalService_CheckConnectionPaid_FullMethodName = "/switchboard.billing.v1.BillingInternalService/CheckConnectionPaid"
+	BillingInternalService_EnsureSubscription_FullMethodName    = "/switchboard.billing.v1.BillingInternalService/EnsureSubscription"
+	BillingInternalService_GetSubscriptions_FullMethodName      = "/switchboard.billing.v1.BillingInternalService/GetSubscriptions"
+	BillingInternalService_CheckConnectionPaid_FullMethodName   = "/switchboard.billing.v1.BillingInternalService/CheckConnectionPaid"
+	BillingInternalService_GetWabaDialogsBalance_FullMethodName = "/switchboard.billing.v1.BillingInternalService/GetWabaDialogsBalance"
+	BillingInternalService_TakeWabaDialog_FullMethodName        = "/switchboard.billing.v1.BillingInternalService/TakeWabaDialog"
 )
 
 // BillingInternalServiceClient is the client API for BillingInternalService service.
@@ -38,6 +40,15 @@ type BillingInternalServiceClient interface {
 	// Whether a connection may send: its subscription is paid or in its test
 	// period. A connection in no subscription is not paid.
 	CheckConnectionPaid(ctx context.Context, in *CheckConnectionPaidRequest, opts ...grpc.CallOption) (*CheckConnectionPaidResponse, error)
+	// The company's business (WABA) dialog balance; 0 for a company billing
+	// has never seen.
+	GetWabaDialogsBalance(ctx context.Context, in *GetWabaDialogsBalanceRequest, opts ...grpc.CallOption) (*WabaDialogsBalance, error)
+	// Takes one business dialog when the balance is above 0 (messaging, when a
+	// business send opens a new dialog session). Idempotent per company and
+	// idempotency_key: a key that took a dialog answers that same answer
+	// again and takes nothing more. A call that took nothing (balance <= 0)
+	// leaves no trace, so the same key may take once the balance is topped up.
+	TakeWabaDialog(ctx context.Context, in *TakeWabaDialogRequest, opts ...grpc.CallOption) (*TakeWabaDialogResponse, error)
 }
 
 type billingInternalServiceClient struct {
@@ -78,6 +89,26 @@ func (c *billingInternalServiceClient) CheckConnectionPaid(ctx context.Context, 
 	return out, nil
 }
 
+func (c *billingInternalServiceClient) GetWabaDialogsBalance(ctx context.Context, in *GetWabaDialogsBalanceRequest, opts ...grpc.CallOption) (*WabaDialogsBalance, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WabaDialogsBalance)
+	err := c.cc.Invoke(ctx, BillingInternalService_GetWabaDialogsBalance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingInternalServiceClient) TakeWabaDialog(ctx context.Context, in *TakeWabaDialogRequest, opts ...grpc.CallOption) (*TakeWabaDialogResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TakeWabaDialogResponse)
+	err := c.cc.Invoke(ctx, BillingInternalService_TakeWabaDialog_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BillingInternalServiceServer is the server API for BillingInternalService service.
 // All implementations must embed UnimplementedBillingInternalServiceServer
 // for forward compatibility.
@@ -92,6 +123,15 @@ type BillingInternalServiceServer interface {
 	// Whether a connection may send: its subscription is paid or in its test
 	// period. A connection in no subscription is not paid.
 	CheckConnectionPaid(context.Context, *CheckConnectionPaidRequest) (*CheckConnectionPaidResponse, error)
+	// The company's business (WABA) dialog balance; 0 for a company billing
+	// has never seen.
+	GetWabaDialogsBalance(context.Context, *GetWabaDialogsBalanceRequest) (*WabaDialogsBalance, error)
+	// Takes one business dialog when the balance is above 0 (messaging, when a
+	// business send opens a new dialog session). Idempotent per company and
+	// idempotency_key: a key that took a dialog answers that same answer
+	// again and takes nothing more. A call that took nothing (balance <= 0)
+	// leaves no trace, so the same key may take once the balance is topped up.
+	TakeWabaDialog(context.Context, *TakeWabaDialogRequest) (*TakeWabaDialogResponse, error)
 	mustEmbedUnimplementedBillingInternalServiceServer()
 }
 
@@ -110,6 +150,12 @@ func (UnimplementedBillingInternalServiceServer) GetSubscriptions(context.Contex
 }
 func (UnimplementedBillingInternalServiceServer) CheckConnectionPaid(context.Context, *CheckConnectionPaidRequest) (*CheckConnectionPaidResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CheckConnectionPaid not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) GetWabaDialogsBalance(context.Context, *GetWabaDialogsBalanceRequest) (*WabaDialogsBalance, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetWabaDialogsBalance not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) TakeWabaDialog(context.Context, *TakeWabaDialogRequest) (*TakeWabaDialogResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TakeWabaDialog not implemented")
 }
 func (UnimplementedBillingInternalServiceServer) mustEmbedUnimplementedBillingInternalServiceServer() {
 }
@@ -187,6 +233,42 @@ func _BillingInternalService_CheckConnectionPaid_Handler(srv interface{}, ctx co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BillingInternalService_GetWabaDialogsBalance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWabaDialogsBalanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).GetWabaDialogsBalance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_GetWabaDialogsBalance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).GetWabaDialogsBalance(ctx, req.(*GetWabaDialogsBalanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingInternalService_TakeWabaDialog_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TakeWabaDialogRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).TakeWabaDialog(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_TakeWabaDialog_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).TakeWabaDialog(ctx, req.(*TakeWabaDialogRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // BillingInternalService_ServiceDesc is the grpc.ServiceDesc for BillingInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -205,6 +287,14 @@ var BillingInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CheckConnectionPaid",
 			Handler:    _BillingInternalService_CheckConnectionPaid_Handler,
+		},
+		{
+			MethodName: "GetWabaDialogsBalance",
+			Handler:    _BillingInternalService_GetWabaDialogsBalance_Handler,
+		},
+		{
+			MethodName: "TakeWabaDialog",
+			Handler:    _BillingInternalService_TakeWabaDialog_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

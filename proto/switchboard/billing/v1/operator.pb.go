@@ -126,6 +126,59 @@ func (x *AdjustSubscriptionRequest) GetClearTestUntil() bool {
 	return false
 }
 
+type AddWabaDialogsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// Dialogs to add; negative takes them away. The balance may go below 0.
+	Count         *int32 `protobuf:"varint,2,opt,name=count,proto3,oneof" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddWabaDialogsRequest) Reset() {
+	*x = AddWabaDialogsRequest{}
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddWabaDialogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddWabaDialogsRequest) ProtoMessage() {}
+
+func (x *AddWabaDialogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddWabaDialogsRequest.ProtoReflect.Descriptor instead.
+func (*AddWabaDialogsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_operator_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AddWabaDialogsRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *AddWabaDialogsRequest) GetCount() int32 {
+	if x != nil && x.Count != nil {
+		return *x.Count
+	}
+	return 0
+}
+
 var File_switchboard_billing_v1_operator_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_operator_proto_rawDesc = "" +
@@ -146,9 +199,15 @@ const file_switchboard_billing_v1_operator_proto_rawDesc = "" +
 	"\x10clear_paid_until\x18\a \x01(\bR\x0eclearPaidUntil\x12(\n" +
 	"\x10clear_test_until\x18\b \x01(\bR\x0eclearTestUntilB\x14\n" +
 	"\x12_subscription_planB\v\n" +
-	"\t_max_size2\xdb\x01\n" +
+	"\t_max_size\"c\n" +
+	"\x15AddWabaDialogsRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12!\n" +
+	"\x05count\x18\x02 \x01(\x05B\x06\xbaH\x03\xc8\x01\x01H\x00R\x05count\x88\x01\x01B\b\n" +
+	"\x06_count2\x83\x03\n" +
 	"\x16BillingOperatorService\x12\xba\x01\n" +
-	"\x12AdjustSubscription\x121.switchboard.billing.v1.AdjustSubscriptionRequest\x1a$.switchboard.billing.v1.Subscription\"K\x82\xd3\xe4\x93\x02E:\x01*2@/admin/v1/companies/{company_id}/subscriptions/{subscription_id}\x1a\x04\xd0\xf3\x18\x01B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
+	"\x12AdjustSubscription\x121.switchboard.billing.v1.AdjustSubscriptionRequest\x1a$.switchboard.billing.v1.Subscription\"K\x82\xd3\xe4\x93\x02E:\x01*2@/admin/v1/companies/{company_id}/subscriptions/{subscription_id}\x12\xa5\x01\n" +
+	"\x0eAddWabaDialogs\x12-.switchboard.billing.v1.AddWabaDialogsRequest\x1a*.switchboard.billing.v1.WabaDialogsBalance\"8\x82\xd3\xe4\x93\x022:\x01*\"-/admin/v1/companies/{company_id}/waba_dialogs\x1a\x04\xd0\xf3\x18\x01B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
 
 var (
 	file_switchboard_billing_v1_operator_proto_rawDescOnce sync.Once
@@ -162,21 +221,25 @@ func file_switchboard_billing_v1_operator_proto_rawDescGZIP() []byte {
 	return file_switchboard_billing_v1_operator_proto_rawDescData
 }
 
-var file_switchboard_billing_v1_operator_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_switchboard_billing_v1_operator_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_switchboard_billing_v1_operator_proto_goTypes = []any{
 	(*AdjustSubscriptionRequest)(nil), // 0: switchboard.billing.v1.AdjustSubscriptionRequest
-	(SubscriptionPlan)(0),             // 1: switchboard.billing.v1.SubscriptionPlan
-	(*timestamppb.Timestamp)(nil),     // 2: google.protobuf.Timestamp
-	(*Subscription)(nil),              // 3: switchboard.billing.v1.Subscription
+	(*AddWabaDialogsRequest)(nil),     // 1: switchboard.billing.v1.AddWabaDialogsRequest
+	(SubscriptionPlan)(0),             // 2: switchboard.billing.v1.SubscriptionPlan
+	(*timestamppb.Timestamp)(nil),     // 3: google.protobuf.Timestamp
+	(*Subscription)(nil),              // 4: switchboard.billing.v1.Subscription
+	(*WabaDialogsBalance)(nil),        // 5: switchboard.billing.v1.WabaDialogsBalance
 }
 var file_switchboard_billing_v1_operator_proto_depIdxs = []int32{
-	1, // 0: switchboard.billing.v1.AdjustSubscriptionRequest.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	2, // 1: switchboard.billing.v1.AdjustSubscriptionRequest.paid_until:type_name -> google.protobuf.Timestamp
-	2, // 2: switchboard.billing.v1.AdjustSubscriptionRequest.test_until:type_name -> google.protobuf.Timestamp
+	2, // 0: switchboard.billing.v1.AdjustSubscriptionRequest.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	3, // 1: switchboard.billing.v1.AdjustSubscriptionRequest.paid_until:type_name -> google.protobuf.Timestamp
+	3, // 2: switchboard.billing.v1.AdjustSubscriptionRequest.test_until:type_name -> google.protobuf.Timestamp
 	0, // 3: switchboard.billing.v1.BillingOperatorService.AdjustSubscription:input_type -> switchboard.billing.v1.AdjustSubscriptionRequest
-	3, // 4: switchboard.billing.v1.BillingOperatorService.AdjustSubscription:output_type -> switchboard.billing.v1.Subscription
-	4, // [4:5] is the sub-list for method output_type
-	3, // [3:4] is the sub-list for method input_type
+	1, // 4: switchboard.billing.v1.BillingOperatorService.AddWabaDialogs:input_type -> switchboard.billing.v1.AddWabaDialogsRequest
+	4, // 5: switchboard.billing.v1.BillingOperatorService.AdjustSubscription:output_type -> switchboard.billing.v1.Subscription
+	5, // 6: switchboard.billing.v1.BillingOperatorService.AddWabaDialogs:output_type -> switchboard.billing.v1.WabaDialogsBalance
+	5, // [5:7] is the sub-list for method output_type
+	3, // [3:5] is the sub-list for method input_type
 	3, // [3:3] is the sub-list for extension type_name
 	3, // [3:3] is the sub-list for extension extendee
 	0, // [0:3] is the sub-list for field type_name
@@ -189,13 +252,14 @@ func file_switchboard_billing_v1_operator_proto_init() {
 	}
 	file_switchboard_billing_v1_billing_proto_init()
 	file_switchboard_billing_v1_operator_proto_msgTypes[0].OneofWrappers = []any{}
+	file_switchboard_billing_v1_operator_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_billing_v1_operator_proto_rawDesc), len(file_switchboard_billing_v1_operator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

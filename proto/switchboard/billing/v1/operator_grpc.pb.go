@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	BillingOperatorService_AdjustSubscription_FullMethodName = "/switchboard.billing.v1.BillingOperatorService/AdjustSubscription"
+	BillingOperatorService_AddWabaDialogs_FullMethodName     = "/switchboard.billing.v1.BillingOperatorService/AddWabaDialogs"
 )
 
 // BillingOperatorServiceClient is the client API for BillingOperatorService service.
@@ -27,11 +28,17 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // BillingOperatorService lets the operator adjust a subscription directly
-// (support cases, and tests of limits and payment) until invoices exist.
+// (support cases, and tests of limits and payment) until invoices exist,
+// and add to a company's business (WABA) dialog balance.
 type BillingOperatorServiceClient interface {
 	// Changes the given fields; absent ones stay. A clear_* flag sets the
 	// date to null.
 	AdjustSubscription(ctx context.Context, in *AdjustSubscriptionRequest, opts ...grpc.CallOption) (*Subscription, error)
+	// Adds count (may be negative; 0 changes nothing and answers the balance
+	// as it is) to the company's business dialog balance and answers the
+	// balance after the change. A company identity does not know is 404 8000
+	// and nothing is written.
+	AddWabaDialogs(ctx context.Context, in *AddWabaDialogsRequest, opts ...grpc.CallOption) (*WabaDialogsBalance, error)
 }
 
 type billingOperatorServiceClient struct {
@@ -52,16 +59,32 @@ func (c *billingOperatorServiceClient) AdjustSubscription(ctx context.Context, i
 	return out, nil
 }
 
+func (c *billingOperatorServiceClient) AddWabaDialogs(ctx context.Context, in *AddWabaDialogsRequest, opts ...grpc.CallOption) (*WabaDialogsBalance, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WabaDialogsBalance)
+	err := c.cc.Invoke(ctx, BillingOperatorService_AddWabaDialogs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BillingOperatorServiceServer is the server API for BillingOperatorService service.
 // All implementations must embed UnimplementedBillingOperatorServiceServer
 // for forward compatibility.
 //
 // BillingOperatorService lets the operator adjust a subscription directly
-// (support cases, and tests of limits and payment) until invoices exist.
+// (support cases, and tests of limits and payment) until invoices exist,
+// and add to a company's business (WABA) dialog balance.
 type BillingOperatorServiceServer interface {
 	// Changes the given fields; absent ones stay. A clear_* flag sets the
 	// date to null.
 	AdjustSubscription(context.Context, *AdjustSubscriptionRequest) (*Subscription, error)
+	// Adds count (may be negative; 0 changes nothing and answers the balance
+	// as it is) to the company's business dialog balance and answers the
+	// balance after the change. A company identity does not know is 404 8000
+	// and nothing is written.
+	AddWabaDialogs(context.Context, *AddWabaDialogsRequest) (*WabaDialogsBalance, error)
 	mustEmbedUnimplementedBillingOperatorServiceServer()
 }
 
@@ -74,6 +97,9 @@ type UnimplementedBillingOperatorServiceServer struct{}
 
 func (UnimplementedBillingOperatorServiceServer) AdjustSubscription(context.Context, *AdjustSubscriptionRequest) (*Subscription, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method AdjustSubscription not implemented")
+}
+func (UnimplementedBillingOperatorServiceServer) AddWabaDialogs(context.Context, *AddWabaDialogsRequest) (*WabaDialogsBalance, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AddWabaDialogs not implemented")
 }
 func (UnimplementedBillingOperatorServiceServer) mustEmbedUnimplementedBillingOperatorServiceServer() {
 }
@@ -115,6 +141,24 @@ func _BillingOperatorService_AdjustSubscription_Handler(srv interface{}, ctx con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BillingOperatorService_AddWabaDialogs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddWabaDialogsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingOperatorServiceServer).AddWabaDialogs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingOperatorService_AddWabaDialogs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingOperatorServiceServer).AddWabaDialogs(ctx, req.(*AddWabaDialogsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // BillingOperatorService_ServiceDesc is the grpc.ServiceDesc for BillingOperatorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -125,6 +169,10 @@ var BillingOperatorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AdjustSubscription",
 			Handler:    _BillingOperatorService_AdjustSubscription_Handler,
+		},
+		{
+			MethodName: "AddWabaDialogs",
+			Handler:    _BillingOperatorService_AddWabaDialogs_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

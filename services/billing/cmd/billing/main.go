@@ -1,5 +1,6 @@
 // Command billing serves subscriptions: their plans, sizes and paid
-// periods, and whether a connection may work.
+// periods, whether a connection may work, and the companies' business
+// (WABA) dialog balances.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"switchboard.dev/pkg/service"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	"switchboard.dev/services/billing/internal/adapters/connections"
+	"switchboard.dev/services/billing/internal/adapters/identity"
 	"switchboard.dev/services/billing/internal/adapters/postgres"
 	"switchboard.dev/services/billing/internal/app"
 	grpcport "switchboard.dev/services/billing/internal/ports/grpc"
@@ -51,7 +53,14 @@ func spec(s settings) service.Spec {
 			if err != nil {
 				return nil, err
 			}
-			a := app.New(postgres.New(d.DB), connections.New(conn), app.Config{TestPeriod: s.TestPeriod})
+			// Identity owns the companies: operator calls ask it whether
+			// the company they name exists (SWITCHBOARD_IDENTITY_ADDR).
+			identityConn, err := server.DialInternal(d.Config.IdentityAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			a := app.New(postgres.New(d.DB), connections.New(conn), identity.NewCompanies(identityConn),
+				app.Config{TestPeriod: s.TestPeriod})
 			return registrar{grpcport.New(a)}, nil
 		},
 	}

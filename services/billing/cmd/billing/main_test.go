@@ -21,6 +21,7 @@ import (
 	"switchboard.dev/pkg/service"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
+	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	"switchboard.dev/services/billing/migrations"
 )
 
@@ -37,6 +38,21 @@ func (connectionsPeer) GetConnectionInternal(context.Context, *connectionsv1.Get
 	return nil, apierr.ConnectionNotFound.E()
 }
 
+// identityPeer is an identity service that knows company 3 only.
+type identityPeer struct {
+	identityv1.UnimplementedIdentityInternalServiceServer
+}
+
+func (identityPeer) CheckCompanies(_ context.Context, req *identityv1.CheckCompaniesRequest) (*identityv1.CheckCompaniesResponse, error) {
+	out := &identityv1.CheckCompaniesResponse{}
+	for _, id := range req.GetCompanyIds() {
+		if id != 3 {
+			out.UnknownCompanyIds = append(out.UnknownCompanyIds, id)
+		}
+	}
+	return out, nil
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -48,7 +64,7 @@ func freeAddr(t *testing.T) string {
 
 // TestServiceWiring starts the real service (config, migrations, auth and
 // validation interceptors, the three registered services, the connections
-// client) and calls it over gRPC.
+// and identity clients) and calls it over gRPC.
 func TestServiceWiring(t *testing.T) {
 	redisAddr := os.Getenv("SWITCHBOARD_TEST_REDIS_ADDR")
 	if redisAddr == "" {
@@ -58,6 +74,7 @@ func TestServiceWiring(t *testing.T) {
 	require.NoError(t, err)
 	peer := grpc.NewServer()
 	connectionsv1.RegisterConnectionsInternalServiceServer(peer, connectionsPeer{})
+	identityv1.RegisterIdentityInternalServiceServer(peer, identityPeer{})
 	go peer.Serve(lis) //nolint:errcheck // ends with Stop
 	t.Cleanup(peer.Stop)
 
@@ -70,8 +87,9 @@ func TestServiceWiring(t *testing.T) {
 		"SWITCHBOARD_ADMIN_TOKEN":      "operator",
 		"SWITCHBOARD_CONNECTIONS_ADDR": lis.Addr().String(),
 		"SWITCHBOARD_TEST_PERIOD":      "1h",
-		// Nothing here reaches identity: internal and operator calls only.
-		"SWITCHBOARD_IDENTITY_ADDR": freeAddr(t),
+		// Internal and operator calls only: no API key is checked, and
+		// identity is asked only which companies exist.
+		"SWITCHBOARD_IDENTITY_ADDR": lis.Addr().String(),
 	}
 	var s settings
 	require.NoError(t, config.Load(&s, environ))
@@ -137,4 +155,56 @@ func TestServiceWiring(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, subs.GetSubscriptions(), 1)
 	require.Equal(t, billingv1.SubscriptionPlan_SUBSCRIPTION_PLAN_STANDARD, subs.GetSubscriptions()[0].GetSubscriptionPlan())
+
+	// Business dialogs: the operator adds for a company identity knows; a
+	// missing count is refused by the proto's rule; unknown companies are
+	// 404 8000.
+	count := func(n int32) *int32 { return &n }
+	bal, err := operator.AddWabaDialogs(opCtx, &billingv1.AddWabaDialogsRequest{CompanyId: 3, Count: count(5)})
+	require.NoError(t, err)
+	require.Equal(t, int64(5), bal.GetWabaDialogsBalance())
+	_, err = operator.AddWabaDialogs(opCtx, &billingv1.AddWabaDialogsRequest{CompanyId: 3})
+	e, ok = apierr.FromError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, int32(1), e.Code)
+	require.Equal(t, map[string]any{"errors": []any{map[string]any{
+		"location": []any{"body", "count"}, "message": "value is required", "type": "missing",
+	}}}, e.Detail)
+	for _, id := range []int64{4, 0, -1} {
+		_, err = operator.AddWabaDialogs(opCtx, &billingv1.AddWabaDialogsRequest{CompanyId: id, Count: count(1)})
+		e, ok = apierr.FromError(err)
+		require.True(t, ok, "%v", err)
+		require.Equal(t, apierr.CompanyNotFound.Code, e.Code, "company %d", id)
+	}
+	// The operator route wants the operator token.
+	_, err = operator.AddWabaDialogs(callCtx, &billingv1.AddWabaDialogsRequest{CompanyId: 3, Count: count(1)})
+	e, ok = apierr.FromError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, int32(401), e.Code)
+
+	// Messaging's calls.
+	got, err := internal.GetWabaDialogsBalance(callCtx, &billingv1.GetWabaDialogsBalanceRequest{CompanyId: 3})
+	require.NoError(t, err)
+	require.Equal(t, int64(5), got.GetWabaDialogsBalance())
+	take, err := internal.TakeWabaDialog(callCtx, &billingv1.TakeWabaDialogRequest{CompanyId: 3, IdempotencyKey: "6f1c2e0a-message"})
+	require.NoError(t, err)
+	require.True(t, take.GetTaken())
+	require.Equal(t, int64(4), take.GetWabaDialogsBalance())
+	take, err = internal.TakeWabaDialog(callCtx, &billingv1.TakeWabaDialogRequest{CompanyId: 3, IdempotencyKey: "6f1c2e0a-message"})
+	require.NoError(t, err)
+	require.True(t, take.GetTaken())
+	require.Equal(t, int64(4), take.GetWabaDialogsBalance())
+	for _, req := range []*billingv1.TakeWabaDialogRequest{
+		{CompanyId: 3},
+		{CompanyId: 0, IdempotencyKey: "k"},
+	} {
+		_, err = internal.TakeWabaDialog(callCtx, req)
+		e, ok = apierr.FromError(err)
+		require.True(t, ok, "%v", err)
+		require.Equal(t, int32(1), e.Code, "%v", req)
+	}
+	_, err = billingv1.NewBillingInternalServiceClient(plain).TakeWabaDialog(callCtx, &billingv1.TakeWabaDialogRequest{CompanyId: 3, IdempotencyKey: "x"})
+	e, ok = apierr.FromError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, int32(401), e.Code)
 }

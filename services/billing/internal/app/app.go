@@ -1,6 +1,6 @@
 // Package app holds billing's use cases. It speaks domain types and answers
-// API errors from the catalogue; storage and the connections service stay
-// behind the two interfaces below.
+// API errors from the catalogue; storage, the connections service and the
+// identity service stay behind the interfaces below.
 package app
 
 import (
@@ -30,6 +30,20 @@ type Repository interface {
 	// subscription's members knowing that no other change to this
 	// subscription interleaves.
 	UpdateSubscription(ctx context.Context, companyID, id int64, update func(*domain.Subscription) error) (domain.Subscription, error)
+
+	// WabaDialogsBalance is the company's business dialog balance, 0 for a
+	// company without one.
+	WabaDialogsBalance(ctx context.Context, companyID int64) (int64, error)
+	// AddWabaDialogs adds count to the balance in one atomic statement and
+	// answers the balance after it, so concurrent adds all count. A sum
+	// past the int64 range is domain.ErrBalanceOutOfRange, nothing changed.
+	AddWabaDialogs(ctx context.Context, companyID int64, count int32) (int64, error)
+	// TakeWabaDialog takes one dialog when the balance is above 0, once per
+	// (company, key): a key that already took answers taken with the
+	// balance that take left, and takes nothing. A take that finds the
+	// balance at or below 0 records nothing and answers the balance now.
+	// Concurrent takes never take more than the balance held.
+	TakeWabaDialog(ctx context.Context, companyID int64, key string) (taken bool, balance int64, err error)
 }
 
 // Connections is the connections service's internal API
@@ -47,6 +61,14 @@ type Connections interface {
 	// Connection answers the company and subscription of any connection; an
 	// unknown one is CONNECTION_NOT_FOUND.
 	Connection(ctx context.Context, connectionID int64) (ConnectionRef, error)
+}
+
+// Companies knows which companies exist: the identity service owns them
+// (adapters/identity). Public and internal calls need it not (an API key's
+// company exists; services pass on such ids); operator calls name a
+// company by id and must not write for one that does not.
+type Companies interface {
+	Exists(ctx context.Context, companyID int64) (bool, error)
 }
 
 // Membership is a SetMembership request.
@@ -75,17 +97,18 @@ type Config struct {
 
 // Service is the use cases.
 type Service struct {
-	repo  Repository
-	conns Connections
-	cfg   Config
+	repo      Repository
+	conns     Connections
+	companies Companies
+	cfg       Config
 }
 
 // New wires the use cases.
-func New(repo Repository, conns Connections, cfg Config) *Service {
+func New(repo Repository, conns Connections, companies Companies, cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{repo: repo, conns: conns, cfg: cfg}
+	return &Service{repo: repo, conns: conns, companies: companies, cfg: cfg}
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }

@@ -23,20 +23,27 @@ const (
 	testPeriod = 72 * time.Hour
 	whatsapp   = domain.SubscriptionType("CONNECTION_WHATSAPP")
 	telegram   = domain.SubscriptionType("CONNECTION_TELEGRAM")
+	// knownCompanies: identity knows the companies 1..knownCompanies.
+	knownCompanies = 1000
 )
 
 type env struct {
-	svc   *app.Service
-	conns *apptest.Connections
-	clock *apptest.Clock
-	db    *pgxpool.Pool
+	svc       *app.Service
+	conns     *apptest.Connections
+	companies *apptest.Companies
+	clock     *apptest.Clock
+	db        *pgxpool.Pool
 }
 
 func newEnv(t *testing.T) env {
 	t.Helper()
-	db := pgtest.New(t, migrations.FS)
-	e := env{conns: apptest.NewConnections(), clock: apptest.NewClock(), db: db}
-	e.svc = app.New(postgres.New(db), e.conns, app.Config{TestPeriod: testPeriod, Now: e.clock.Now})
+	return envOn(t, pgtest.New(t, migrations.FS))
+}
+
+func envOn(t *testing.T, db *pgxpool.Pool) env {
+	t.Helper()
+	e := env{conns: apptest.NewConnections(), companies: apptest.NewCompanies(knownCompanies), clock: apptest.NewClock(), db: db}
+	e.svc = app.New(postgres.New(db), e.conns, e.companies, app.Config{TestPeriod: testPeriod, Now: e.clock.Now})
 	return e
 }
 

@@ -122,6 +122,10 @@ func (s Subscription) AdvanceAvailable(now time.Time) bool {
 		!s.Advance.Active()
 }
 
+// ErrBalanceOutOfRange: a change would take a balance (the business
+// dialogs) out of the range it is stored in (int64).
+var ErrBalanceOutOfRange = errors.New("balance out of range")
+
 // Size errors, mapped to API errors by the app.
 var (
 	// ErrStartSize: plan START holds exactly one connection.

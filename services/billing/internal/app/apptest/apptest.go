@@ -1,5 +1,6 @@
 // Package apptest gives billing's tests what stands in for other processes:
-// an in-memory connections service and a clock. The database is always the
+// an in-memory connections service, an identity that knows companies, and a
+// clock. The database is always the
 // real one (pkg/pgtest).
 package apptest
 
@@ -132,6 +133,28 @@ func (c *Connections) Connection(_ context.Context, connectionID int64) (app.Con
 		ref.SubscriptionID = &sub
 	}
 	return ref, nil
+}
+
+// Companies is an identity service that knows the companies 1..Known, and
+// counts how often it was asked. Err, when set, is its failure instead.
+type Companies struct {
+	Known int64
+	Err   error
+	Calls atomic.Int64
+}
+
+var _ app.Companies = (*Companies)(nil)
+
+// NewCompanies knows the companies 1..known.
+func NewCompanies(known int64) *Companies { return &Companies{Known: known} }
+
+// Exists implements app.Companies.
+func (c *Companies) Exists(_ context.Context, companyID int64) (bool, error) {
+	c.Calls.Add(1)
+	if c.Err != nil {
+		return false, c.Err
+	}
+	return companyID > 0 && companyID <= c.Known, nil
 }
 
 // Clock is a settable clock for app.Config.Now.

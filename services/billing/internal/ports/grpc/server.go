@@ -217,3 +217,31 @@ func optionalTime(ts *timestamppb.Timestamp, field string) (*time.Time, error) {
 	t := ts.AsTime()
 	return &t, nil
 }
+
+// AddWabaDialogs implements billingv1.BillingOperatorServiceServer.
+// protovalidate has made count required (an absent count is 422).
+func (s *Server) AddWabaDialogs(ctx context.Context, req *billingv1.AddWabaDialogsRequest) (*billingv1.WabaDialogsBalance, error) {
+	b, err := s.app.AddWabaDialogs(ctx, req.GetCompanyId(), req.GetCount())
+	if err != nil {
+		return nil, err
+	}
+	return &billingv1.WabaDialogsBalance{WabaDialogsBalance: b}, nil
+}
+
+// GetWabaDialogsBalance implements billingv1.BillingInternalServiceServer.
+func (s *Server) GetWabaDialogsBalance(ctx context.Context, req *billingv1.GetWabaDialogsBalanceRequest) (*billingv1.WabaDialogsBalance, error) {
+	b, err := s.app.WabaDialogsBalance(ctx, req.GetCompanyId())
+	if err != nil {
+		return nil, err
+	}
+	return &billingv1.WabaDialogsBalance{WabaDialogsBalance: b}, nil
+}
+
+// TakeWabaDialog implements billingv1.BillingInternalServiceServer.
+func (s *Server) TakeWabaDialog(ctx context.Context, req *billingv1.TakeWabaDialogRequest) (*billingv1.TakeWabaDialogResponse, error) {
+	t, err := s.app.TakeWabaDialog(ctx, req.GetCompanyId(), req.GetIdempotencyKey())
+	if err != nil {
+		return nil, err
+	}
+	return &billingv1.TakeWabaDialogResponse{Taken: t.Taken, WabaDialogsBalance: t.Balance}, nil
+}

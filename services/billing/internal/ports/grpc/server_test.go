@@ -24,7 +24,7 @@ import (
 func newServer(t *testing.T) (*grpcport.Server, *apptest.Connections, *apptest.Clock) {
 	t.Helper()
 	conns, clock := apptest.NewConnections(), apptest.NewClock()
-	a := app.New(postgres.New(pgtest.New(t, migrations.FS)), conns, app.Config{TestPeriod: 72 * time.Hour, Now: clock.Now})
+	a := app.New(postgres.New(pgtest.New(t, migrations.FS)), conns, apptest.NewCompanies(1000), app.Config{TestPeriod: 72 * time.Hour, Now: clock.Now})
 	return grpcport.New(a), conns, clock
 }
 
