@@ -53,8 +53,12 @@ var (
 
 	IntegrationCRMResponsibleUserNotFound = Def{13007, "INTEGRATION_CRM_RESPONSIBLE_USER_NOT_FOUND", 400, "responsible user not found in the crm account"}
 
-	MessagingWabaTemplateNotFound = Def{15010, "MESSAGING_WABA_TEMPLATE_NOT_FOUND", 404, "business template not found"}
+	MessagingChatNotFound         = Def{15000, "MESSAGING_CHAT_NOT_FOUND", 404, "chat not found"}
+	MessagingWabaTemplateNotFound = Def{15010, "MESSAGING_WABA_TEMPLATE_NOT_FOUND", 400, "business template not found"}
 	MessagingFileURLNotSupported  = Def{15011, "MESSAGING_FILE_URL_NOT_SUPPORTED", 400, "file url is not supported"}
+	// The codes design/messaging.md adds to the family.
+	MessagingWabaDialogSessionClosed = Def{15012, "MESSAGING_WABA_DIALOG_SESSION_CLOSED", 400, "the business dialog session is closed: send a template"}
+	MessagingIdempotencyKeyReused    = Def{15014, "MESSAGING_IDEMPOTENCY_KEY_REUSED", 409, "the idempotency key was used for another request"}
 
 	TelegramGenericError    = Def{17000, "TELEGRAM_GENERIC_ERROR", 400, "telegram session expired or invalid"}
 	TelegramSessionNotFound = Def{17001, "TELEGRAM_SESSION_NOT_FOUND", 404, "telegram login session not found or expired"}
@@ -103,7 +107,8 @@ func Catalogue() []Def {
 		ConnectionIncorrectVKGroupScopes, ConnectionWhatsappProviderUnsupported,
 		ConnectionWhatsappAlreadyAuthorized, ConnectionWhatsappNoPendingLogin,
 		IntegrationCRMResponsibleUserNotFound,
-		MessagingWabaTemplateNotFound, MessagingFileURLNotSupported,
+		MessagingChatNotFound, MessagingWabaTemplateNotFound, MessagingFileURLNotSupported,
+		MessagingWabaDialogSessionClosed, MessagingIdempotencyKeyReused,
 		TelegramGenericError, TelegramSessionNotFound, TelegramInvalidCode, TelegramInvalidPassword,
 		InvoiceProviderError,
 		SubscriptionNotFound, SubscriptionInTest, SubscriptionAdvanceNotAllowed, SubscriptionAdvanceActive, SubscriptionPaymentsLocked,

@@ -160,3 +160,18 @@ func FromError(err error) (*Error, bool) {
 	}
 	return out, true
 }
+
+// FromPeer is how a service passes on the failure of a call to another
+// service (peer): the peer's API error unchanged, 503 while the peer is
+// unreachable or too slow, and any other failure wrapped as an internal
+// error (500, logged) naming the peer and method.
+func FromPeer(peer, method string, err error) error {
+	if e, ok := FromError(err); ok {
+		return e
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return ServiceUnavailable.Msg("%s is unavailable, try again later", peer)
+	}
+	return fmt.Errorf("%s %s: %w", peer, method, err)
+}

@@ -4,12 +4,9 @@ package billing
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"switchboard.dev/pkg/apierr"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
@@ -77,13 +74,4 @@ func planName(p billingv1.SubscriptionPlan) string {
 // callError passes billing's API errors on unchanged and makes an
 // unreachable billing a 503, so a client learns to retry rather than
 // seeing a 500.
-func callError(method string, err error) error {
-	if e, ok := apierr.FromError(err); ok {
-		return e
-	}
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return apierr.ServiceUnavailable.Msg("billing is unavailable, try again later")
-	}
-	return fmt.Errorf("billing %s: %w", method, err)
-}
+func callError(method string, err error) error { return apierr.FromPeer("billing", method, err) }

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/outbox"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	"switchboard.dev/services/connections/internal/domain"
@@ -68,7 +69,7 @@ func NewCompanies(conn grpc.ClientConnInterface) Companies {
 func (c Companies) Exists(ctx context.Context, companyID int64) (bool, error) {
 	resp, err := c.api.CheckCompanies(ctx, &identityv1.CheckCompaniesRequest{CompanyIds: []int64{companyID}})
 	if err != nil {
-		return false, fmt.Errorf("identity CheckCompanies: %w", err)
+		return false, apierr.FromPeer("identity", "CheckCompanies", err)
 	}
 	return len(resp.GetUnknownCompanyIds()) == 0, nil
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/netguard"
 	"switchboard.dev/services/connections/internal/app"
 )
 
@@ -84,27 +85,10 @@ func (f *Fetcher) control(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s", errPrivate, address)
 	}
-	if !public(ap.Addr()) {
+	if !netguard.Public(ap.Addr()) {
 		return fmt.Errorf("%w: %s", errPrivate, ap.Addr())
 	}
 	return nil
-}
-
-// sharedSpace is 100.64.0.0/10, carrier-grade NAT: not reachable from the
-// internet either.
-var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
-
-// public reports whether ip is an address on the public internet.
-func public(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	switch {
-	case !ip.IsValid(), ip.IsLoopback(), ip.IsPrivate(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(),
-		ip.IsInterfaceLocalMulticast(), ip.IsMulticast(), ip.IsUnspecified(), sharedSpace.Contains(ip):
-		return false
-	case ip.Is4() && ip.As4()[0] == 0: // 0.0.0.0/8, "this network"
-		return false
-	}
-	return true
 }
 
 func notAllowed(format string, args ...any) *apierr.Error {

@@ -1,0 +1,64 @@
+// Package netguard decides which addresses the platform may reach on a
+// client's behalf (a WABA profile picture, a file link sent to a messenger,
+// a webhook target): public internet addresses only, unless private ones
+// are allowed for local development and tests
+// (SWITCHBOARD_ALLOW_PRIVATE_TARGETS).
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+)
+
+// ErrNotPublic is an address (or a name resolving to one) off the public
+// internet.
+var ErrNotPublic = errors.New("not a public address")
+
+// sharedSpace is 100.64.0.0/10, carrier-grade NAT: not reachable from the
+// internet either.
+var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+
+// Public reports whether ip is an address on the public internet: not
+// loopback, private, link-local (which holds cloud metadata endpoints),
+// multicast, unspecified, shared (CGNAT) or "this network".
+func Public(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	switch {
+	case !ip.IsValid(), ip.IsLoopback(), ip.IsPrivate(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(),
+		ip.IsInterfaceLocalMulticast(), ip.IsMulticast(), ip.IsUnspecified(), sharedSpace.Contains(ip):
+		return false
+	case ip.Is4() && ip.As4()[0] == 0: // 0.0.0.0/8
+		return false
+	}
+	return true
+}
+
+// CheckHost resolves host (a name or an IP literal) and answers
+// ErrNotPublic when any of its addresses is not public, or the lookup's
+// error. A check before handing a link to someone else; a dialer of our own
+// should also refuse at connect time (a name can resolve differently
+// later).
+func CheckHost(ctx context.Context, resolver *net.Resolver, host string) error {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !Public(ip) {
+			return fmt.Errorf("%w: %s", ErrNotPublic, ip)
+		}
+		return nil
+	}
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", host, err)
+	}
+	for _, ip := range addrs {
+		if !Public(ip) {
+			return fmt.Errorf("%w: %s resolves to %s", ErrNotPublic, host, ip)
+		}
+	}
+	return nil
+}
