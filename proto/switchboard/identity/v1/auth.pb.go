@@ -79,8 +79,10 @@ type Principal struct {
 	// Permissions of the owner's role, lower case.
 	Permissions      []string `protobuf:"bytes,5,rep,name=permissions,proto3" json:"permissions,omitempty"`
 	CompanyIsPartner bool     `protobuf:"varint,6,opt,name=company_is_partner,json=companyIsPartner,proto3" json:"company_is_partner,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The owner's display name: the author of messages sent through the API.
+	OwnerName     string `protobuf:"bytes,7,opt,name=owner_name,json=ownerName,proto3" json:"owner_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Principal) Reset() {
@@ -155,13 +157,20 @@ func (x *Principal) GetCompanyIsPartner() bool {
 	return false
 }
 
+func (x *Principal) GetOwnerName() string {
+	if x != nil {
+		return x.OwnerName
+	}
+	return ""
+}
+
 var File_switchboard_identity_v1_auth_proto protoreflect.FileDescriptor
 
 const file_switchboard_identity_v1_auth_proto_rawDesc = "" +
 	"\n" +
 	"\"switchboard/identity/v1/auth.proto\x12\x17switchboard.identity.v1\x1a switchboard/api/v1/options.proto\"0\n" +
 	"\x13AuthenticateRequest\x12\x19\n" +
-	"\bkey_hash\x18\x01 \x01(\tR\akeyHash\"\xdd\x01\n" +
+	"\bkey_hash\x18\x01 \x01(\tR\akeyHash\"\xfc\x01\n" +
 	"\tPrincipal\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12%\n" +
@@ -169,7 +178,9 @@ const file_switchboard_identity_v1_auth_proto_rawDesc = "" +
 	"\x06scopes\x18\x03 \x03(\tR\x06scopes\x12\"\n" +
 	"\rowner_user_id\x18\x04 \x01(\x03R\vownerUserId\x12 \n" +
 	"\vpermissions\x18\x05 \x03(\tR\vpermissions\x12,\n" +
-	"\x12company_is_partner\x18\x06 \x01(\bR\x10companyIsPartner2u\n" +
+	"\x12company_is_partner\x18\x06 \x01(\bR\x10companyIsPartner\x12\x1d\n" +
+	"\n" +
+	"owner_name\x18\a \x01(\tR\townerName2u\n" +
 	"\vAuthService\x12`\n" +
 	"\fAuthenticate\x12,.switchboard.identity.v1.AuthenticateRequest\x1a\".switchboard.identity.v1.Principal\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
 

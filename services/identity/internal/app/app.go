@@ -73,6 +73,7 @@ type Principal struct {
 	IntegrationID    int64
 	Scopes           []string
 	OwnerUserID      int64
+	OwnerName        string
 	Permissions      []string
 	CompanyIsPartner bool
 }

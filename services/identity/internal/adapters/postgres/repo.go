@@ -294,13 +294,14 @@ func (r *Repo) CreateMember(ctx context.Context, companyID int64, user domain.Us
 func (r *Repo) Principal(ctx context.Context, keyHash string) (app.Principal, error) {
 	var p app.Principal
 	err := r.db.QueryRow(ctx, `
-		SELECT i.company_id, i.id, i.scopes, c.owner_id, coalesce(ro.permissions, '{}'), c.is_partner
+		SELECT i.company_id, i.id, i.scopes, c.owner_id, coalesce(u.display_name, ''), coalesce(ro.permissions, '{}'), c.is_partner
 		FROM integrations i
 		JOIN companies c ON c.id = i.company_id
+		LEFT JOIN users u ON u.id = c.owner_id
 		LEFT JOIN members m ON m.company_id = c.id AND m.user_id = c.owner_id
 		LEFT JOIN roles ro ON ro.id = m.role_id
 		WHERE i.key_hash = $1 AND i.type = 'api' AND i.status = 'enabled'`, keyHash).
-		Scan(&p.CompanyID, &p.IntegrationID, &p.Scopes, &p.OwnerUserID, &p.Permissions, &p.CompanyIsPartner)
+		Scan(&p.CompanyID, &p.IntegrationID, &p.Scopes, &p.OwnerUserID, &p.OwnerName, &p.Permissions, &p.CompanyIsPartner)
 	return p, miss(err)
 }
 

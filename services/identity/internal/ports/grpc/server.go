@@ -265,7 +265,7 @@ func (s *Server) Authenticate(ctx context.Context, req *identityv1.AuthenticateR
 func PrincipalPB(p app.Principal) *identityv1.Principal {
 	return &identityv1.Principal{
 		CompanyId: p.CompanyID, IntegrationId: p.IntegrationID, Scopes: p.Scopes,
-		OwnerUserId: p.OwnerUserID, Permissions: p.Permissions, CompanyIsPartner: p.CompanyIsPartner,
+		OwnerUserId: p.OwnerUserID, OwnerName: p.OwnerName, Permissions: p.Permissions, CompanyIsPartner: p.CompanyIsPartner,
 	}
 }
 
