@@ -379,6 +379,102 @@ func (x *SetSubscriptionConnectionsResponse) GetConnectionIds() []int64 {
 	return nil
 }
 
+type ListCompanyConnectionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Types         []ConnectionType       `protobuf:"varint,2,rep,packed,name=types,proto3,enum=switchboard.connections.v1.ConnectionType" json:"types,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCompanyConnectionsRequest) Reset() {
+	*x = ListCompanyConnectionsRequest{}
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCompanyConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCompanyConnectionsRequest) ProtoMessage() {}
+
+func (x *ListCompanyConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCompanyConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*ListCompanyConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_connections_v1_internal_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListCompanyConnectionsRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *ListCompanyConnectionsRequest) GetTypes() []ConnectionType {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+type ListCompanyConnectionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Connections   []*Connection          `protobuf:"bytes,1,rep,name=connections,proto3" json:"connections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCompanyConnectionsResponse) Reset() {
+	*x = ListCompanyConnectionsResponse{}
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCompanyConnectionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCompanyConnectionsResponse) ProtoMessage() {}
+
+func (x *ListCompanyConnectionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCompanyConnectionsResponse.ProtoReflect.Descriptor instead.
+func (*ListCompanyConnectionsResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_connections_v1_internal_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListCompanyConnectionsResponse) GetConnections() []*Connection {
+	if x != nil {
+		return x.Connections
+	}
+	return nil
+}
+
 var File_switchboard_connections_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_connections_v1_internal_proto_rawDesc = "" +
@@ -408,11 +504,18 @@ const file_switchboard_connections_v1_internal_proto_rawDesc = "" +
 	"\x0econnection_ids\x18\x04 \x03(\x03R\rconnectionIds\x12\x18\n" +
 	"\apreview\x18\x05 \x01(\bR\apreview\"K\n" +
 	"\"SetSubscriptionConnectionsResponse\x12%\n" +
-	"\x0econnection_ids\x18\x01 \x03(\x03R\rconnectionIds2\xf0\x03\n" +
+	"\x0econnection_ids\x18\x01 \x03(\x03R\rconnectionIds\"\x80\x01\n" +
+	"\x1dListCompanyConnectionsRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12@\n" +
+	"\x05types\x18\x02 \x03(\x0e2*.switchboard.connections.v1.ConnectionTypeR\x05types\"j\n" +
+	"\x1eListCompanyConnectionsResponse\x12H\n" +
+	"\vconnections\x18\x01 \x03(\v2&.switchboard.connections.v1.ConnectionR\vconnections2\x82\x05\n" +
 	"\x1aConnectionsInternalService\x12\x8c\x01\n" +
 	"\x15GetConnectionInternal\x128.switchboard.connections.v1.GetConnectionInternalRequest\x1a9.switchboard.connections.v1.GetConnectionInternalResponse\x12\x9e\x01\n" +
 	"\x1bListSubscriptionConnections\x12>.switchboard.connections.v1.ListSubscriptionConnectionsRequest\x1a?.switchboard.connections.v1.ListSubscriptionConnectionsResponse\x12\x9b\x01\n" +
-	"\x1aSetSubscriptionConnections\x12=.switchboard.connections.v1.SetSubscriptionConnectionsRequest\x1a>.switchboard.connections.v1.SetSubscriptionConnectionsResponse\x1a\x04\xd0\xf3\x18\x03B@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
+	"\x1aSetSubscriptionConnections\x12=.switchboard.connections.v1.SetSubscriptionConnectionsRequest\x1a>.switchboard.connections.v1.SetSubscriptionConnectionsResponse\x12\x8f\x01\n" +
+	"\x16ListCompanyConnections\x129.switchboard.connections.v1.ListCompanyConnectionsRequest\x1a:.switchboard.connections.v1.ListCompanyConnectionsResponse\x1a\x04\xd0\xf3\x18\x03B@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
 
 var (
 	file_switchboard_connections_v1_internal_proto_rawDescOnce sync.Once
@@ -426,7 +529,7 @@ func file_switchboard_connections_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_connections_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_connections_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_switchboard_connections_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_switchboard_connections_v1_internal_proto_goTypes = []any{
 	(*GetConnectionInternalRequest)(nil),        // 0: switchboard.connections.v1.GetConnectionInternalRequest
 	(*GetConnectionInternalResponse)(nil),       // 1: switchboard.connections.v1.GetConnectionInternalResponse
@@ -435,22 +538,29 @@ var file_switchboard_connections_v1_internal_proto_goTypes = []any{
 	(*ListSubscriptionConnectionsResponse)(nil), // 4: switchboard.connections.v1.ListSubscriptionConnectionsResponse
 	(*SetSubscriptionConnectionsRequest)(nil),   // 5: switchboard.connections.v1.SetSubscriptionConnectionsRequest
 	(*SetSubscriptionConnectionsResponse)(nil),  // 6: switchboard.connections.v1.SetSubscriptionConnectionsResponse
-	(*Connection)(nil),                          // 7: switchboard.connections.v1.Connection
+	(*ListCompanyConnectionsRequest)(nil),       // 7: switchboard.connections.v1.ListCompanyConnectionsRequest
+	(*ListCompanyConnectionsResponse)(nil),      // 8: switchboard.connections.v1.ListCompanyConnectionsResponse
+	(*Connection)(nil),                          // 9: switchboard.connections.v1.Connection
+	(ConnectionType)(0),                         // 10: switchboard.connections.v1.ConnectionType
 }
 var file_switchboard_connections_v1_internal_proto_depIdxs = []int32{
-	7, // 0: switchboard.connections.v1.GetConnectionInternalResponse.connection:type_name -> switchboard.connections.v1.Connection
-	3, // 1: switchboard.connections.v1.ListSubscriptionConnectionsResponse.subscriptions:type_name -> switchboard.connections.v1.SubscriptionConnections
-	0, // 2: switchboard.connections.v1.ConnectionsInternalService.GetConnectionInternal:input_type -> switchboard.connections.v1.GetConnectionInternalRequest
-	2, // 3: switchboard.connections.v1.ConnectionsInternalService.ListSubscriptionConnections:input_type -> switchboard.connections.v1.ListSubscriptionConnectionsRequest
-	5, // 4: switchboard.connections.v1.ConnectionsInternalService.SetSubscriptionConnections:input_type -> switchboard.connections.v1.SetSubscriptionConnectionsRequest
-	1, // 5: switchboard.connections.v1.ConnectionsInternalService.GetConnectionInternal:output_type -> switchboard.connections.v1.GetConnectionInternalResponse
-	4, // 6: switchboard.connections.v1.ConnectionsInternalService.ListSubscriptionConnections:output_type -> switchboard.connections.v1.ListSubscriptionConnectionsResponse
-	6, // 7: switchboard.connections.v1.ConnectionsInternalService.SetSubscriptionConnections:output_type -> switchboard.connections.v1.SetSubscriptionConnectionsResponse
-	5, // [5:8] is the sub-list for method output_type
-	2, // [2:5] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	9,  // 0: switchboard.connections.v1.GetConnectionInternalResponse.connection:type_name -> switchboard.connections.v1.Connection
+	3,  // 1: switchboard.connections.v1.ListSubscriptionConnectionsResponse.subscriptions:type_name -> switchboard.connections.v1.SubscriptionConnections
+	10, // 2: switchboard.connections.v1.ListCompanyConnectionsRequest.types:type_name -> switchboard.connections.v1.ConnectionType
+	9,  // 3: switchboard.connections.v1.ListCompanyConnectionsResponse.connections:type_name -> switchboard.connections.v1.Connection
+	0,  // 4: switchboard.connections.v1.ConnectionsInternalService.GetConnectionInternal:input_type -> switchboard.connections.v1.GetConnectionInternalRequest
+	2,  // 5: switchboard.connections.v1.ConnectionsInternalService.ListSubscriptionConnections:input_type -> switchboard.connections.v1.ListSubscriptionConnectionsRequest
+	5,  // 6: switchboard.connections.v1.ConnectionsInternalService.SetSubscriptionConnections:input_type -> switchboard.connections.v1.SetSubscriptionConnectionsRequest
+	7,  // 7: switchboard.connections.v1.ConnectionsInternalService.ListCompanyConnections:input_type -> switchboard.connections.v1.ListCompanyConnectionsRequest
+	1,  // 8: switchboard.connections.v1.ConnectionsInternalService.GetConnectionInternal:output_type -> switchboard.connections.v1.GetConnectionInternalResponse
+	4,  // 9: switchboard.connections.v1.ConnectionsInternalService.ListSubscriptionConnections:output_type -> switchboard.connections.v1.ListSubscriptionConnectionsResponse
+	6,  // 10: switchboard.connections.v1.ConnectionsInternalService.SetSubscriptionConnections:output_type -> switchboard.connections.v1.SetSubscriptionConnectionsResponse
+	8,  // 11: switchboard.connections.v1.ConnectionsInternalService.ListCompanyConnections:output_type -> switchboard.connections.v1.ListCompanyConnectionsResponse
+	8,  // [8:12] is the sub-list for method output_type
+	4,  // [4:8] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_connections_v1_internal_proto_init() }
@@ -465,7 +575,7 @@ func file_switchboard_connections_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_connections_v1_internal_proto_rawDesc), len(file_switchboard_connections_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,7 @@ const (
 	ConnectionsInternalService_GetConnectionInternal_FullMethodName       = "/switchboard.connections.v1.ConnectionsInternalService/GetConnectionInternal"
 	ConnectionsInternalService_ListSubscriptionConnections_FullMethodName = "/switchboard.connections.v1.ConnectionsInternalService/ListSubscriptionConnections"
 	ConnectionsInternalService_SetSubscriptionConnections_FullMethodName  = "/switchboard.connections.v1.ConnectionsInternalService/SetSubscriptionConnections"
+	ConnectionsInternalService_ListCompanyConnections_FullMethodName      = "/switchboard.connections.v1.ConnectionsInternalService/ListCompanyConnections"
 )
 
 // ConnectionsInternalServiceClient is the client API for ConnectionsInternalService service.
@@ -40,6 +41,10 @@ type ConnectionsInternalServiceClient interface {
 	// Each id must be a company connection of the subscription's type (422 at
 	// body.connections.<i> otherwise). With preview nothing changes.
 	SetSubscriptionConnections(ctx context.Context, in *SetSubscriptionConnectionsRequest, opts ...grpc.CallOption) (*SetSubscriptionConnectionsResponse, error)
+	// Every connection of the company of the given types (all types when
+	// none), by id, each as the public API shows it (with its subscription).
+	// Messaging lists its chat sources from it.
+	ListCompanyConnections(ctx context.Context, in *ListCompanyConnectionsRequest, opts ...grpc.CallOption) (*ListCompanyConnectionsResponse, error)
 }
 
 type connectionsInternalServiceClient struct {
@@ -80,6 +85,16 @@ func (c *connectionsInternalServiceClient) SetSubscriptionConnections(ctx contex
 	return out, nil
 }
 
+func (c *connectionsInternalServiceClient) ListCompanyConnections(ctx context.Context, in *ListCompanyConnectionsRequest, opts ...grpc.CallOption) (*ListCompanyConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCompanyConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionsInternalService_ListCompanyConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectionsInternalServiceServer is the server API for ConnectionsInternalService service.
 // All implementations must embed UnimplementedConnectionsInternalServiceServer
 // for forward compatibility.
@@ -96,6 +111,10 @@ type ConnectionsInternalServiceServer interface {
 	// Each id must be a company connection of the subscription's type (422 at
 	// body.connections.<i> otherwise). With preview nothing changes.
 	SetSubscriptionConnections(context.Context, *SetSubscriptionConnectionsRequest) (*SetSubscriptionConnectionsResponse, error)
+	// Every connection of the company of the given types (all types when
+	// none), by id, each as the public API shows it (with its subscription).
+	// Messaging lists its chat sources from it.
+	ListCompanyConnections(context.Context, *ListCompanyConnectionsRequest) (*ListCompanyConnectionsResponse, error)
 	mustEmbedUnimplementedConnectionsInternalServiceServer()
 }
 
@@ -114,6 +133,9 @@ func (UnimplementedConnectionsInternalServiceServer) ListSubscriptionConnections
 }
 func (UnimplementedConnectionsInternalServiceServer) SetSubscriptionConnections(context.Context, *SetSubscriptionConnectionsRequest) (*SetSubscriptionConnectionsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SetSubscriptionConnections not implemented")
+}
+func (UnimplementedConnectionsInternalServiceServer) ListCompanyConnections(context.Context, *ListCompanyConnectionsRequest) (*ListCompanyConnectionsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListCompanyConnections not implemented")
 }
 func (UnimplementedConnectionsInternalServiceServer) mustEmbedUnimplementedConnectionsInternalServiceServer() {
 }
@@ -191,6 +213,24 @@ func _ConnectionsInternalService_SetSubscriptionConnections_Handler(srv interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectionsInternalService_ListCompanyConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCompanyConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionsInternalServiceServer).ListCompanyConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionsInternalService_ListCompanyConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionsInternalServiceServer).ListCompanyConnections(ctx, req.(*ListCompanyConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectionsInternalService_ServiceDesc is the grpc.ServiceDesc for ConnectionsInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -209,6 +249,10 @@ var ConnectionsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetSubscriptionConnections",
 			Handler:    _ConnectionsInternalService_SetSubscriptionConnections_Handler,
+		},
+		{
+			MethodName: "ListCompanyConnections",
+			Handler:    _ConnectionsInternalService_ListCompanyConnections_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -3,6 +3,7 @@ package grpc
 import (
 	"context"
 
+	"switchboard.dev/pkg/apierr"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	"switchboard.dev/services/connections/internal/app"
 )
@@ -45,4 +46,33 @@ func (s *Server) SetSubscriptionConnections(ctx context.Context, req *connection
 		return nil, err
 	}
 	return &connectionsv1.SetSubscriptionConnectionsResponse{ConnectionIds: ids}, nil
+}
+
+func (s *Server) ListCompanyConnections(ctx context.Context, req *connectionsv1.ListCompanyConnectionsRequest) (*connectionsv1.ListCompanyConnectionsResponse, error) {
+	page := app.Page{Limit: app.DefaultPageSize}
+	for i, t := range req.GetTypes() {
+		d, err := typeField(t, apierr.Body("types", i))
+		if err != nil {
+			return nil, err
+		}
+		page.Types = append(page.Types, d)
+	}
+	out := &connectionsv1.ListCompanyConnectionsResponse{}
+	for {
+		list, total, err := s.app.Connections(ctx, req.GetCompanyId(), page)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range list {
+			pb, err := connectionPB(c)
+			if err != nil {
+				return nil, err
+			}
+			out.Connections = append(out.Connections, pb)
+		}
+		page.Offset += len(list)
+		if len(list) == 0 || page.Offset >= int(total) {
+			return out, nil
+		}
+	}
 }
