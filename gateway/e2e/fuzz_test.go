@@ -163,6 +163,8 @@ type fzFixtures struct {
 	bot, whatsapp, scanned, waba, botSub, waSub int64
 	tgSession, maxSession, vkSession            string
 	maxCode, vkCode                             string
+	// victimBlacklistItem is on the whatsapp connection, for the DELETE.
+	victimBlacklistItem int64
 }
 
 func fzSetup(t *testing.T) *fzFixtures {
@@ -196,6 +198,8 @@ func fzSetup(t *testing.T) *fzFixtures {
 	// whatsapp subscription, not this one).
 	ok(api(t, "PATCH", p("/admin/v1/companies/%d/subscriptions/%d", fx.c.ID, fx.botSub),
 		map[string]any{"subscription_plan": "STANDARD", "max_size": 10000}, operator()...))
+
+	fx.victimBlacklistItem = num(post(p("/connections/%d/chats_blacklist/", fx.whatsapp), map[string]any{"phone": "+79997000004"})["id"])
 
 	fx.contact = num(post("/contacts/", map[string]any{"name": "Fuzz contact", "phones": []any{map[string]any{"phone": "+79997000001"}}})["id"])
 	fx.tag = num(post("/tags/", map[string]any{"name": "fuzz"})["id"])
@@ -238,6 +242,8 @@ func (fx *fzFixtures) pathValue(rt route, name string) (string, bool) {
 			return d(fx.victimNote)
 		}
 		return d(fx.note)
+	case "item_id":
+		return d(fx.victimBlacklistItem)
 	case "connection_id":
 		switch {
 		case strings.HasPrefix(rt.path, "/sandbox/v1/whatsapp/"):
@@ -246,6 +252,8 @@ func (fx *fzFixtures) pathValue(rt route, name string) (string, bool) {
 			return d(fx.whatsapp)
 		case strings.Contains(rt.path, "/waba/{connection_id}"):
 			return d(fx.waba)
+		case strings.Contains(rt.path, "/chats_blacklist"):
+			return d(fx.whatsapp) // the bot's list takes no phones
 		}
 		return d(fx.bot)
 	case "subscription_id":

@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
+	"testing"
 
 	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/protobuf/proto"
@@ -15,6 +19,7 @@ import (
 	_ "switchboard.dev/proto/switchboard/connections/v1" // registers the routes below
 	_ "switchboard.dev/proto/switchboard/contacts/v1"    // registers the routes below
 	_ "switchboard.dev/proto/switchboard/identity/v1"    // registers the routes below
+	_ "switchboard.dev/proto/switchboard/messaging/v1"   // registers the routes below
 )
 
 // route is one HTTP binding of an RPC the gateway serves.
@@ -125,4 +130,35 @@ func pathVarName(v string) string {
 	v = strings.TrimSuffix(strings.TrimPrefix(v, "{"), "}")
 	name, _, _ := strings.Cut(v, "=")
 	return name
+}
+
+// TestEveryProtoPackageIsSwept: each folder of proto/switchboard holds a
+// package whose files this test binary has registered (by the imports
+// above), so a new service's routes cannot be left out of the sweeps.
+func TestEveryProtoPackageIsSwept(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "proto", "switchboard")
+	dirs, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{}
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		registered[filepath.Dir(fd.Path())] = true
+		return true
+	})
+	for _, d := range dirs {
+		if !d.IsDir() || d.Name() == "gatewaytest" {
+			continue
+		}
+		versions, err := os.ReadDir(filepath.Join(root, d.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range versions {
+			if dir := "switchboard/" + d.Name() + "/" + v.Name(); v.IsDir() && !registered[dir] {
+				t.Errorf("proto package %s is not imported by routes_test.go: its routes escape the tenancy sweep and the fuzzer", dir)
+			}
+		}
+	}
 }

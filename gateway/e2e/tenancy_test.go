@@ -17,7 +17,7 @@ func TestTenancy(t *testing.T) {
 	for _, rt := range routes {
 		path := strings.Replace(rt.path, "{company_id}", p("%d", theirs.ID), 1)
 		path = pathVar.ReplaceAllString(path, "1")
-		r := call(t, rt.verb, path, rt.body, key(mine.Key)...)
+		r := api(t, rt.verb, path, rt.body, key(mine.Key)...) // waits out the per-key rate limit
 		if rt.access.GetOtherCompanyError() == 8000 {
 			require.Equal(t, 404, r.Status, "%s %s", rt.verb, path)
 			require.EqualValues(t, 8000, r.JSON(t)["error_code"])

@@ -34,6 +34,7 @@ var Services = []Service{
 	{Name: "billing", AddrEnv: "SWITCHBOARD_BILLING_ADDR"},
 	{Name: "connections", AddrEnv: "SWITCHBOARD_CONNECTIONS_ADDR"},
 	{Name: "contacts", AddrEnv: "SWITCHBOARD_CONTACTS_ADDR"},
+	{Name: "messaging", AddrEnv: "SWITCHBOARD_MESSAGING_ADDR"},
 }
 
 // Options of a stack.

@@ -23,6 +23,7 @@ import (
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
+	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
 )
 
 // Config of the gateway.
@@ -32,6 +33,7 @@ type Config struct {
 	ConnectionsAddr string `env:"SWITCHBOARD_CONNECTIONS_ADDR" envDefault:"127.0.0.1:9102"`
 	BillingAddr     string `env:"SWITCHBOARD_BILLING_ADDR" envDefault:"127.0.0.1:9105"`
 	ContactsAddr    string `env:"SWITCHBOARD_CONTACTS_ADDR" envDefault:"127.0.0.1:9104"`
+	MessagingAddr   string `env:"SWITCHBOARD_MESSAGING_ADDR" envDefault:"127.0.0.1:9106"`
 	LogLevel        string `env:"SWITCHBOARD_LOG_LEVEL" envDefault:"info"`
 	// Grace period for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration `env:"SWITCHBOARD_SHUTDOWN_TIMEOUT" envDefault:"20s"`
@@ -64,6 +66,12 @@ func backends(cfg Config) []backend {
 		}},
 		{"contacts", cfg.ContactsAddr, []registerFunc{
 			contactsv1.RegisterContactsServiceHandler,
+		}},
+		{"messaging", cfg.MessagingAddr, []registerFunc{
+			messagingv1.RegisterChatsServiceHandler,
+			messagingv1.RegisterBlacklistServiceHandler,
+			messagingv1.RegisterMessagesServiceHandler,
+			messagingv1.RegisterMessagingSandboxServiceHandler,
 		}},
 	}
 }

@@ -111,6 +111,7 @@ func TestHandlerStripsOneTrailingSlash(t *testing.T) {
 func TestIncomingHeaderMatcher(t *testing.T) {
 	for in, want := range map[string]string{
 		"X-Api-Key":                 "x-api-key",
+		"Idempotency-Key":           "idempotency-key",
 		"x-api-key":                 "x-api-key",
 		"traceparent":               "traceparent",
 		"Tracestate":                "tracestate",

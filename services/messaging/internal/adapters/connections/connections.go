@@ -1,0 +1,104 @@
+// Package connections is the client of the connections service's internal
+// API: which connections a company has and of which type.
+package connections
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"switchboard.dev/pkg/apierr"
+	apiv1 "switchboard.dev/proto/switchboard/api/v1"
+	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
+	"switchboard.dev/services/messaging/internal/app"
+	"switchboard.dev/services/messaging/internal/domain"
+)
+
+// Client implements app.Connections.
+type Client struct {
+	api connectionsv1.ConnectionsInternalServiceClient
+}
+
+var _ app.Connections = (*Client)(nil)
+
+// New uses conn, which must carry the internal token (server.DialInternal).
+func New(conn grpc.ClientConnInterface) *Client {
+	return &Client{api: connectionsv1.NewConnectionsInternalServiceClient(conn)}
+}
+
+// Connection implements app.Connections.
+func (c *Client) Connection(ctx context.Context, company, id int64) (app.Connection, error) {
+	conn, owner, err := c.ConnectionByID(ctx, id)
+	if err == nil && owner != company {
+		return app.Connection{}, domain.ErrNotFound
+	}
+	return conn, err
+}
+
+// ConnectionByID implements app.Connections.
+func (c *Client) ConnectionByID(ctx context.Context, id int64) (app.Connection, int64, error) {
+	resp, err := c.api.GetConnectionInternal(ctx, &connectionsv1.GetConnectionInternalRequest{ConnectionId: id})
+	if e, ok := apierr.FromError(err); ok && e.Code == apierr.ConnectionNotFound.Code {
+		return app.Connection{}, 0, domain.ErrNotFound
+	}
+	if err != nil {
+		return app.Connection{}, 0, apierr.FromPeer("connections", "GetConnectionInternal", err)
+	}
+	return connection(resp.GetConnection()), resp.GetCompanyId(), nil
+}
+
+// chatTypes are domain.ChatTypes as the connections API names them.
+var chatTypes = func() []connectionsv1.ConnectionType {
+	byName := map[string]connectionsv1.ConnectionType{}
+	for n := range connectionsv1.ConnectionType_name {
+		t := connectionsv1.ConnectionType(n)
+		byName[typeName(t)] = t
+	}
+	out := make([]connectionsv1.ConnectionType, 0, len(domain.ChatTypes))
+	for _, t := range domain.ChatTypes {
+		out = append(out, byName[string(t)])
+	}
+	return out
+}()
+
+// ChatConnections implements app.Connections.
+func (c *Client) ChatConnections(ctx context.Context, company int64) ([]app.Connection, error) {
+	resp, err := c.api.ListCompanyConnections(ctx, &connectionsv1.ListCompanyConnectionsRequest{CompanyId: company, Types: chatTypes})
+	if err != nil {
+		return nil, apierr.FromPeer("connections", "ListCompanyConnections", err)
+	}
+	out := make([]app.Connection, 0, len(resp.GetConnections()))
+	for _, pb := range resp.GetConnections() {
+		out = append(out, connection(pb))
+	}
+	return out, nil
+}
+
+func connection(pb *connectionsv1.Connection) app.Connection {
+	c := app.Connection{ID: pb.GetId(), Name: pb.GetName(), Type: domain.Type(typeName(pb.GetType()))}
+	params := pb.GetParams().GetFields()
+	if p, ok := params["phone"].GetKind().(*structpb.Value_StringValue); ok && p.StringValue != "" {
+		c.Phone = &p.StringValue
+	}
+	c.AutoTemplates = params["waba_auto_templates_enabled"].GetBoolValue()
+	if s := pb.GetSubscription(); s != nil {
+		c.Subscription = &app.Subscription{ID: s.GetId(), Plan: s.GetSubscriptionPlan()}
+		if s.GetPaidUntil() != nil {
+			t := s.GetPaidUntil().AsTime()
+			c.Subscription.PaidUntil = &t
+		}
+	}
+	return c
+}
+
+// typeName is the type's JSON string (its switchboard.api.v1.json option).
+func typeName(t connectionsv1.ConnectionType) string {
+	v := t.Descriptor().Values().ByNumber(t.Number())
+	if v == nil {
+		return ""
+	}
+	name, _ := proto.GetExtension(v.Options(), apiv1.E_Json).(string)
+	return name
+}

@@ -1,0 +1,186 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"switchboard.dev/pkg/outbox"
+	"switchboard.dev/services/messaging/internal/app"
+	"switchboard.dev/services/messaging/internal/domain"
+)
+
+// messageSelect reads a message with its chat's messenger-side id.
+const messageSelect = `SELECT m.id, m.company_id, m.chat_id, m.connection_id, c.source_chat_id,
+	m.source_message_id, m.direction, m.message_type, m.content, m.author,
+	m.reply_to_message_id, m.reply_to_source_message_id, m.created_at,
+	m.delivered_at, m.read_at, m.error_at, m.error_type, m.error_text
+FROM messages m JOIN chats c ON c.id = m.chat_id`
+
+func scanMessage(row pgx.Row) (domain.Message, error) {
+	var m domain.Message
+	var dir, typ string
+	var content, author []byte
+	err := row.Scan(&m.ID, &m.CompanyID, &m.ChatID, &m.ConnectionID, &m.SourceChatID,
+		&m.SourceMessageID, &dir, &typ, &content, &author,
+		&m.ReplyToMessageID, &m.ReplyToSourceMessageID, &m.CreatedAt,
+		&m.DeliveredAt, &m.ReadAt, &m.ErrorAt, &m.ErrorType, &m.ErrorText)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Message{}, domain.ErrNotFound
+	}
+	if err != nil {
+		return domain.Message{}, fmt.Errorf("read message: %w", err)
+	}
+	m.Direction, m.Type = domain.Direction(dir), domain.MessageType(typ)
+	if err := json.Unmarshal(content, &m.Content); err != nil {
+		return domain.Message{}, fmt.Errorf("message %s content: %w", m.ID, err)
+	}
+	if author != nil {
+		m.Author = new(domain.Author)
+		if err := json.Unmarshal(author, m.Author); err != nil {
+			return domain.Message{}, fmt.Errorf("message %s author: %w", m.ID, err)
+		}
+	}
+	return m, nil
+}
+
+// Messages implements app.Repository: newest first, strictly before until.
+// The (chat_id, created_at DESC, id DESC) index serves it at any size.
+func (r *Repo) Messages(ctx context.Context, company, chatID int64, until *time.Time, limit int) ([]domain.Message, error) {
+	rows, err := r.db.Query(ctx, messageSelect+`
+		WHERE m.company_id = $1 AND m.chat_id = $2 AND ($3::timestamptz IS NULL OR m.created_at < $3)
+		ORDER BY m.created_at DESC, m.id DESC LIMIT $4`, company, chatID, until, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.Message{}
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Message implements app.Repository.
+func (r *Repo) Message(ctx context.Context, company int64, id string) (domain.Message, error) {
+	return scanMessage(r.db.QueryRow(ctx, messageSelect+` WHERE m.company_id = $1 AND m.id = $2`, company, id))
+}
+
+// insertMessage stores m unless its connection already has a message with
+// its source_message_id (inbound ingest is idempotent by it; outbound
+// messages have none yet); created_at is the database's clock at the
+// insert, so a chat's messages are ordered as they were stored.
+func insertMessage(ctx context.Context, tx pgx.Tx, m *domain.Message) (inserted bool, err error) {
+	content, err := json.Marshal(m.Content)
+	if err != nil {
+		return false, fmt.Errorf("message content: %w", err)
+	}
+	var author []byte
+	if m.Author != nil {
+		if author, err = json.Marshal(m.Author); err != nil {
+			return false, fmt.Errorf("message author: %w", err)
+		}
+	}
+	// The conflict target repeats messages_source's predicate: it is a
+	// partial index.
+	err = tx.QueryRow(ctx, `INSERT INTO messages (id, company_id, chat_id, connection_id, direction,
+			message_type, content, author, source_message_id, reply_to_message_id, reply_to_source_message_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, clock_timestamp())
+		ON CONFLICT (connection_id, source_message_id) WHERE source_message_id IS NOT NULL DO NOTHING
+		RETURNING created_at`,
+		m.ID, m.CompanyID, m.ChatID, m.ConnectionID, string(m.Direction), string(m.Type), content, author,
+		m.SourceMessageID, m.ReplyToMessageID, m.ReplyToSourceMessageID).Scan(&m.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func emit(ctx context.Context, tx pgx.Tx, e domain.Event) error {
+	return outbox.Write(ctx, tx, domain.TopicWebhooks, e.CompanyID, e.Type, e.Payload)
+}
+
+// lockChat reads a chat of the company and holds its row until the end of
+// tx, so that changes of one chat (counters, last message) are serial.
+func lockChat(ctx context.Context, tx pgx.Tx, company, id int64) (domain.Chat, error) {
+	return scanChat(tx.QueryRow(ctx, chatSelect+` WHERE c.company_id = $1 AND c.id = $2 FOR UPDATE OF c`, company, id))
+}
+
+// errKeyTaken: another send already holds the idempotency key.
+var errKeyTaken = errors.New("idempotency key taken")
+
+// SaveOutbound implements app.Repository.
+func (r *Repo) SaveOutbound(ctx context.Context, m domain.Message, idem *app.Idempotency, encode app.EncodeFunc) (app.Saved, error) {
+	var out app.Saved
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		chat, err := lockChat(ctx, tx, m.CompanyID, m.ChatID)
+		if err != nil {
+			return err
+		}
+		inserted, err := insertMessage(ctx, tx, &m)
+		if err != nil {
+			return fmt.Errorf("insert message: %w", err)
+		}
+		if !inserted { // an outbound message has no source id to collide on
+			return fmt.Errorf("insert message %s: not stored", m.ID)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO outbound_sends (message_id, company_id, due_at) VALUES ($1, $2, now())`,
+			m.ID, m.CompanyID); err != nil {
+			return fmt.Errorf("queue send: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE chats SET unanswered_count = 0, last_message_at = $2 WHERE id = $1`,
+			chat.ID, m.CreatedAt); err != nil {
+			return fmt.Errorf("update chat: %w", err)
+		}
+		chat.UnansweredCount, chat.LastMessageAt = 0, &m.CreatedAt
+		m.SourceChatID = chat.SourceChatID
+		out = app.Saved{Chat: chat, Message: m}
+		if idem != nil {
+			answer, err := encode(chat, m)
+			if err != nil {
+				return err
+			}
+			// A key older than its 24 hours is free again.
+			if _, err := tx.Exec(ctx, `DELETE FROM send_idempotency WHERE company_id = $1 AND key = $2 AND created_at <= $3`,
+				m.CompanyID, idem.Key, idem.Since); err != nil {
+				return fmt.Errorf("expire idempotency key: %w", err)
+			}
+			tag, err := tx.Exec(ctx, `INSERT INTO send_idempotency (company_id, key, request_hash, response)
+				VALUES ($1, $2, $3, $4) ON CONFLICT (company_id, key) DO NOTHING`,
+				m.CompanyID, idem.Key, idem.Hash, answer)
+			if err != nil {
+				return fmt.Errorf("idempotency key: %w", err)
+			}
+			if tag.RowsAffected() == 0 {
+				return errKeyTaken
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errKeyTaken) {
+		return app.Saved{}, app.ErrKeyTaken
+	}
+	return out, err
+}
+
+// StoredAnswer implements app.Repository.
+func (r *Repo) StoredAnswer(ctx context.Context, company int64, key string, since time.Time) ([]byte, []byte, error) {
+	var hash, answer []byte
+	err := r.db.QueryRow(ctx, `SELECT request_hash, response FROM send_idempotency
+		WHERE company_id = $1 AND key = $2 AND created_at > $3`, company, key, since).Scan(&hash, &answer)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, domain.ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read idempotency key: %w", err)
+	}
+	return hash, answer, nil
+}

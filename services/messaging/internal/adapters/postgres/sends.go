@@ -1,0 +1,141 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"switchboard.dev/services/messaging/internal/app"
+	"switchboard.dev/services/messaging/internal/domain"
+)
+
+// ClaimSends implements app.SendRepository: due sends, oldest first,
+// skipping those another worker is claiming at this moment; each is leased
+// by moving its due time past the lease.
+func (r *Repo) ClaimSends(ctx context.Context, lease time.Duration, n int) ([]app.Claim, error) {
+	rows, err := r.db.Query(ctx, `UPDATE outbound_sends s SET due_at = now() + $1::interval, attempts = s.attempts + 1
+		FROM (SELECT message_id FROM outbound_sends WHERE due_at <= now()
+		      ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) due
+		WHERE s.message_id = due.message_id
+		RETURNING s.message_id, s.company_id, s.attempts`, lease, n)
+	if err != nil {
+		return nil, fmt.Errorf("claim sends: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (app.Claim, error) {
+		var c app.Claim
+		err := row.Scan(&c.MessageID, &c.CompanyID, &c.Attempts)
+		return c, err
+	})
+}
+
+// SendDone implements app.SendRepository.
+func (r *Repo) SendDone(ctx context.Context, messageID, sourceMessageID string) error {
+	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE messages SET source_message_id = $2 WHERE id = $1`, messageID, sourceMessageID); err != nil {
+			return fmt.Errorf("record source message id: %w", err)
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM outbound_sends WHERE message_id = $1`, messageID)
+		return err
+	})
+}
+
+// SendLater implements app.SendRepository.
+func (r *Repo) SendLater(ctx context.Context, messageID string, due time.Time) error {
+	_, err := r.db.Exec(ctx, `UPDATE outbound_sends SET due_at = $2 WHERE message_id = $1`, messageID, due)
+	return err
+}
+
+// SendFailed implements app.SendRepository.
+func (r *Repo) SendFailed(ctx context.Context, messageID, errType, errText string) error {
+	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		m, chat, err := lockMessage(ctx, tx, `m.id = $1`, messageID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM outbound_sends WHERE message_id = $1`, messageID); err != nil {
+			return err
+		}
+		return setError(ctx, tx, chat, m, errType, errText)
+	})
+}
+
+// lockMessage reads an outbound message and its chat, holding the
+// message's row to the end of tx so receipts of one message apply one at a
+// time.
+func lockMessage(ctx context.Context, tx pgx.Tx, where string, args ...any) (domain.Message, domain.Chat, error) {
+	m, err := scanMessage(tx.QueryRow(ctx, messageSelect+` WHERE m.direction = 'outbound' AND `+where+` FOR UPDATE OF m`, args...))
+	if err != nil {
+		return domain.Message{}, domain.Chat{}, err
+	}
+	chat, err := scanChat(tx.QueryRow(ctx, chatSelect+` WHERE c.id = $1`, m.ChatID))
+	return m, chat, err
+}
+
+func setError(ctx context.Context, tx pgx.Tx, chat domain.Chat, m domain.Message, errType, errText string) error {
+	if m.ErrorAt != nil {
+		return nil
+	}
+	err := tx.QueryRow(ctx, `UPDATE messages SET error_at = clock_timestamp(), error_type = $2, error_text = $3
+		WHERE id = $1 RETURNING error_at`, m.ID, errType, errText).Scan(&m.ErrorAt)
+	if err != nil {
+		return fmt.Errorf("record message error: %w", err)
+	}
+	m.ErrorType, m.ErrorText = &errType, &errText
+	return emit(ctx, tx, domain.Delivery(domain.EventMessageError, chat, m))
+}
+
+// ApplyReceipt implements app.SendRepository. A message only moves
+// forward: delivered, then read (a read also marks an undelivered message
+// delivered, with both events in that order); a late delivered after read,
+// a second read, or anything after an error changes nothing. An error
+// after delivery is recorded (the messenger may still fail it).
+func (r *Repo) ApplyReceipt(ctx context.Context, rc app.Receipt, _ time.Time) error {
+	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		var m domain.Message
+		var chat domain.Chat
+		var err error
+		if rc.MessageID != "" {
+			m, chat, err = lockMessage(ctx, tx, `m.id = $1`, rc.MessageID)
+		} else {
+			m, chat, err = lockMessage(ctx, tx, `m.connection_id = $1 AND m.source_message_id = $2`, rc.ConnectionID, rc.SourceMessageID)
+		}
+		if err != nil {
+			return err
+		}
+		if m.ErrorAt != nil {
+			return nil
+		}
+		switch rc.Status {
+		case app.Failed:
+			return setError(ctx, tx, chat, m, rc.ErrorType, rc.ErrorText)
+		case app.Delivered:
+			if m.DeliveredAt != nil || m.ReadAt != nil {
+				return nil
+			}
+			return markDelivered(ctx, tx, chat, m)
+		case app.Read:
+			if m.ReadAt != nil {
+				return nil
+			}
+			if m.DeliveredAt == nil {
+				if err := markDelivered(ctx, tx, chat, m); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, `UPDATE messages SET read_at = clock_timestamp() WHERE id = $1`, m.ID); err != nil {
+				return fmt.Errorf("record read: %w", err)
+			}
+			return emit(ctx, tx, domain.Delivery(domain.EventMessageRead, chat, m))
+		}
+		return fmt.Errorf("unknown receipt status %q", rc.Status)
+	})
+}
+
+func markDelivered(ctx context.Context, tx pgx.Tx, chat domain.Chat, m domain.Message) error {
+	if _, err := tx.Exec(ctx, `UPDATE messages SET delivered_at = clock_timestamp() WHERE id = $1`, m.ID); err != nil {
+		return fmt.Errorf("record delivery: %w", err)
+	}
+	return emit(ctx, tx, domain.Delivery(domain.EventMessageDelivered, chat, m))
+}

@@ -1,0 +1,26 @@
+// Package unavailable is the messenger side outside test mode until real
+// provider adapters exist: every call is 503, never a made-up answer.
+package unavailable
+
+import (
+	"context"
+
+	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/services/messaging/internal/app"
+	"switchboard.dev/services/messaging/internal/domain"
+)
+
+// Messenger implements app.Messenger.
+type Messenger struct{}
+
+var _ app.Messenger = Messenger{}
+
+// ResolvePerson implements app.Messenger.
+func (Messenger) ResolvePerson(context.Context, app.Connection, app.Identifiers) (app.Person, error) {
+	return app.Person{}, apierr.ServiceUnavailable.Msg("no messenger provider is configured for this connection")
+}
+
+// Send implements app.Messenger: the send fails for good.
+func (Messenger) Send(context.Context, app.Connection, domain.Chat, domain.Message) (string, error) {
+	return "", &app.SendError{Type: domain.ErrGeneric, Text: "no messenger provider is configured for this connection"}
+}

@@ -1,0 +1,180 @@
+// Package app holds the messaging use cases: each answers catalogue errors
+// and leaves transactions to the repository.
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/services/messaging/internal/domain"
+)
+
+// Repository stores chats and messages. Every method is scoped by company.
+type Repository interface {
+	MessageRepository
+	InboundRepository
+	SendRepository
+
+	Chat(ctx context.Context, company, id int64) (domain.Chat, error)
+	ChatBySource(ctx context.Context, company, connectionID int64, sourceChatID string) (domain.Chat, error)
+	// MarkAnswered sets unanswered_count to 0.
+	MarkAnswered(ctx context.Context, company, id int64) error
+	// FindOrCreateChat inserts c unless its connection already has a chat
+	// with that source chat id, and, while the chat has no contact, calls
+	// bind in the same transaction and stores the contact it answers. An
+	// error of bind rolls everything back.
+	FindOrCreateChat(ctx context.Context, c domain.Chat, bind BindFunc) (ChatCreated, error)
+}
+
+// BindFunc binds a stored chat to a contact (contacts' BindChat); newChat
+// says the chat was inserted by this call.
+type BindFunc func(ctx context.Context, c domain.Chat, newChat bool) (contactID int64, created bool, err error)
+
+// ChatCreated is the outcome of FindOrCreateChat.
+type ChatCreated struct {
+	Chat           domain.Chat
+	CreatedChat    bool
+	CreatedContact bool
+}
+
+// Connections is the connections service (adapters/connections).
+type Connections interface {
+	// Connection is a connection of the company; domain.ErrNotFound when it
+	// does not exist or is another company's.
+	Connection(ctx context.Context, company, id int64) (Connection, error)
+	// ConnectionByID is a connection of any company, with its company (for
+	// the messenger side, which knows connections, not companies);
+	// domain.ErrNotFound when it does not exist.
+	ConnectionByID(ctx context.Context, id int64) (conn Connection, company int64, err error)
+	// ChatConnections are the company's connections of domain.ChatTypes, by id.
+	ChatConnections(ctx context.Context, company int64) ([]Connection, error)
+}
+
+// Connection is what messaging needs of a connection.
+type Connection struct {
+	ID   int64
+	Name string
+	Type domain.Type
+	// Subscription is nil when the connection is in none.
+	Subscription *Subscription
+	// Phone is a whatsapp connection's number once authorised (nil before:
+	// no provider can send).
+	Phone *string
+	// AutoTemplates: a waba connection may write first without a template
+	// (waba_auto_templates_enabled).
+	AutoTemplates bool
+}
+
+// Subscription is a connection's subscription summary.
+type Subscription struct {
+	ID        int64
+	Plan      string
+	PaidUntil *time.Time
+}
+
+// Contacts is the contacts service (adapters/contacts).
+type Contacts interface {
+	// BindChat applies rule 3 of spec 4.2; an unknown explicit contact is
+	// 404 error 1000.
+	BindChat(ctx context.Context, c domain.Chat, explicitContact *int64) (contactID int64, created bool, err error)
+}
+
+// Messenger is the messenger side of a connection: the sandbox in test
+// mode, a provider adapter otherwise.
+type Messenger interface {
+	// ResolvePerson finds who a new chat is with, from what the client
+	// gave. No check is made that the person has an account (rule 4).
+	ResolvePerson(ctx context.Context, conn Connection, who Identifiers) (Person, error)
+	// Send hands an outbound message to the messenger and answers its id
+	// of the message. A *SendError is a final refusal; any other error may
+	// pass on retry. A repeated Send of one message must not send twice.
+	Send(ctx context.Context, conn Connection, chat domain.Chat, m domain.Message) (sourceMessageID string, err error)
+}
+
+// Identifiers of a person, as a create-chat request gives them; empty
+// when not given. Phone is E.164.
+type Identifiers struct {
+	Phone, Username, ChatID string
+}
+
+// Person is a chat partner as the messenger knows them.
+type Person struct {
+	SourceChatID string
+	// Name on the messenger; "" when it has none.
+	Name        string
+	Username    *string
+	ProfileLink *string
+	// UserID is the messenger's id of the person.
+	UserID *string
+}
+
+// Billing is the billing service (adapters/billing).
+type Billing interface {
+	// DialogsBalance is the company's business dialog balance.
+	DialogsBalance(ctx context.Context, company int64) (int64, error)
+}
+
+// Config of the use cases.
+type Config struct {
+	// DefaultRegion reads phones written without a country code.
+	DefaultRegion string
+	// AllowPrivateTargets lets file links point at private addresses
+	// (development and tests only).
+	AllowPrivateTargets bool
+}
+
+// Deps are the parts New wires together.
+type Deps struct {
+	Repo        Repository
+	Blacklist   BlacklistRepository
+	Connections Connections
+	Contacts    Contacts
+	Messenger   Messenger
+	Billing     Billing
+	Payments    Payments
+	Config      Config
+	Sender      SenderConfig
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Service is the messaging use cases.
+type Service struct {
+	repo        Repository
+	blacklist   BlacklistRepository
+	connections Connections
+	contacts    Contacts
+	messenger   Messenger
+	billing     Billing
+	payments    Payments
+	cfg         Config
+	sender      SenderConfig
+	now         func() time.Time
+	wake        chan struct{}
+}
+
+// New wires the use cases.
+func New(d Deps) *Service {
+	if d.Config.DefaultRegion == "" {
+		d.Config.DefaultRegion = "RU"
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Sender == (SenderConfig{}) {
+		d.Sender = DefaultSenderConfig()
+	}
+	return &Service{repo: d.Repo, blacklist: d.Blacklist, connections: d.Connections, contacts: d.Contacts,
+		messenger: d.Messenger, billing: d.Billing, payments: d.Payments, cfg: d.Config,
+		sender: d.Sender, now: d.Now, wake: make(chan struct{}, 1)}
+}
+
+// chatNotFound maps a repository miss to 404 15000.
+func chatNotFound(err error) error {
+	if errors.Is(err, domain.ErrNotFound) {
+		return apierr.MessagingChatNotFound.E()
+	}
+	return err
+}

@@ -1,0 +1,227 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+
+	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/netguard"
+	"switchboard.dev/services/messaging/internal/domain"
+)
+
+// MessageRepository stores messages and their sends (adapters/postgres).
+type MessageRepository interface {
+	// Messages of a chat, newest first, created strictly before until.
+	Messages(ctx context.Context, company, chatID int64, until *time.Time, limit int) ([]domain.Message, error)
+	Message(ctx context.Context, company int64, id string) (domain.Message, error)
+	// SaveOutbound stores an outbound message with its chat locked, queues
+	// its send, resets the chat's unanswered count, and with idem records
+	// the answer encode makes, in one transaction. ErrKeyTaken: the key is
+	// held by another send; nothing is stored.
+	SaveOutbound(ctx context.Context, m domain.Message, idem *Idempotency, encode EncodeFunc) (Saved, error)
+	// StoredAnswer is the request hash and answer recorded for a key since
+	// a time; domain.ErrNotFound when none.
+	StoredAnswer(ctx context.Context, company int64, key string, since time.Time) (hash, answer []byte, err error)
+}
+
+// Idempotency is an Idempotency-Key with its request.
+type Idempotency struct {
+	Key  string
+	Hash []byte
+	// Since: a key recorded before it has expired.
+	Since time.Time
+}
+
+// EncodeFunc makes the answer to record for an idempotency key.
+type EncodeFunc func(domain.Chat, domain.Message) ([]byte, error)
+
+// Saved is a stored outbound message and its chat after it.
+type Saved struct {
+	Chat    domain.Chat
+	Message domain.Message
+}
+
+// ErrKeyTaken is an idempotency key recorded by another send.
+var ErrKeyTaken = errors.New("idempotency key taken")
+
+// IdempotencyWindow is how long a key answers its first answer again.
+const IdempotencyWindow = 24 * time.Hour
+
+// DefaultMessagesLimit is the messages list size when none is asked.
+const DefaultMessagesLimit = 20
+
+// Messages lists a chat's messages, newest first.
+func (s *Service) Messages(ctx context.Context, company, chatID int64, until *time.Time, limit int) ([]domain.Message, error) {
+	if _, err := s.Chat(ctx, company, chatID); err != nil {
+		return nil, err
+	}
+	return s.repo.Messages(ctx, company, chatID, until, limit)
+}
+
+// SendCmd is POST /messaging/messages/. The transport has checked that the
+// content given is the one named by Type and nothing else.
+type SendCmd struct {
+	CompanyID int64
+	ChatID    int64
+	Type      domain.MessageType
+	Content   map[string]any
+	// ReplyTo is a message id of the chat.
+	ReplyTo *string
+	// Markup is telegram_bot buttons.
+	Markup map[string]any
+	// The company owner, the author of API sends.
+	OwnerUserID int64
+	OwnerName   string
+	// Idempotency, when the request has a key; Encode makes its answer.
+	Idempotency *Idempotency
+	Encode      EncodeFunc
+}
+
+// SendResult is a fresh send, or the replay of a first answer.
+type SendResult struct {
+	Saved
+	// Replay is the recorded answer of the first send with this key.
+	Replay []byte
+}
+
+// Send checks a send synchronously (refusals store nothing), stores the
+// message and queues it for the messenger, which the send worker calls
+// after the answer.
+func (s *Service) Send(ctx context.Context, cmd SendCmd) (SendResult, error) {
+	if cmd.Idempotency != nil {
+		cmd.Idempotency.Since = s.now().Add(-IdempotencyWindow)
+		if res, ok, err := s.replay(ctx, cmd); ok || err != nil {
+			return res, err
+		}
+	}
+	chat, err := s.Chat(ctx, cmd.CompanyID, cmd.ChatID)
+	if err != nil {
+		return SendResult{}, err
+	}
+	conn, err := s.connections.Connection(ctx, cmd.CompanyID, chat.ConnectionID)
+	if errors.Is(err, domain.ErrNotFound) {
+		// The chat's connection is gone: nothing can carry the message.
+		return SendResult{}, apierr.ConnectionNotFound.E()
+	}
+	if err != nil {
+		return SendResult{}, err
+	}
+	if err := s.checkSend(ctx, cmd, chat, conn); err != nil {
+		return SendResult{}, err
+	}
+	m := domain.Message{
+		ID:           uuid.NewString(),
+		CompanyID:    cmd.CompanyID,
+		ChatID:       chat.ID,
+		ConnectionID: chat.ConnectionID,
+		Direction:    domain.Outbound,
+		Type:         cmd.Type,
+		Content:      cmd.Content,
+		Author:       ownerAuthor(cmd.OwnerUserID, cmd.OwnerName),
+	}
+	if cmd.ReplyTo != nil {
+		replied, err := s.repo.Message(ctx, cmd.CompanyID, *cmd.ReplyTo)
+		if errors.Is(err, domain.ErrNotFound) || (err == nil && replied.ChatID != chat.ID) {
+			return SendResult{}, apierr.Field(apierr.Body("reply_to", "message_id"), "value_error", "Value error, no such message in this chat")
+		}
+		if err != nil {
+			return SendResult{}, err
+		}
+		m.ReplyToMessageID, m.ReplyToSourceMessageID = &replied.ID, replied.SourceMessageID
+	}
+	saved, err := s.repo.SaveOutbound(ctx, m, cmd.Idempotency, cmd.Encode)
+	if errors.Is(err, ErrKeyTaken) {
+		// A concurrent send with the key won: answer as it did.
+		if res, ok, err := s.replay(ctx, cmd); ok || err != nil {
+			return res, err
+		}
+		return SendResult{}, fmt.Errorf("idempotency key %q taken but not readable", cmd.Idempotency.Key)
+	}
+	if err != nil {
+		return SendResult{}, chatNotFound(err)
+	}
+	s.WakeSender()
+	return SendResult{Saved: saved}, nil
+}
+
+// replay answers the recorded answer of an idempotency key: ok when there
+// is one for the same request, 409 15014 for another request.
+func (s *Service) replay(ctx context.Context, cmd SendCmd) (SendResult, bool, error) {
+	hash, answer, err := s.repo.StoredAnswer(ctx, cmd.CompanyID, cmd.Idempotency.Key, cmd.Idempotency.Since)
+	if errors.Is(err, domain.ErrNotFound) {
+		return SendResult{}, false, nil
+	}
+	if err != nil {
+		return SendResult{}, false, err
+	}
+	if !bytes.Equal(hash, cmd.Idempotency.Hash) {
+		return SendResult{}, false, apierr.MessagingIdempotencyKeyReused.E()
+	}
+	return SendResult{Replay: answer}, true, nil
+}
+
+// checkSend is the synchronous refusals of design/messaging.md.
+func (s *Service) checkSend(ctx context.Context, cmd SendCmd, chat domain.Chat, conn Connection) error {
+	if cmd.Markup != nil && conn.Type != domain.TelegramBot {
+		return apierr.Field(apierr.Body("markup"), "value_error", "Value error, markup (bot buttons) is for telegram_bot chats only")
+	}
+	switch cmd.Type {
+	case domain.WabaTemplate:
+		// Business templates are not stored yet (issue 13): no template is
+		// APPROVED, so every one is unknown.
+		return apierr.MessagingWabaTemplateNotFound.E()
+	case domain.WabaInteractive, domain.ServiceOrder, domain.WabaOrder:
+		return apierr.Field(apierr.Body("message_type"), "value_error",
+			"Value error, sending %s messages is not supported yet", cmd.Type)
+	}
+	if conn.Type == domain.Whatsapp && conn.Phone == nil {
+		return apierr.ConnectionWhatsappProviderUnsupported.E()
+	}
+	if cmd.Type.IsMedia() {
+		if err := s.checkFileURL(ctx, cmd.Content); err != nil {
+			return err
+		}
+	}
+	if conn.Type == domain.Waba {
+		exp := chat.SessionExpiresAt()
+		open := exp != nil && s.now().Before(*exp)
+		if !open && !(conn.AutoTemplates && cmd.Type == domain.Text) {
+			return apierr.MessagingWabaDialogSessionClosed.E()
+		}
+	}
+	return nil
+}
+
+// checkFileURL refuses a link the messenger could not (or must not) fetch:
+// not absolute http(s), or a private address (unless allowed).
+func (s *Service) checkFileURL(ctx context.Context, content map[string]any) error {
+	raw, _ := content["url"].(string)
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return apierr.MessagingFileURLNotSupported.Msg("the file url must be an absolute http or https link")
+	}
+	if s.cfg.AllowPrivateTargets {
+		return nil
+	}
+	if err := netguard.CheckHost(ctx, nil, u.Hostname()); err != nil {
+		return apierr.MessagingFileURLNotSupported.Msg("the file url must point at a public address")
+	}
+	return nil
+}
+
+// ownerNamespace makes a user's author id: a stable uuid per user.
+var ownerNamespace = uuid.MustParse("6f1c8a52-3b7e-4f3a-9a57-7f3b2a1c9d10")
+
+func ownerAuthor(userID int64, name string) *domain.Author {
+	return &domain.Author{
+		ID:     uuid.NewSHA1(ownerNamespace, fmt.Appendf(nil, "user:%d", userID)).String(),
+		Name:   name,
+		UserID: &userID,
+	}
+}

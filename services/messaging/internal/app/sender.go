@@ -1,0 +1,209 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/services/messaging/internal/domain"
+)
+
+// SendRepository is the queue of outbound sends and what becomes of them
+// (adapters/postgres).
+type SendRepository interface {
+	// ClaimSends takes up to n due sends for lease: another worker takes
+	// one again only after its lease runs out (a worker that died).
+	ClaimSends(ctx context.Context, lease time.Duration, n int) ([]Claim, error)
+	// SendDone records the messenger's id of a sent message and ends its
+	// send.
+	SendDone(ctx context.Context, messageID, sourceMessageID string) error
+	// SendFailed ends a send with an error on the message and its
+	// messages.delivery.error event, unless the message already has one.
+	SendFailed(ctx context.Context, messageID, errType, errText string) error
+	// SendLater puts a send back in the queue until due.
+	SendLater(ctx context.Context, messageID string, due time.Time) error
+	// ApplyReceipt moves a message forward by a receipt and emits its
+	// events; a receipt that would move it backwards changes nothing.
+	// domain.ErrNotFound: no outbound message matches.
+	ApplyReceipt(ctx context.Context, r Receipt, at time.Time) error
+}
+
+// Claim is one send taken by a worker.
+type Claim struct {
+	MessageID string
+	CompanyID int64
+	// Attempts counts this one.
+	Attempts int
+}
+
+// Receipt is a messenger's word on an outbound message: found by the
+// platform's id (MessageID) or by the messenger's (ConnectionID and
+// SourceMessageID).
+type Receipt struct {
+	MessageID       string
+	ConnectionID    int64
+	SourceMessageID string
+	Status          ReceiptStatus
+	ErrorType       string
+	ErrorText       string
+}
+
+// ReceiptStatus is delivered, read or error.
+type ReceiptStatus string
+
+const (
+	Delivered ReceiptStatus = "delivered"
+	Read      ReceiptStatus = "read"
+	Failed    ReceiptStatus = "error"
+)
+
+// SendError is the messenger refusing a message: final, with the error
+// type and text the message will carry.
+type SendError struct {
+	Type, Text string
+}
+
+func (e *SendError) Error() string {
+	return fmt.Sprintf("messenger refused the message: %s: %s", e.Type, e.Text)
+}
+
+// Payments says whether a connection is paid (billing).
+type Payments interface {
+	ConnectionPaid(ctx context.Context, connectionID int64) (bool, error)
+}
+
+// SenderConfig tunes the send worker.
+type SenderConfig struct {
+	// Lease is how long a claimed send is a worker's own.
+	Lease time.Duration
+	// Poll is how often an idle worker looks for due sends.
+	Poll time.Duration
+	// MaxAttempts of a send that fails for a reason other than the
+	// messenger's refusal (the messenger down, a network error); then it
+	// fails with GENERIC_ERROR.
+	MaxAttempts int
+	// Backoff is the wait before the second attempt, doubling after.
+	Backoff time.Duration
+}
+
+// DefaultSenderConfig is the production tuning.
+func DefaultSenderConfig() SenderConfig {
+	return SenderConfig{Lease: time.Minute, Poll: 250 * time.Millisecond, MaxAttempts: 6, Backoff: 2 * time.Second}
+}
+
+// WakeSender tells this process's send worker that a send is queued, so it
+// need not wait for its next poll.
+func (s *Service) WakeSender() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// RunSender is the send worker: it hands queued outbound messages to the
+// messenger until ctx ends. Several may run (one per replica).
+func (s *Service) RunSender(ctx context.Context, log *slog.Logger) error {
+	for {
+		claims, err := s.repo.ClaimSends(ctx, s.sender.Lease, 20)
+		if err != nil && ctx.Err() == nil {
+			log.Error("claim sends", "error", err)
+		}
+		for _, c := range claims {
+			if err := s.deliver(ctx, c); err != nil && ctx.Err() == nil {
+				log.Error("send message", "message_id", c.MessageID, "attempt", c.Attempts, "error", err)
+			}
+		}
+		if len(claims) > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		case <-time.After(s.sender.Poll):
+		}
+	}
+}
+
+// deliver makes one attempt at a send: the asynchronous refusals first
+// (not paid, blacklisted), then the messenger.
+func (s *Service) deliver(ctx context.Context, c Claim) error {
+	m, err := s.repo.Message(ctx, c.CompanyID, c.MessageID)
+	if err != nil {
+		return fmt.Errorf("read message: %w", err)
+	}
+	chat, err := s.repo.Chat(ctx, c.CompanyID, m.ChatID)
+	if err != nil {
+		return fmt.Errorf("read chat: %w", err)
+	}
+	conn, err := s.connections.Connection(ctx, c.CompanyID, chat.ConnectionID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return s.repo.SendFailed(ctx, m.ID, domain.ErrGeneric, "the connection no longer exists")
+	}
+	if err != nil {
+		return s.retry(ctx, c, err)
+	}
+	paid, err := s.payments.ConnectionPaid(ctx, conn.ID)
+	if err != nil {
+		return s.retry(ctx, c, err)
+	}
+	if !paid {
+		return s.repo.SendFailed(ctx, m.ID, domain.ErrSubscriptionNotPaid, "the connection's subscription is not paid")
+	}
+	if chat.BlacklistItemID != nil {
+		return s.repo.SendFailed(ctx, m.ID, domain.ErrChatBlacklisted, "the chat is blacklisted")
+	}
+	sourceID, err := s.messenger.Send(ctx, conn, chat, m)
+	var refused *SendError
+	switch {
+	case errors.As(err, &refused):
+		return s.repo.SendFailed(ctx, m.ID, refused.Type, refused.Text)
+	case err != nil:
+		return s.retry(ctx, c, err)
+	}
+	return s.repo.SendDone(ctx, m.ID, sourceID)
+}
+
+// retry queues another attempt after a growing pause, or fails the send
+// once its attempts are spent.
+func (s *Service) retry(ctx context.Context, c Claim, cause error) error {
+	if c.Attempts >= s.sender.MaxAttempts {
+		if err := s.repo.SendFailed(ctx, c.MessageID, domain.ErrGeneric, "the messenger could not be reached"); err != nil {
+			return err
+		}
+		return fmt.Errorf("gave up after %d attempts: %w", c.Attempts, cause)
+	}
+	wait := s.sender.Backoff << (c.Attempts - 1)
+	if err := s.repo.SendLater(ctx, c.MessageID, s.now().Add(wait)); err != nil {
+		return err
+	}
+	return fmt.Errorf("attempt %d, next in %s: %w", c.Attempts, wait, cause)
+}
+
+// Receipt applies a messenger's receipt (in test mode the sandbox's).
+func (s *Service) Receipt(ctx context.Context, r Receipt) error {
+	if r.Status == Failed && r.ErrorType == "" {
+		r.ErrorType = domain.ErrGeneric
+	}
+	return s.repo.ApplyReceipt(ctx, r, s.now())
+}
+
+// SandboxConnection checks that a sandbox route names a messenger
+// connection (of any company: the sandbox is the operator's); 404 10000
+// otherwise.
+func (s *Service) SandboxConnection(ctx context.Context, id int64) error {
+	conn, _, err := s.connections.ConnectionByID(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return apierr.ConnectionNotFound.E()
+	}
+	if err != nil {
+		return err
+	}
+	if _, ok := domain.FlagsOf(conn.Type); !ok {
+		return apierr.ConnectionNotFound.E()
+	}
+	return nil
+}
