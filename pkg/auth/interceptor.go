@@ -56,51 +56,110 @@ func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServer
 		// Health checks and reflection: not part of the API.
 		return handler(ctx, req)
 	}
-	ctx, err := i.authorize(ctx, m, req)
+	ctx, p, err := i.authenticate(ctx, m)
 	if err != nil {
 		return nil, err
+	}
+	if p != nil {
+		if err := check(p, m, req); err != nil {
+			return nil, err
+		}
 	}
 	return handler(ctx, req)
 }
 
-func (i *Interceptor) authorize(ctx context.Context, m *protoapi.Method, req any) (context.Context, error) {
+// Stream is the grpc.StreamServerInterceptor: the same rules as Unary for
+// streaming RPCs. The credentials are checked when the stream opens, before
+// any message is read, and the handler's stream context carries the
+// principal from the start. The rules that read the request (the company)
+// are applied to the first message the handler receives: that RecvMsg, and
+// every later one, fails with the refusal instead of answering the message.
+// A streaming RPC therefore puts company_id in its first message, and its
+// handler acts on nothing before that first receive.
+func (i *Interceptor) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	m, ok := protoapi.Lookup(info.FullMethod)
+	if !ok {
+		return handler(srv, ss)
+	}
+	ctx, p, err := i.authenticate(ss.Context(), m)
+	if err != nil {
+		return err
+	}
+	return handler(srv, &checkedStream{ServerStream: ss, ctx: ctx, p: p, m: m})
+}
+
+// checkedStream applies the access rule to the first received message.
+type checkedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+	// p is nil for audiences without a key: nothing left to check.
+	p       *identityv1.Principal
+	m       *protoapi.Method
+	checked bool
+	refused error
+}
+
+func (s *checkedStream) Context() context.Context { return s.ctx }
+
+func (s *checkedStream) RecvMsg(msg any) error {
+	if s.refused != nil {
+		return s.refused
+	}
+	if err := s.ServerStream.RecvMsg(msg); err != nil {
+		return err
+	}
+	if !s.checked && s.p != nil {
+		s.checked = true
+		if err := check(s.p, s.m, msg); err != nil {
+			s.refused = err
+			return err
+		}
+	}
+	s.checked = true
+	return nil
+}
+
+// authenticate checks the credentials the method's audience asks for. For
+// the public audience it answers the key's principal (rate-limited), whose
+// access rule the caller then checks against the request; for the others
+// the principal is nil and nothing remains to check.
+func (i *Interceptor) authenticate(ctx context.Context, m *protoapi.Method) (context.Context, *identityv1.Principal, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	switch m.Audience {
+	case apiv1.Audience_AUDIENCE_ANONYMOUS:
+		return ctx, nil, nil
 	case apiv1.Audience_AUDIENCE_INTERNAL:
 		if !tokenMatches(first(md, HeaderInternalToken), i.cfg.InternalToken) {
-			return ctx, unauthorized()
+			return ctx, nil, unauthorized()
 		}
-		return ctx, nil
+		return ctx, nil, nil
 	case apiv1.Audience_AUDIENCE_SANDBOX:
 		if !i.cfg.Sandbox {
-			return ctx, apierr.NotFound.E()
+			return ctx, nil, apierr.NotFound.E()
 		}
 		fallthrough
 	case apiv1.Audience_AUDIENCE_OPERATOR:
 		token, ok := strings.CutPrefix(first(md, HeaderAuthorization), "Bearer ")
 		if !ok || !tokenMatches(token, i.cfg.OperatorToken) {
-			return ctx, apierr.Unauthorized.Msg("missing or wrong operator token")
+			return ctx, nil, apierr.Unauthorized.Msg("missing or wrong operator token")
 		}
-		return ctx, nil
+		return ctx, nil, nil
 	}
 
 	key := first(md, HeaderAPIKey)
 	if key == "" {
-		return ctx, unauthorized()
+		return ctx, nil, unauthorized()
 	}
 	p, err := i.cfg.Source.Authenticate(ctx, HashKey(key))
 	if err != nil {
-		return ctx, err
+		return ctx, nil, err
 	}
 	if i.cfg.Limiter != nil {
 		if err := i.cfg.Limiter.AllowKey(ctx, p.GetIntegrationId()); err != nil {
-			return ctx, err
+			return ctx, nil, err
 		}
 	}
-	if err := check(p, m, req); err != nil {
-		return ctx, err
-	}
-	return WithPrincipal(ctx, p), nil
+	return WithPrincipal(ctx, p), p, nil
 }
 
 // check applies the RPC's access rule to an authenticated principal.

@@ -33,6 +33,9 @@ type Options struct {
 	// Interceptors run after logging and recovery, in order: usually auth,
 	// then validation.
 	Interceptors []grpc.UnaryServerInterceptor
+	// StreamInterceptors are the same for streaming RPCs, in the same
+	// order, after the stream's logging and recovery.
+	StreamInterceptors []grpc.StreamServerInterceptor
 	// ShutdownTimeout bounds the graceful stop.
 	ShutdownTimeout time.Duration
 }
@@ -50,11 +53,16 @@ func New(opts Options) *Server {
 		requestLog(opts.Logger),
 		recovery(opts.Logger),
 	}, opts.Interceptors...)
+	streamChain := append([]grpc.StreamServerInterceptor{
+		streamLog(opts.Logger),
+		streamRecovery(opts.Logger),
+	}, opts.StreamInterceptors...)
 	s := &Server{
 		opts: opts,
 		grpc: grpc.NewServer(
 			grpc.StatsHandler(otelgrpc.NewServerHandler()),
 			grpc.ChainUnaryInterceptor(chain...),
+			grpc.ChainStreamInterceptor(streamChain...),
 		),
 		health: health.NewServer(),
 	}
@@ -113,38 +121,52 @@ func requestLog(log *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
 		resp, err := handler(ctx, req)
-		attrs := []any{
-			"method", info.FullMethod,
-			"code", status.Code(err).String(),
-			"duration_ms", float64(time.Since(start).Microseconds()) / 1000,
-		}
-		level := slog.LevelInfo
-		if e, ok := apierr.FromError(err); ok {
-			attrs = append(attrs, "http_status", e.Status, "error_code", e.Code)
-			if e.Status >= 500 {
-				level = slog.LevelError
-				attrs = append(attrs, "error", err.Error())
-			}
-		} else if err != nil {
+		return resp, logCall(ctx, log, info.FullMethod, start, err)
+	}
+}
+
+// streamLog is requestLog for streaming RPCs: one line when the stream ends.
+func streamLog(log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		start := time.Now()
+		err := handler(srv, ss)
+		return logCall(ss.Context(), log, info.FullMethod, start, err)
+	}
+}
+
+// logCall logs one finished call and answers the error the client gets.
+func logCall(ctx context.Context, log *slog.Logger, method string, start time.Time, err error) error {
+	attrs := []any{
+		"method", method,
+		"code", status.Code(err).String(),
+		"duration_ms", float64(time.Since(start).Microseconds()) / 1000,
+	}
+	level := slog.LevelInfo
+	if e, ok := apierr.FromError(err); ok {
+		attrs = append(attrs, "http_status", e.Status, "error_code", e.Code)
+		if e.Status >= 500 {
 			level = slog.LevelError
 			attrs = append(attrs, "error", err.Error())
 		}
-		if md, ok := metadata.FromIncomingContext(ctx); ok {
-			if v := md.Get("x-request-id"); len(v) > 0 {
-				attrs = append(attrs, "request_id", v[0])
-			}
-		}
-		if p, ok := auth.PrincipalFrom(ctx); ok {
-			attrs = append(attrs, "company_id", p.GetCompanyId(), "integration_id", p.GetIntegrationId())
-		}
-		log.Log(ctx, level, "rpc", attrs...)
-		if _, ok := apierr.FromError(err); !ok && err != nil && status.Code(err) == codes.Unknown {
-			// A plain Go error is a bug or an outage, never something to
-			// show the client: it becomes the catalogue's 500 (logged above).
-			err = apierr.Internal.E()
-		}
-		return resp, err
+	} else if err != nil {
+		level = slog.LevelError
+		attrs = append(attrs, "error", err.Error())
 	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("x-request-id"); len(v) > 0 {
+			attrs = append(attrs, "request_id", v[0])
+		}
+	}
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		attrs = append(attrs, "company_id", p.GetCompanyId(), "integration_id", p.GetIntegrationId())
+	}
+	log.Log(ctx, level, "rpc", attrs...)
+	if _, ok := apierr.FromError(err); !ok && err != nil && status.Code(err) == codes.Unknown {
+		// A plain Go error is a bug or an outage, never something to
+		// show the client: it becomes the catalogue's 500 (logged above).
+		err = apierr.Internal.E()
+	}
+	return err
 }
 
 // recovery turns a panic into the 500 body instead of killing the process.
@@ -157,6 +179,19 @@ func recovery(log *slog.Logger) grpc.UnaryServerInterceptor {
 			}
 		}()
 		return handler(ctx, req)
+	}
+}
+
+// streamRecovery is recovery for streaming RPCs.
+func streamRecovery(log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.ErrorContext(ss.Context(), "panic", "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = apierr.Internal.E()
+			}
+		}()
+		return handler(srv, ss)
 	}
 }
 

@@ -127,10 +127,11 @@ func Run(ctx context.Context, spec Spec, environ map[string]string, stdout io.Wr
 		return err
 	}
 	srv := server.New(server.Options{
-		Name:            spec.Name,
-		Logger:          d.Log,
-		Interceptors:    []grpc.UnaryServerInterceptor{authn.Unary, validator.Unary},
-		ShutdownTimeout: d.Config.ShutdownTimeout,
+		Name:               spec.Name,
+		Logger:             d.Log,
+		Interceptors:       []grpc.UnaryServerInterceptor{authn.Unary, validator.Unary},
+		StreamInterceptors: []grpc.StreamServerInterceptor{authn.Stream, validator.Stream},
+		ShutdownTimeout:    d.Config.ShutdownTimeout,
 	})
 	reg.Register(srv.GRPC())
 	return serve(ctx, d, func(ctx context.Context) error { return srv.Run(ctx, d.Config.GRPCAddr) })

@@ -46,6 +46,29 @@ func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServer
 	return handler(ctx, req)
 }
 
+// Stream is the grpc.StreamServerInterceptor: every message the handler
+// receives is validated, and one that breaks a rule fails its RecvMsg with
+// the 422 (the handler returns it). Put it after authentication.
+func (i *Interceptor) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return handler(srv, &validatedStream{ServerStream: ss, i: i, method: info.FullMethod})
+}
+
+type validatedStream struct {
+	grpc.ServerStream
+	i      *Interceptor
+	method string
+}
+
+func (s *validatedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if msg, ok := m.(proto.Message); ok {
+		return s.i.Check(s.method, msg)
+	}
+	return nil
+}
+
 // Check validates one request of the given method.
 func (i *Interceptor) Check(fullMethod string, msg proto.Message) error {
 	err := i.v.Validate(msg)

@@ -34,6 +34,9 @@ const (
 	Audience_AUDIENCE_SANDBOX Audience = 2
 	// Service-to-service calls: the internal token, never routed by the gateway.
 	Audience_AUDIENCE_INTERNAL Audience = 3
+	// Anyone: no credential is asked, because the request itself is one (an
+	// unguessable file token). Never for calls that name a company.
+	Audience_AUDIENCE_ANONYMOUS Audience = 4
 )
 
 // Enum value maps for Audience.
@@ -43,12 +46,14 @@ var (
 		1: "AUDIENCE_OPERATOR",
 		2: "AUDIENCE_SANDBOX",
 		3: "AUDIENCE_INTERNAL",
+		4: "AUDIENCE_ANONYMOUS",
 	}
 	Audience_value = map[string]int32{
 		"AUDIENCE_UNSPECIFIED": 0,
 		"AUDIENCE_OPERATOR":    1,
 		"AUDIENCE_SANDBOX":     2,
 		"AUDIENCE_INTERNAL":    3,
+		"AUDIENCE_ANONYMOUS":   4,
 	}
 )
 
@@ -337,12 +342,13 @@ const file_switchboard_api_v1_options_proto_rawDesc = "" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1f\n" +
 	"\vdetail_json\x18\x05 \x01(\tR\n" +
 	"detailJson\x12.\n" +
-	"\x13retry_after_seconds\x18\x06 \x01(\x05R\x11retryAfterSeconds*h\n" +
+	"\x13retry_after_seconds\x18\x06 \x01(\x05R\x11retryAfterSeconds*\x80\x01\n" +
 	"\bAudience\x12\x18\n" +
 	"\x14AUDIENCE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11AUDIENCE_OPERATOR\x10\x01\x12\x14\n" +
 	"\x10AUDIENCE_SANDBOX\x10\x02\x12\x15\n" +
-	"\x11AUDIENCE_INTERNAL\x10\x03:T\n" +
+	"\x11AUDIENCE_INTERNAL\x10\x03\x12\x16\n" +
+	"\x12AUDIENCE_ANONYMOUS\x10\x04:T\n" +
 	"\x06access\x12\x1e.google.protobuf.MethodOptions\x18\xb9\x8e\x03 \x01(\v2\x1a.switchboard.api.v1.AccessR\x06access:[\n" +
 	"\baudience\x12\x1f.google.protobuf.ServiceOptions\x18\xba\x8e\x03 \x01(\x0e2\x1c.switchboard.api.v1.AudienceR\baudience:7\n" +
 	"\x04json\x12!.google.protobuf.EnumValueOptions\x18\xbb\x8e\x03 \x01(\tR\x04jsonB0Z.switchboard.dev/proto/switchboard/api/v1;apiv1b\x06proto3"
