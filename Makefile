@@ -19,9 +19,10 @@ run: build
 test: check-tree check-generate lint build
 	@MODULES="$(MODULES)" SWITCHBOARD_BIN_DIR="$(BIN)" deploy/local/test.sh
 
-## bench: the contacts benchmark (issue 4: 100,000 contacts, list/search/phone
-## p50/p95/p99 through the gateway) on ephemeral servers; BENCH picks others
-BENCH ?= Contacts100k
+## bench: the benchmarks on ephemeral servers, each beside a reference measured
+## in the same run: contacts (100,000: list/search/phone p50/p95/p99), messages
+## and the inbox at 1 million messages, sustained sends vs pgbench; BENCH picks
+BENCH ?= Contacts100k|Messages1M|SendMessages
 bench: build
 	@MODULES=gateway SWITCHBOARD_BIN_DIR="$(BIN)" GO_TEST_FLAGS='-run ^$$ -bench $(BENCH) -benchtime 1x' deploy/local/test.sh
 

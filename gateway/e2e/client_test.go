@@ -20,7 +20,7 @@ type response struct {
 }
 
 // JSON decodes the body into a generic value.
-func (r response) JSON(t *testing.T) map[string]any {
+func (r response) JSON(t testing.TB) map[string]any {
 	t.Helper()
 	var v map[string]any
 	require.NoError(t, json.Unmarshal(r.Body, &v), "body: %s", r.Body)
@@ -63,7 +63,7 @@ func p(format string, a ...any) string { return fmt.Sprintf(format, a...) }
 
 // requireBody compares the whole body with the expected JSON, ignoring
 // formatting only.
-func requireBody(t *testing.T, want string, r response) {
+func requireBody(t testing.TB, want string, r response) {
 	t.Helper()
 	require.JSONEq(t, want, string(r.Body), "status %d", r.Status)
 	require.Equal(t, "application/json", r.Header.Get("Content-Type"))

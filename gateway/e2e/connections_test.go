@@ -47,7 +47,7 @@ var (
 )
 
 // resolve replaces the matchers of want with the values of got they accept.
-func resolve(t *testing.T, want, got any, path string) any {
+func resolve(t testing.TB, want, got any, path string) any {
 	t.Helper()
 	switch w := want.(type) {
 	case matcher:
@@ -82,7 +82,7 @@ func resolve(t *testing.T, want, got any, path string) any {
 
 // requireJSON checks the status and the whole body against want (plain JSON
 // values, with matchers for generated ones) and returns the decoded body.
-func requireJSON(t *testing.T, r response, status int, want any) any {
+func requireJSON(t testing.TB, r response, status int, want any) any {
 	t.Helper()
 	require.Equal(t, status, r.Status, "%s", r.Body)
 	var got any
@@ -94,7 +94,7 @@ func requireJSON(t *testing.T, r response, status int, want any) any {
 }
 
 // requireValue compares a decoded value with want as requireJSON does.
-func requireValue(t *testing.T, want, got any) {
+func requireValue(t testing.TB, want, got any) {
 	t.Helper()
 	w, err := json.Marshal(resolve(t, want, got, "$"))
 	require.NoError(t, err)
@@ -169,7 +169,7 @@ func tryCall(method, path string, body any, headers ...string) (response, error)
 
 // api is call with the per-key rate limit waited out: these tests make many
 // calls with one key, and a 429 is not what they test.
-func api(t *testing.T, method, path string, body any, headers ...string) response {
+func api(t testing.TB, method, path string, body any, headers ...string) response {
 	t.Helper()
 	r := call(t, method, path, body, headers...)
 	for i := 0; r.Status == 429 && i < 10; i++ {
@@ -184,7 +184,7 @@ func cpath(c company, format string, a ...any) string {
 	return p("/v2/companies/%d", c.ID) + p(format, a...)
 }
 
-func createConnection(t *testing.T, c company, typ string, params any) response {
+func createConnection(t testing.TB, c company, typ string, params any) response {
 	t.Helper()
 	body := map[string]any{"name": "My " + typ, "type": typ}
 	if params != nil {
@@ -194,7 +194,7 @@ func createConnection(t *testing.T, c company, typ string, params any) response 
 }
 
 // mustCreate creates a connection and returns its body.
-func mustCreate(t *testing.T, c company, typ string, params any) map[string]any {
+func mustCreate(t testing.TB, c company, typ string, params any) map[string]any {
 	t.Helper()
 	r := createConnection(t, c, typ, params)
 	require.Equal(t, 200, r.Status, "create %s: %s", typ, r.Body)

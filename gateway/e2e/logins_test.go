@@ -22,7 +22,7 @@ func spaced(e164 string) string {
 }
 
 // sandboxAccount registers a messenger account and checks the answer.
-func sandboxAccount(t *testing.T, messenger, phone string, extra map[string]any) map[string]any {
+func sandboxAccount(t testing.TB, messenger, phone string, extra map[string]any) map[string]any {
 	t.Helper()
 	body := map[string]any{"messenger": messenger, "phone": spaced(phone)}
 	for k, v := range extra {
@@ -38,7 +38,7 @@ func sandboxAccount(t *testing.T, messenger, phone string, extra map[string]any)
 	return requireJSON(t, r, 200, want).(map[string]any)
 }
 
-func sandboxSession(t *testing.T, sid string) map[string]any {
+func sandboxSession(t testing.TB, sid string) map[string]any {
 	t.Helper()
 	r := api(t, "GET", "/sandbox/v1/sessions/"+sid, nil, operator()...)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
@@ -64,14 +64,14 @@ func otherCode(code string) string {
 	return "12345"
 }
 
-func scanSession(t *testing.T, sid, phone string) {
+func scanSession(t testing.TB, sid, phone string) {
 	t.Helper()
 	r := api(t, "POST", "/sandbox/v1/sessions/"+sid+"/scan", map[string]any{"phone": phone}, operator()...)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 }
 
 // requireSession checks a session answer in full and returns its id.
-func requireSession(t *testing.T, r response, status string) string {
+func requireSession(t testing.TB, r response, status string) string {
 	t.Helper()
 	want := map[string]any{"session_id": anyUUID, "status": status, "qr_login": nil}
 	if status == "waiting_for_qr" {
@@ -80,19 +80,19 @@ func requireSession(t *testing.T, r response, status string) string {
 	return requireJSON(t, r, 200, want).(map[string]any)["session_id"].(string)
 }
 
-func tgInit(t *testing.T, c company, body map[string]any) response {
+func tgInit(t testing.TB, c company, body map[string]any) response {
 	t.Helper()
 	return api(t, "POST", cpath(c, "/telegram/init"), body, key(c.Key)...)
 }
 
-func tgLogin(t *testing.T, c company, body map[string]any) response {
+func tgLogin(t testing.TB, c company, body map[string]any) response {
 	t.Helper()
 	return api(t, "POST", cpath(c, "/telegram/login"), body, key(c.Key)...)
 }
 
 // telegramSession logs a new password-less account in by QR and returns the
 // authenticated session.
-func telegramSession(t *testing.T, c company, phone string) string {
+func telegramSession(t testing.TB, c company, phone string) string {
 	t.Helper()
 	sandboxAccount(t, "telegram", phone, nil)
 	sid := requireSession(t, tgInit(t, c, map[string]any{"auth_type": "qr"}), "waiting_for_qr")
@@ -101,7 +101,7 @@ func telegramSession(t *testing.T, c company, phone string) string {
 	return sid
 }
 
-func createTelegram(t *testing.T, c company, phone string) map[string]any {
+func createTelegram(t testing.TB, c company, phone string) map[string]any {
 	t.Helper()
 	return mustCreate(t, c, "telegram", map[string]any{"session_id": telegramSession(t, c, phone)})
 }

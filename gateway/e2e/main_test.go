@@ -30,7 +30,7 @@ var stack *devstack.Stack
 var adminDSN, dbPrefix string
 
 // benchMode is set when the run has -test.bench: then the stack runs without
-// the per-key and contacts list rate limits (a benchmark measures latency,
+// the per-key, contacts list and inbox rate limits (a benchmark measures latency,
 // not the limiter), and tests of those limits skip.
 var benchMode bool
 
@@ -67,7 +67,7 @@ func run(m *testing.M) int {
 		"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1"}
 	if benchMode {
 		// The last value of a variable wins.
-		env = append(env, "SWITCHBOARD_KEY_RATE=0", "SWITCHBOARD_CONTACTS_LIST_RATE=0", "SWITCHBOARD_LOG_LEVEL=info")
+		env = append(env, "SWITCHBOARD_KEY_RATE=0", "SWITCHBOARD_CONTACTS_LIST_RATE=0", "SWITCHBOARD_MESSAGING_INBOX_RATE=0", "SWITCHBOARD_LOG_LEVEL=info")
 	}
 	adminDSN, dbPrefix = dsn, fmt.Sprintf("e2e_%d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -80,11 +80,21 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return nil, err
 	}
+	httpAddr := o.HTTPAddr
+	if httpAddr == "" {
+		var err error
+		if httpAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
 	env := append(os.Environ(),
 		"SWITCHBOARD_REDIS_ADDR="+o.RedisAddr,
 		"SWITCHBOARD_ADMIN_TOKEN="+o.AdminToken,
 		"SWITCHBOARD_INTERNAL_TOKEN="+o.InternalToken,
 		"SWITCHBOARD_SANDBOX=1",
+		// File links point at this stack's gateway; files sit beside the logs.
+		"SWITCHBOARD_PUBLIC_URL=http://"+httpAddr,
+		"SWITCHBOARD_FILES_DIR="+filepath.Join(filepath.Dir(filepath.Clean(o.LogDir)), "files"),
 	)
 	env = append(env, o.Env...)
 	addrs := map[string]string{}
@@ -109,14 +119,6 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			"SWITCHBOARD_GRPC_ADDR="+addrs[svc.Name],
 			"SWITCHBOARD_DATABASE_URL="+dsn,
 		)); err != nil {
-			s.Stop()
-			return nil, err
-		}
-	}
-	httpAddr := o.HTTPAddr
-	if httpAddr == "" {
-		var err error
-		if httpAddr, err = freeAddr(); err != nil {
 			s.Stop()
 			return nil, err
 		}

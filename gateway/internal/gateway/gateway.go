@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"switchboard.dev/gateway/internal/files"
 	"switchboard.dev/gateway/internal/httpapi"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
@@ -69,6 +70,9 @@ func backends(cfg Config) []backend {
 		}},
 		{"messaging", cfg.MessagingAddr, []registerFunc{
 			messagingv1.RegisterChatsServiceHandler,
+			// After ChatsService: its /messaging/chats/with_contacts must win
+			// over /messaging/chats/{chat_id} (the last registered wins).
+			messagingv1.RegisterInboxServiceHandler,
 			messagingv1.RegisterBlacklistServiceHandler,
 			messagingv1.RegisterMessagesServiceHandler,
 			messagingv1.RegisterMessagingSandboxServiceHandler,
@@ -104,6 +108,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 			}
 		}
 	}
+	// File uploads and links: streams, served by gateway/internal/files.
+	if err := files.Register(mux, g.conns["messaging"]); err != nil {
+		g.Close()
+		return nil, err
+	}
 	// Health endpoints live on the API mux itself: a net/http ServeMux in
 	// front would clean paths and answer an unclean one ("..") with a
 	// non-JSON redirect, possibly to another resource.
@@ -120,7 +129,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	root := httpapi.Handler(mux)
+	root := httpapi.Handler(mux, files.OwnsBody)
 	g.handler = otelhttp.NewHandler(accessLog(log, root), "gateway",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	return g, nil

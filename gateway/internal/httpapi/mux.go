@@ -67,20 +67,26 @@ func tooLarge() *apierr.Error {
 //     collection is served with and without its slash and GET
 //     .../connections/ cannot match .../connections/{id} with an empty id.
 //   - Authorization and Grpc-Timeout hold what gRPC can carry (checkHeaders).
-//   - The body is at most MaxBodyBytes.
+//   - The body is at most MaxBodyBytes, except on the requests ownBody
+//     reports (a route that streams a larger body, the file upload, and
+//     bounds it itself).
 //   - Form bodies are never parsed: the generated handlers call
 //     Request.ParseForm to read the query string, and ParseForm would also
 //     consume an application/x-www-form-urlencoded body (the JSON decoder
 //     then sees none) or fail on a malformed Content-Type. The API reads
 //     only JSON bodies, whatever the Content-Type says (a malformed one is
 //     dropped).
-func Handler(mux http.Handler) http.Handler {
+func Handler(mux http.Handler, ownBody ...func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !cleanPath(r.URL.Path) {
 			WriteError(w, apierr.NotFound.E())
 			return
 		}
-		if r.ContentLength > MaxBodyBytes {
+		own := false
+		for _, f := range ownBody {
+			own = own || f(r)
+		}
+		if !own && r.ContentLength > MaxBodyBytes {
 			WriteError(w, tooLarge())
 			return
 		}
@@ -90,7 +96,9 @@ func Handler(mux http.Handler) http.Handler {
 			WriteError(w, e)
 			return
 		}
-		r2.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		if !own {
+			r2.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		}
 		r2.PostForm = url.Values{}
 		for _, ct := range r.Header.Values("Content-Type") {
 			if _, _, err := mime.ParseMediaType(ct); err != nil {

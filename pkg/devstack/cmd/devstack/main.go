@@ -70,6 +70,10 @@ func run(ctx context.Context) error {
 	if err := ensureDemoConnection(st.BaseURL, o.AdminToken, &d, statePath); err != nil {
 		return err
 	}
+	chat, err := demoInbound(st.BaseURL, o.AdminToken, d)
+	if err != nil {
+		return err
+	}
 	fmt.Printf(`
 Switchboard is running.
 
@@ -85,11 +89,17 @@ Try it:
   curl -s %[1]s/v2/companies/%[3]d -H 'X-Api-Key: %[4]s'
   curl -s %[1]s/v2/companies/%[3]d/connections/ -H 'X-Api-Key: %[4]s'
 
+A person has written to the demo connection (chat %[7]d); read and answer:
+
+  curl -s '%[1]s/v2/companies/%[3]d/messaging/messages/?chat_id=%[7]d' -H 'X-Api-Key: %[4]s'
+  curl -s -X POST %[1]s/v2/companies/%[3]d/messaging/messages/ -H 'X-Api-Key: %[4]s' \
+    -d '{"chat_id": %[7]d, "message_type": "text", "text": {"text": "Hello, Bob"}}'
+
 README.md ("Walk-through") shows how to create and authorise a WhatsApp
 connection against the sandbox.
 
 Ctrl-C stops everything.
-`, st.BaseURL, o.AdminToken, d.CompanyID, d.APIKey, o.LogDir, d.ConnectionID)
+`, st.BaseURL, o.AdminToken, d.CompanyID, d.APIKey, o.LogDir, d.ConnectionID, chat)
 	<-ctx.Done()
 	fmt.Println("\nstopping...")
 	return nil
@@ -160,6 +170,26 @@ func ensureDemoConnection(base, token string, d *demo, path string) error {
 	id, _ := conn["id"].(float64)
 	d.ConnectionID = int64(id)
 	return save(*d, path)
+}
+
+// demoInbound has a person write to the demo connection through the
+// sandbox (once: the source message id makes a repeat a no-op) and answers
+// the chat's id.
+func demoInbound(base, token string, d demo) (int64, error) {
+	c := client{base: base, token: token, key: d.APIKey}
+	if _, err := c.do(http.MethodPost, fmt.Sprintf("/sandbox/v1/connections/%d/inbound", d.ConnectionID), map[string]any{
+		"chat":    map[string]any{"user_id": "5550001", "name": "Bob"},
+		"message": map[string]any{"message_type": "text", "text": map[string]any{"text": "Hi! Is the demo working?"}, "source_message_id": "demo-hello"},
+	}, true); err != nil {
+		return 0, err
+	}
+	chat, err := c.do(http.MethodGet, fmt.Sprintf("/v2/companies/%d/messaging/chats/by_source/?connection_id=%d&source_chat_id=5550001",
+		d.CompanyID, d.ConnectionID), nil, false)
+	if err != nil {
+		return 0, err
+	}
+	id, _ := chat["id"].(float64)
+	return int64(id), nil
 }
 
 // client calls the running gateway with the demo key, or with the operator

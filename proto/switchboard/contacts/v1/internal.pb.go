@@ -295,6 +295,171 @@ func (x *RecordLinkedEntityRequest) GetUrl() string {
 	return ""
 }
 
+type GetContactCardsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Ids           []int64                `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetContactCardsRequest) Reset() {
+	*x = GetContactCardsRequest{}
+	mi := &file_switchboard_contacts_v1_internal_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetContactCardsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetContactCardsRequest) ProtoMessage() {}
+
+func (x *GetContactCardsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_contacts_v1_internal_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetContactCardsRequest.ProtoReflect.Descriptor instead.
+func (*GetContactCardsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_contacts_v1_internal_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetContactCardsRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *GetContactCardsRequest) GetIds() []int64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+type GetContactCardsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cards         []*ContactCard         `protobuf:"bytes,1,rep,name=cards,proto3" json:"cards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetContactCardsResponse) Reset() {
+	*x = GetContactCardsResponse{}
+	mi := &file_switchboard_contacts_v1_internal_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetContactCardsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetContactCardsResponse) ProtoMessage() {}
+
+func (x *GetContactCardsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_contacts_v1_internal_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetContactCardsResponse.ProtoReflect.Descriptor instead.
+func (*GetContactCardsResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_contacts_v1_internal_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetContactCardsResponse) GetCards() []*ContactCard {
+	if x != nil {
+		return x.Cards
+	}
+	return nil
+}
+
+type ContactCard struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Contacts keep no avatar yet: always null today.
+	AvatarUrl     *string `protobuf:"bytes,3,opt,name=avatar_url,json=avatarUrl,proto3,oneof" json:"avatar_url,omitempty"`
+	IsGroup       bool    `protobuf:"varint,4,opt,name=is_group,json=isGroup,proto3" json:"is_group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContactCard) Reset() {
+	*x = ContactCard{}
+	mi := &file_switchboard_contacts_v1_internal_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContactCard) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContactCard) ProtoMessage() {}
+
+func (x *ContactCard) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_contacts_v1_internal_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContactCard.ProtoReflect.Descriptor instead.
+func (*ContactCard) Descriptor() ([]byte, []int) {
+	return file_switchboard_contacts_v1_internal_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ContactCard) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ContactCard) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ContactCard) GetAvatarUrl() string {
+	if x != nil && x.AvatarUrl != nil {
+		return *x.AvatarUrl
+	}
+	return ""
+}
+
+func (x *ContactCard) GetIsGroup() bool {
+	if x != nil {
+		return x.IsGroup
+	}
+	return false
+}
+
 var File_switchboard_contacts_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_contacts_v1_internal_proto_rawDesc = "" +
@@ -335,10 +500,24 @@ const file_switchboard_contacts_v1_internal_proto_rawDesc = "" +
 	"externalId\x12\x1b\n" +
 	"\tis_closed\x18\x05 \x01(\bR\bisClosed\x12\x15\n" +
 	"\x03url\x18\x06 \x01(\tH\x00R\x03url\x88\x01\x01B\x06\n" +
-	"\x04_url2\xf1\x01\n" +
+	"\x04_url\"I\n" +
+	"\x16GetContactCardsRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x10\n" +
+	"\x03ids\x18\x02 \x03(\x03R\x03ids\"U\n" +
+	"\x17GetContactCardsResponse\x12:\n" +
+	"\x05cards\x18\x01 \x03(\v2$.switchboard.contacts.v1.ContactCardR\x05cards\"\x7f\n" +
+	"\vContactCard\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\"\n" +
+	"\n" +
+	"avatar_url\x18\x03 \x01(\tH\x00R\tavatarUrl\x88\x01\x01\x12\x19\n" +
+	"\bis_group\x18\x04 \x01(\bR\aisGroupB\r\n" +
+	"\v_avatar_url2\xe7\x02\n" +
 	"\x17ContactsInternalService\x12_\n" +
 	"\bBindChat\x12(.switchboard.contacts.v1.BindChatRequest\x1a).switchboard.contacts.v1.BindChatResponse\x12o\n" +
-	"\x12RecordLinkedEntity\x122.switchboard.contacts.v1.RecordLinkedEntityRequest\x1a%.switchboard.contacts.v1.LinkedEntity\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/contacts/v1;contactsv1b\x06proto3"
+	"\x12RecordLinkedEntity\x122.switchboard.contacts.v1.RecordLinkedEntityRequest\x1a%.switchboard.contacts.v1.LinkedEntity\x12t\n" +
+	"\x0fGetContactCards\x12/.switchboard.contacts.v1.GetContactCardsRequest\x1a0.switchboard.contacts.v1.GetContactCardsResponse\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/contacts/v1;contactsv1b\x06proto3"
 
 var (
 	file_switchboard_contacts_v1_internal_proto_rawDescOnce sync.Once
@@ -352,25 +531,31 @@ func file_switchboard_contacts_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_contacts_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_contacts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_switchboard_contacts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_switchboard_contacts_v1_internal_proto_goTypes = []any{
 	(*BindChatRequest)(nil),           // 0: switchboard.contacts.v1.BindChatRequest
 	(*BindChatResponse)(nil),          // 1: switchboard.contacts.v1.BindChatResponse
 	(*RecordLinkedEntityRequest)(nil), // 2: switchboard.contacts.v1.RecordLinkedEntityRequest
-	(LinkedEntityType)(0),             // 3: switchboard.contacts.v1.LinkedEntityType
-	(*LinkedEntity)(nil),              // 4: switchboard.contacts.v1.LinkedEntity
+	(*GetContactCardsRequest)(nil),    // 3: switchboard.contacts.v1.GetContactCardsRequest
+	(*GetContactCardsResponse)(nil),   // 4: switchboard.contacts.v1.GetContactCardsResponse
+	(*ContactCard)(nil),               // 5: switchboard.contacts.v1.ContactCard
+	(LinkedEntityType)(0),             // 6: switchboard.contacts.v1.LinkedEntityType
+	(*LinkedEntity)(nil),              // 7: switchboard.contacts.v1.LinkedEntity
 }
 var file_switchboard_contacts_v1_internal_proto_depIdxs = []int32{
-	3, // 0: switchboard.contacts.v1.RecordLinkedEntityRequest.linked_entity_type:type_name -> switchboard.contacts.v1.LinkedEntityType
-	0, // 1: switchboard.contacts.v1.ContactsInternalService.BindChat:input_type -> switchboard.contacts.v1.BindChatRequest
-	2, // 2: switchboard.contacts.v1.ContactsInternalService.RecordLinkedEntity:input_type -> switchboard.contacts.v1.RecordLinkedEntityRequest
-	1, // 3: switchboard.contacts.v1.ContactsInternalService.BindChat:output_type -> switchboard.contacts.v1.BindChatResponse
-	4, // 4: switchboard.contacts.v1.ContactsInternalService.RecordLinkedEntity:output_type -> switchboard.contacts.v1.LinkedEntity
-	3, // [3:5] is the sub-list for method output_type
-	1, // [1:3] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	6, // 0: switchboard.contacts.v1.RecordLinkedEntityRequest.linked_entity_type:type_name -> switchboard.contacts.v1.LinkedEntityType
+	5, // 1: switchboard.contacts.v1.GetContactCardsResponse.cards:type_name -> switchboard.contacts.v1.ContactCard
+	0, // 2: switchboard.contacts.v1.ContactsInternalService.BindChat:input_type -> switchboard.contacts.v1.BindChatRequest
+	2, // 3: switchboard.contacts.v1.ContactsInternalService.RecordLinkedEntity:input_type -> switchboard.contacts.v1.RecordLinkedEntityRequest
+	3, // 4: switchboard.contacts.v1.ContactsInternalService.GetContactCards:input_type -> switchboard.contacts.v1.GetContactCardsRequest
+	1, // 5: switchboard.contacts.v1.ContactsInternalService.BindChat:output_type -> switchboard.contacts.v1.BindChatResponse
+	7, // 6: switchboard.contacts.v1.ContactsInternalService.RecordLinkedEntity:output_type -> switchboard.contacts.v1.LinkedEntity
+	4, // 7: switchboard.contacts.v1.ContactsInternalService.GetContactCards:output_type -> switchboard.contacts.v1.GetContactCardsResponse
+	5, // [5:8] is the sub-list for method output_type
+	2, // [2:5] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_contacts_v1_internal_proto_init() }
@@ -381,13 +566,14 @@ func file_switchboard_contacts_v1_internal_proto_init() {
 	file_switchboard_contacts_v1_contacts_proto_init()
 	file_switchboard_contacts_v1_internal_proto_msgTypes[0].OneofWrappers = []any{}
 	file_switchboard_contacts_v1_internal_proto_msgTypes[2].OneofWrappers = []any{}
+	file_switchboard_contacts_v1_internal_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_contacts_v1_internal_proto_rawDesc), len(file_switchboard_contacts_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

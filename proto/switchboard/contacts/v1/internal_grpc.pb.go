@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	ContactsInternalService_BindChat_FullMethodName           = "/switchboard.contacts.v1.ContactsInternalService/BindChat"
 	ContactsInternalService_RecordLinkedEntity_FullMethodName = "/switchboard.contacts.v1.ContactsInternalService/RecordLinkedEntity"
+	ContactsInternalService_GetContactCards_FullMethodName    = "/switchboard.contacts.v1.ContactsInternalService/GetContactCards"
 )
 
 // ContactsInternalServiceClient is the client API for ContactsInternalService service.
@@ -42,6 +43,10 @@ type ContactsInternalServiceClient interface {
 	// Records (or updates) a CRM entity linked to a contact; an unknown
 	// contact is 404 error 1000.
 	RecordLinkedEntity(ctx context.Context, in *RecordLinkedEntityRequest, opts ...grpc.CallOption) (*LinkedEntity, error)
+	// The cards (name, avatar, group flag) of contacts of a company, for
+	// lists shown by other services (messaging's inbox: one call per page).
+	// Ids of no contact of the company are left out of the answer.
+	GetContactCards(ctx context.Context, in *GetContactCardsRequest, opts ...grpc.CallOption) (*GetContactCardsResponse, error)
 }
 
 type contactsInternalServiceClient struct {
@@ -72,6 +77,16 @@ func (c *contactsInternalServiceClient) RecordLinkedEntity(ctx context.Context, 
 	return out, nil
 }
 
+func (c *contactsInternalServiceClient) GetContactCards(ctx context.Context, in *GetContactCardsRequest, opts ...grpc.CallOption) (*GetContactCardsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetContactCardsResponse)
+	err := c.cc.Invoke(ctx, ContactsInternalService_GetContactCards_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ContactsInternalServiceServer is the server API for ContactsInternalService service.
 // All implementations must embed UnimplementedContactsInternalServiceServer
 // for forward compatibility.
@@ -91,6 +106,10 @@ type ContactsInternalServiceServer interface {
 	// Records (or updates) a CRM entity linked to a contact; an unknown
 	// contact is 404 error 1000.
 	RecordLinkedEntity(context.Context, *RecordLinkedEntityRequest) (*LinkedEntity, error)
+	// The cards (name, avatar, group flag) of contacts of a company, for
+	// lists shown by other services (messaging's inbox: one call per page).
+	// Ids of no contact of the company are left out of the answer.
+	GetContactCards(context.Context, *GetContactCardsRequest) (*GetContactCardsResponse, error)
 	mustEmbedUnimplementedContactsInternalServiceServer()
 }
 
@@ -106,6 +125,9 @@ func (UnimplementedContactsInternalServiceServer) BindChat(context.Context, *Bin
 }
 func (UnimplementedContactsInternalServiceServer) RecordLinkedEntity(context.Context, *RecordLinkedEntityRequest) (*LinkedEntity, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RecordLinkedEntity not implemented")
+}
+func (UnimplementedContactsInternalServiceServer) GetContactCards(context.Context, *GetContactCardsRequest) (*GetContactCardsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetContactCards not implemented")
 }
 func (UnimplementedContactsInternalServiceServer) mustEmbedUnimplementedContactsInternalServiceServer() {
 }
@@ -165,6 +187,24 @@ func _ContactsInternalService_RecordLinkedEntity_Handler(srv interface{}, ctx co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ContactsInternalService_GetContactCards_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetContactCardsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContactsInternalServiceServer).GetContactCards(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContactsInternalService_GetContactCards_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContactsInternalServiceServer).GetContactCards(ctx, req.(*GetContactCardsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ContactsInternalService_ServiceDesc is the grpc.ServiceDesc for ContactsInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -179,6 +219,10 @@ var ContactsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordLinkedEntity",
 			Handler:    _ContactsInternalService_RecordLinkedEntity_Handler,
+		},
+		{
+			MethodName: "GetContactCards",
+			Handler:    _ContactsInternalService_GetContactCards_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

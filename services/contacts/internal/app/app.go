@@ -31,6 +31,8 @@ type Repository interface {
 	ListChats(ctx context.Context, company, contact int64) ([]domain.Chat, error)
 	ListLinkedEntities(ctx context.Context, company, contact int64) ([]domain.LinkedEntity, error)
 	RecordLinkedEntity(ctx context.Context, e domain.LinkedEntity) (domain.LinkedEntity, error)
+	// ContactCards are the company's contacts among ids (any order).
+	ContactCards(ctx context.Context, company int64, ids []int64) ([]domain.Card, error)
 
 	ListTags(ctx context.Context, company int64) ([]domain.Tag, error)
 	CreateTag(ctx context.Context, company int64, name string) (domain.Tag, error)

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc"
@@ -15,8 +16,10 @@ import (
 	"switchboard.dev/services/messaging/internal/adapters/billing"
 	"switchboard.dev/services/messaging/internal/adapters/connections"
 	"switchboard.dev/services/messaging/internal/adapters/contacts"
+	"switchboard.dev/services/messaging/internal/adapters/limiter"
 	"switchboard.dev/services/messaging/internal/adapters/postgres"
 	"switchboard.dev/services/messaging/internal/adapters/sandbox"
+	"switchboard.dev/services/messaging/internal/adapters/storage"
 	"switchboard.dev/services/messaging/internal/adapters/unavailable"
 	"switchboard.dev/services/messaging/internal/app"
 	grpcport "switchboard.dev/services/messaging/internal/ports/grpc"
@@ -35,11 +38,22 @@ type settings struct {
 	// When the sandbox messenger's receipts follow a send (test mode).
 	SandboxDeliverAfter time.Duration `env:"SWITCHBOARD_SANDBOX_DELIVER_AFTER" envDefault:"200ms"`
 	SandboxReadAfter    time.Duration `env:"SWITCHBOARD_SANDBOX_READ_AFTER" envDefault:"400ms"`
+	// Uploaded files: an s3:// URL (adapters/storage.NewS3), else the folder.
+	FilesStorage string `env:"SWITCHBOARD_FILES_STORAGE"`
+	FilesDir     string `env:"SWITCHBOARD_FILES_DIR" envDefault:"files"`
+	// The gateway's external address, the base of file links.
+	PublicURL string `env:"SWITCHBOARD_PUBLIC_URL" envDefault:"http://127.0.0.1:8080"`
+	// Inbox calls per second per company (spec 8: one); 0 turns the limit
+	// off, for load tests.
+	InboxRate int `env:"SWITCHBOARD_MESSAGING_INBOX_RATE" envDefault:"1"`
 }
 
 func main() {
 	var s settings
 	service.Main(&s, func() (service.Spec, error) {
+		if s.InboxRate < 0 {
+			return service.Spec{}, errors.New("config: SWITCHBOARD_MESSAGING_INBOX_RATE must not be negative")
+		}
 		return spec(s), nil
 	})
 }
@@ -64,11 +78,14 @@ func spec(s settings) service.Spec {
 				return nil, err
 			}
 			bill := billing.New(billingConn)
+			contactsClient := contacts.New(contactsConn)
 			deps := app.Deps{
 				Repo:        postgres.New(d.DB),
 				Blacklist:   postgres.New(d.DB),
 				Connections: connections.New(connectionsConn),
-				Contacts:    contacts.New(contactsConn),
+				Contacts:    contactsClient,
+				Cards:       contactsClient,
+				InboxLimit:  limiter.New(d.Redis, "messaging:", s.InboxRate),
 				Billing:     bill,
 				Payments:    bill,
 				Messenger:   unavailable.Messenger{},
@@ -88,16 +105,26 @@ func spec(s settings) service.Spec {
 				d.Background("sandbox receipts", func(ctx context.Context) error { return sb.RunReceipts(ctx, d.Log, svc.Receipt) })
 				srv.WithSandbox(sb)
 			}
-			return registrar{srv}, nil
+			store, err := storage.Open(s.FilesStorage, s.FilesDir)
+			if err != nil {
+				return nil, err
+			}
+			files := grpcport.NewFiles(app.NewFiles(postgres.New(d.DB), store, app.FilesConfig{PublicURL: s.PublicURL}, d.Log))
+			return registrar{srv, files}, nil
 		},
 	}
 }
 
-type registrar struct{ srv *grpcport.Server }
+type registrar struct {
+	srv   *grpcport.Server
+	files *grpcport.Files
+}
 
 func (r registrar) Register(s *grpc.Server) {
 	messagingv1.RegisterChatsServiceServer(s, r.srv)
 	messagingv1.RegisterBlacklistServiceServer(s, r.srv)
 	messagingv1.RegisterMessagesServiceServer(s, r.srv)
 	messagingv1.RegisterMessagingSandboxServiceServer(s, r.srv)
+	r.files.Register(s)
+	messagingv1.RegisterInboxServiceServer(s, r.srv)
 }

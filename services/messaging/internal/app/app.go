@@ -16,6 +16,7 @@ type Repository interface {
 	MessageRepository
 	InboundRepository
 	SendRepository
+	InboxRepository
 
 	Chat(ctx context.Context, company, id int64) (domain.Chat, error)
 	ChatBySource(ctx context.Context, company, connectionID int64, sourceChatID string) (domain.Chat, error)
@@ -136,6 +137,10 @@ type Deps struct {
 	Payments    Payments
 	Config      Config
 	Sender      SenderConfig
+	// Cards are contacts' cards for the inbox; InboxLimit its rate (nil:
+	// none).
+	Cards      ContactCards
+	InboxLimit InboxLimiter
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -151,6 +156,8 @@ type Service struct {
 	payments    Payments
 	cfg         Config
 	sender      SenderConfig
+	cards       ContactCards
+	inboxLimit  InboxLimiter
 	now         func() time.Time
 	wake        chan struct{}
 }
@@ -166,9 +173,10 @@ func New(d Deps) *Service {
 	if d.Sender == (SenderConfig{}) {
 		d.Sender = DefaultSenderConfig()
 	}
+	d.Sender.Batch, d.Sender.Parallel = max(d.Sender.Batch, 1), max(d.Sender.Parallel, 1)
 	return &Service{repo: d.Repo, blacklist: d.Blacklist, connections: d.Connections, contacts: d.Contacts,
 		messenger: d.Messenger, billing: d.Billing, payments: d.Payments, cfg: d.Config,
-		sender: d.Sender, now: d.Now, wake: make(chan struct{}, 1)}
+		sender: d.Sender, cards: d.Cards, inboxLimit: d.InboxLimit, now: d.Now, wake: make(chan struct{}, 1)}
 }
 
 // chatNotFound maps a repository miss to 404 15000.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"switchboard.dev/pkg/apierr"
@@ -87,11 +88,15 @@ type SenderConfig struct {
 	MaxAttempts int
 	// Backoff is the wait before the second attempt, doubling after.
 	Backoff time.Duration
+	// Batch is how many sends a worker claims at once; Parallel how many
+	// chats of a batch it sends to at the same time.
+	Batch, Parallel int
 }
 
 // DefaultSenderConfig is the production tuning.
 func DefaultSenderConfig() SenderConfig {
-	return SenderConfig{Lease: time.Minute, Poll: 250 * time.Millisecond, MaxAttempts: 6, Backoff: 2 * time.Second}
+	return SenderConfig{Lease: time.Minute, Poll: 250 * time.Millisecond, MaxAttempts: 6, Backoff: 2 * time.Second,
+		Batch: 100, Parallel: 16}
 }
 
 // WakeSender tells this process's send worker that a send is queued, so it
@@ -107,15 +112,11 @@ func (s *Service) WakeSender() {
 // messenger until ctx ends. Several may run (one per replica).
 func (s *Service) RunSender(ctx context.Context, log *slog.Logger) error {
 	for {
-		claims, err := s.repo.ClaimSends(ctx, s.sender.Lease, 20)
+		claims, err := s.repo.ClaimSends(ctx, s.sender.Lease, s.sender.Batch)
 		if err != nil && ctx.Err() == nil {
 			log.Error("claim sends", "error", err)
 		}
-		for _, c := range claims {
-			if err := s.deliver(ctx, c); err != nil && ctx.Err() == nil {
-				log.Error("send message", "message_id", c.MessageID, "attempt", c.Attempts, "error", err)
-			}
-		}
+		s.deliverBatch(ctx, log, claims)
 		if len(claims) > 0 {
 			continue
 		}
@@ -128,13 +129,50 @@ func (s *Service) RunSender(ctx context.Context, log *slog.Logger) error {
 	}
 }
 
+// deliverBatch sends the claimed messages: the chats in parallel (up to
+// Parallel at once), each chat's messages one after another in the order
+// they were claimed, so a chat's messages reach the messenger in order.
+func (s *Service) deliverBatch(ctx context.Context, log *slog.Logger, claims []Claim) {
+	var order []int64
+	byChat := map[int64][]claimed{}
+	for _, c := range claims {
+		m, err := s.repo.Message(ctx, c.CompanyID, c.MessageID)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Error("read queued message", "message_id", c.MessageID, "error", err)
+			}
+			continue
+		}
+		if _, seen := byChat[m.ChatID]; !seen {
+			order = append(order, m.ChatID)
+		}
+		byChat[m.ChatID] = append(byChat[m.ChatID], claimed{c, m})
+	}
+	sem := make(chan struct{}, s.sender.Parallel)
+	var wg sync.WaitGroup
+	for _, chat := range order {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(list []claimed) {
+			defer func() { <-sem; wg.Done() }()
+			for _, cm := range list {
+				if err := s.deliver(ctx, cm.Claim, cm.m); err != nil && ctx.Err() == nil {
+					log.Error("send message", "message_id", cm.MessageID, "attempt", cm.Attempts, "error", err)
+				}
+			}
+		}(byChat[chat])
+	}
+	wg.Wait()
+}
+
+type claimed struct {
+	Claim
+	m domain.Message
+}
+
 // deliver makes one attempt at a send: the asynchronous refusals first
 // (not paid, blacklisted), then the messenger.
-func (s *Service) deliver(ctx context.Context, c Claim) error {
-	m, err := s.repo.Message(ctx, c.CompanyID, c.MessageID)
-	if err != nil {
-		return fmt.Errorf("read message: %w", err)
-	}
+func (s *Service) deliver(ctx context.Context, c Claim, m domain.Message) error {
 	chat, err := s.repo.Chat(ctx, c.CompanyID, m.ChatID)
 	if err != nil {
 		return fmt.Errorf("read chat: %w", err)

@@ -59,7 +59,8 @@ func newSender(t *testing.T, m app.Messenger, now func() time.Time) snFixture {
 	db := pgtest.New(t, migrations.FS)
 	repo := postgres.New(db)
 	s := app.New(app.Deps{Repo: repo, Blacklist: repo, Connections: snConnections{}, Payments: snPaid{}, Messenger: m, Now: now,
-		Sender: app.SenderConfig{Lease: time.Minute, Poll: 5 * time.Millisecond, MaxAttempts: 3, Backoff: time.Millisecond}})
+		Sender: app.SenderConfig{Lease: time.Minute, Poll: 5 * time.Millisecond, MaxAttempts: 3, Backoff: time.Millisecond,
+			Batch: 10, Parallel: 4}})
 	created, err := repo.FindOrCreateChat(context.Background(), domain.Chat{CompanyID: snCompany, ConnectionID: snConn,
 		ConnectionType: domain.Telegram, SourceChatID: "100", Name: "Ann"},
 		func(context.Context, domain.Chat, bool) (int64, bool, error) { return 1, true, nil })

@@ -50,3 +50,18 @@ func (c *Client) BindChat(ctx context.Context, ch domain.Chat, explicitContact *
 	}
 	return resp.GetContactId(), resp.GetCreatedContact(), nil
 }
+
+var _ app.ContactCards = (*Client)(nil)
+
+// ContactCards implements app.ContactCards: one call for a page of ids.
+func (c *Client) ContactCards(ctx context.Context, company int64, ids []int64) ([]app.ContactCard, error) {
+	resp, err := c.api.GetContactCards(ctx, &contactsv1.GetContactCardsRequest{CompanyId: company, Ids: ids})
+	if err != nil {
+		return nil, apierr.FromPeer("contacts", "GetContactCards", err)
+	}
+	out := make([]app.ContactCard, 0, len(resp.GetCards()))
+	for _, card := range resp.GetCards() {
+		out = append(out, app.ContactCard{ID: card.GetId(), Name: card.GetName(), AvatarURL: card.AvatarUrl, IsGroup: card.GetIsGroup()})
+	}
+	return out, nil
+}

@@ -22,6 +22,7 @@ type Server struct {
 	messagingv1.UnimplementedBlacklistServiceServer
 	messagingv1.UnimplementedMessagesServiceServer
 	messagingv1.UnimplementedMessagingSandboxServiceServer
+	messagingv1.UnimplementedInboxServiceServer
 	app     *app.Service
 	sandbox Sandbox
 }
