@@ -289,3 +289,35 @@ func TestSendNotPaid(t *testing.T) {
 	require.Equal(t, "SUBSCRIPTION_NOT_PAID", failed["error_type"])
 	require.Equal(t, []string{"messages.delivery.error"}, eventTypes(messagingEvents(t, id)))
 }
+
+// TestSendWabaDialogs: a business chat the person has written to is open,
+// but a send needs the company's dialog balance: with none it fails with
+// WABA_DIALOGS_LIMIT_EXCEEDED; the first send outside a paid dialog takes
+// one dialog, and later sends in that dialog take none.
+func TestSendWabaDialogs(t *testing.T) {
+	c := newCompany(t, nil)
+	waba := idOf(mustCreate(t, c, "waba", wabaParams))
+	ph := newPhone()
+	inboundOK(t, waba, map[string]any{
+		"chat":    map[string]any{"phone": ph, "name": "Dana"},
+		"message": map[string]any{"message_type": "text", "text": map[string]any{"text": "hello business"}},
+	})
+	chat := int64(inboundChat(t, c, waba, digits(ph))["id"].(float64))
+	availability := func() map[string]any {
+		return requireJSON(t, api(t, "GET", cpath(c, "/messaging/chats/%d/availability", chat), nil, key(c.Key)...), 200, anyPresent).(map[string]any)
+	}
+	require.Equal(t, true, availability()["is_session_open"])
+
+	id := requireJSON(t, send(t, c, textMsg(chat, "no dialogs")), 200, anyPresent).(map[string]any)["message"].(map[string]any)["message_id"]
+	failed := waitMessage(t, c, chat, id, func(m map[string]any) bool { return m["error_at"] != nil })
+	require.Equal(t, "WABA_DIALOGS_LIMIT_EXCEEDED", failed["error_type"])
+
+	requireJSON(t, api(t, "POST", p("/admin/v1/companies/%d/waba_dialogs", c.ID), map[string]any{"count": 2}, operator()...), 200,
+		map[string]any{"waba_dialogs_balance": 2})
+	for _, text := range []string{"first in the dialog", "second in the dialog"} {
+		id := requireJSON(t, send(t, c, textMsg(chat, text)), 200, anyPresent).(map[string]any)["message"].(map[string]any)["message_id"]
+		sent := waitMessage(t, c, chat, id, func(m map[string]any) bool { return m["source_message_id"] != nil || m["error_at"] != nil })
+		require.Nil(t, sent["error_at"], "%v", sent)
+	}
+	require.EqualValues(t, 1, availability()["dialogs_balance"], "one dialog for both sends")
+}

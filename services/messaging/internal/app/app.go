@@ -115,6 +115,9 @@ type Person struct {
 type Billing interface {
 	// DialogsBalance is the company's business dialog balance.
 	DialogsBalance(ctx context.Context, company int64) (int64, error)
+	// TakeDialog takes one business dialog when the balance is above 0;
+	// idempotent per key (a retried send takes once).
+	TakeDialog(ctx context.Context, company int64, key string) (taken bool, err error)
 }
 
 // Config of the use cases.

@@ -26,6 +26,11 @@ type SendRepository interface {
 	SendFailed(ctx context.Context, messageID, errType, errText string) error
 	// SendLater puts a send back in the queue until due.
 	SendLater(ctx context.Context, messageID string, due time.Time) error
+	// OpenDialog holds the chat's row while it decides whether a business
+	// send at now needs a new dialog (none paid for at now): then take is
+	// called and, when it takes one, the dialog is paid for
+	// domain.DialogSession from now. open says the send is covered.
+	OpenDialog(ctx context.Context, company, chatID int64, now time.Time, take func() (bool, error)) (open bool, err error)
 	// ApplyReceipt moves a message forward by a receipt and emits its
 	// events; a receipt that would move it backwards changes nothing.
 	// domain.ErrNotFound: no outbound message matches.
@@ -194,6 +199,15 @@ func (s *Service) deliver(ctx context.Context, c Claim, m domain.Message) error 
 	if chat.BlacklistItemID != nil {
 		return s.repo.SendFailed(ctx, m.ID, domain.ErrChatBlacklisted, "the chat is blacklisted")
 	}
+	if conn.Type == domain.Waba {
+		covered, err := s.wabaDialog(ctx, c, m, chat)
+		if err != nil {
+			return s.retry(ctx, c, err)
+		}
+		if !covered {
+			return s.repo.SendFailed(ctx, m.ID, domain.ErrWabaDialogsLimit, "the company has no business dialogs left")
+		}
+	}
 	sourceID, err := s.messenger.Send(ctx, conn, chat, m)
 	var refused *SendError
 	switch {
@@ -203,6 +217,23 @@ func (s *Service) deliver(ctx context.Context, c Claim, m domain.Message) error 
 		return s.retry(ctx, c, err)
 	}
 	return s.repo.SendDone(ctx, m.ID, sourceID)
+}
+
+// wabaDialog decides whether a business send may go (design/messaging.md):
+// not when the company's dialog balance is 0 or below; a send outside the
+// chat's paid dialog opens a new one, taking one dialog from the balance
+// (keyed by the message, so a retried send takes once).
+func (s *Service) wabaDialog(ctx context.Context, c Claim, m domain.Message, chat domain.Chat) (bool, error) {
+	took := false
+	open, err := s.repo.OpenDialog(ctx, c.CompanyID, chat.ID, s.now(), func() (bool, error) {
+		took = true
+		return s.billing.TakeDialog(ctx, c.CompanyID, "message:"+m.ID)
+	})
+	if err != nil || !open || took {
+		return open, err
+	}
+	balance, err := s.billing.DialogsBalance(ctx, c.CompanyID)
+	return balance > 0, err
 }
 
 // retry queues another attempt after a growing pause, or fails the send

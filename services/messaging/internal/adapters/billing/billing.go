@@ -43,3 +43,12 @@ func (c *Client) ConnectionPaid(ctx context.Context, connectionID int64) (bool, 
 	}
 	return resp.GetPaid(), nil
 }
+
+// TakeDialog implements app.Billing.
+func (c *Client) TakeDialog(ctx context.Context, company int64, key string) (bool, error) {
+	resp, err := c.api.TakeWabaDialog(ctx, &billingv1.TakeWabaDialogRequest{CompanyId: company, IdempotencyKey: key})
+	if err != nil {
+		return false, apierr.FromPeer("billing", "TakeWabaDialog", err)
+	}
+	return resp.GetTaken(), nil
+}

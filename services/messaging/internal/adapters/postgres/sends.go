@@ -139,3 +139,28 @@ func markDelivered(ctx context.Context, tx pgx.Tx, chat domain.Chat, m domain.Me
 	}
 	return emit(ctx, tx, domain.Delivery(domain.EventMessageDelivered, chat, m))
 }
+
+// OpenDialog implements app.SendRepository: the chat's row is held while
+// billing is asked, so two sends of one chat never both open a dialog.
+func (r *Repo) OpenDialog(ctx context.Context, company, chatID int64, now time.Time, take func() (bool, error)) (bool, error) {
+	open := false
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		var paidUntil *time.Time
+		if err := tx.QueryRow(ctx, `SELECT dialog_until FROM chats WHERE company_id = $1 AND id = $2 FOR UPDATE`,
+			company, chatID).Scan(&paidUntil); err != nil {
+			return fmt.Errorf("lock chat: %w", err)
+		}
+		if paidUntil != nil && now.Before(*paidUntil) {
+			open = true
+			return nil
+		}
+		taken, err := take()
+		if err != nil || !taken {
+			return err
+		}
+		open = true
+		_, err = tx.Exec(ctx, `UPDATE chats SET dialog_until = $2 WHERE id = $1`, chatID, now.Add(domain.DialogSession))
+		return err
+	})
+	return open, err
+}
