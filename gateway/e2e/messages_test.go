@@ -116,7 +116,7 @@ func TestSendText(t *testing.T) {
 	require.NotNil(t, done["source_message_id"])
 	require.Nil(t, done["error_at"])
 	requireJSON(t, api(t, "GET", p("/sandbox/v1/connections/%d/outbox", conn), nil, operator()...), 200, []any{
-		map[string]any{"source_message_id": done["source_message_id"], "source_chat_id": "4242", "message_type": "text", "content": map[string]any{"text": "Hello, Ann"}},
+		map[string]any{"source_message_id": done["source_message_id"], "source_chat_id": "4242", "message_type": "text", "content": map[string]any{"text": "Hello, Ann"}, "markup": nil},
 	})
 	events := messagingEvents(t, id)
 	require.Equal(t, []string{"messages.delivery.delivered", "messages.delivery.read"}, eventTypes(events))
@@ -320,4 +320,26 @@ func TestSendWabaDialogs(t *testing.T) {
 		require.Nil(t, sent["error_at"], "%v", sent)
 	}
 	require.EqualValues(t, 1, availability()["dialogs_balance"], "one dialog for both sends")
+}
+
+// TestSendBotMarkup: telegram_bot buttons go to the messenger with the
+// message.
+func TestSendBotMarkup(t *testing.T) {
+	c := newCompany(t, nil)
+	tok, _ := botToken()
+	bot := idOf(mustCreate(t, c, "telegram_bot", map[string]any{"bot_token": tok}))
+	inboundOK(t, bot, map[string]any{
+		"chat":    map[string]any{"user_id": "777001", "name": "Eve"},
+		"message": map[string]any{"message_type": "text", "text": map[string]any{"text": "/start"}},
+	})
+	chat := int64(inboundChat(t, c, bot, "777001")["id"].(float64))
+	markup := map[string]any{"inline_keyboard": []any{[]any{map[string]any{"text": "Yes", "callback_data": "yes"}}}}
+	body := textMsg(chat, "Continue?")
+	body["markup"] = markup
+	id := requireJSON(t, send(t, c, body), 200, anyPresent).(map[string]any)["message"].(map[string]any)["message_id"]
+	sent := waitMessage(t, c, chat, id, func(m map[string]any) bool { return m["source_message_id"] != nil })
+	requireJSON(t, api(t, "GET", p("/sandbox/v1/connections/%d/outbox", bot), nil, operator()...), 200, []any{
+		map[string]any{"source_message_id": sent["source_message_id"], "source_chat_id": "777001", "message_type": "text",
+			"content": map[string]any{"text": "Continue?"}, "markup": markup},
+	})
 }

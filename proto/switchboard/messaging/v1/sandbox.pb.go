@@ -760,7 +760,9 @@ type OutboxMessage struct {
 	SourceChatId    string                 `protobuf:"bytes,2,opt,name=source_chat_id,json=sourceChatId,proto3" json:"source_chat_id,omitempty"`
 	MessageType     MessageType            `protobuf:"varint,3,opt,name=message_type,json=messageType,proto3,enum=switchboard.messaging.v1.MessageType" json:"message_type,omitempty"`
 	// The content object as sent.
-	Content       *structpb.Struct `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	Content *structpb.Struct `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	// telegram_bot buttons sent with the message; null when none.
+	Markup        *structpb.Struct `protobuf:"bytes,5,opt,name=markup,proto3" json:"markup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -819,6 +821,13 @@ func (x *OutboxMessage) GetMessageType() MessageType {
 func (x *OutboxMessage) GetContent() *structpb.Struct {
 	if x != nil {
 		return x.Content
+	}
+	return nil
+}
+
+func (x *OutboxMessage) GetMarkup() *structpb.Struct {
+	if x != nil {
+		return x.Markup
 	}
 	return nil
 }
@@ -945,12 +954,13 @@ const file_switchboard_messaging_v1_sandbox_proto_rawDesc = "" +
 	"\v_error_typeB\r\n" +
 	"\v_error_text\"4\n" +
 	"\rOutboxRequest\x12#\n" +
-	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\"\xde\x01\n" +
+	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\"\x8f\x02\n" +
 	"\rOutboxMessage\x12*\n" +
 	"\x11source_message_id\x18\x01 \x01(\tR\x0fsourceMessageId\x12$\n" +
 	"\x0esource_chat_id\x18\x02 \x01(\tR\fsourceChatId\x12H\n" +
 	"\fmessage_type\x18\x03 \x01(\x0e2%.switchboard.messaging.v1.MessageTypeR\vmessageType\x121\n" +
-	"\acontent\x18\x04 \x01(\v2\x17.google.protobuf.StructR\acontent\"U\n" +
+	"\acontent\x18\x04 \x01(\v2\x17.google.protobuf.StructR\acontent\x12/\n" +
+	"\x06markup\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x06markup\"U\n" +
 	"\x0eOutboxResponse\x12C\n" +
 	"\bmessages\x18\x01 \x03(\v2'.switchboard.messaging.v1.OutboxMessageR\bmessages*\xf5\x01\n" +
 	"\x11OutboundBehaviour\x12\"\n" +
@@ -1025,20 +1035,21 @@ var file_switchboard_messaging_v1_sandbox_proto_depIdxs = []int32{
 	1,  // 16: switchboard.messaging.v1.MessageStatusRequest.status:type_name -> switchboard.messaging.v1.ReceiptStatus
 	13, // 17: switchboard.messaging.v1.OutboxMessage.message_type:type_name -> switchboard.messaging.v1.MessageType
 	16, // 18: switchboard.messaging.v1.OutboxMessage.content:type_name -> google.protobuf.Struct
-	11, // 19: switchboard.messaging.v1.OutboxResponse.messages:type_name -> switchboard.messaging.v1.OutboxMessage
-	2,  // 20: switchboard.messaging.v1.MessagingSandboxService.Inbound:input_type -> switchboard.messaging.v1.InboundRequest
-	8,  // 21: switchboard.messaging.v1.MessagingSandboxService.SetBehaviour:input_type -> switchboard.messaging.v1.Behaviour
-	9,  // 22: switchboard.messaging.v1.MessagingSandboxService.MessageStatus:input_type -> switchboard.messaging.v1.MessageStatusRequest
-	10, // 23: switchboard.messaging.v1.MessagingSandboxService.Outbox:input_type -> switchboard.messaging.v1.OutboxRequest
-	7,  // 24: switchboard.messaging.v1.MessagingSandboxService.Inbound:output_type -> switchboard.messaging.v1.InboundResponse
-	8,  // 25: switchboard.messaging.v1.MessagingSandboxService.SetBehaviour:output_type -> switchboard.messaging.v1.Behaviour
-	17, // 26: switchboard.messaging.v1.MessagingSandboxService.MessageStatus:output_type -> google.protobuf.Empty
-	12, // 27: switchboard.messaging.v1.MessagingSandboxService.Outbox:output_type -> switchboard.messaging.v1.OutboxResponse
-	24, // [24:28] is the sub-list for method output_type
-	20, // [20:24] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	16, // 19: switchboard.messaging.v1.OutboxMessage.markup:type_name -> google.protobuf.Struct
+	11, // 20: switchboard.messaging.v1.OutboxResponse.messages:type_name -> switchboard.messaging.v1.OutboxMessage
+	2,  // 21: switchboard.messaging.v1.MessagingSandboxService.Inbound:input_type -> switchboard.messaging.v1.InboundRequest
+	8,  // 22: switchboard.messaging.v1.MessagingSandboxService.SetBehaviour:input_type -> switchboard.messaging.v1.Behaviour
+	9,  // 23: switchboard.messaging.v1.MessagingSandboxService.MessageStatus:input_type -> switchboard.messaging.v1.MessageStatusRequest
+	10, // 24: switchboard.messaging.v1.MessagingSandboxService.Outbox:input_type -> switchboard.messaging.v1.OutboxRequest
+	7,  // 25: switchboard.messaging.v1.MessagingSandboxService.Inbound:output_type -> switchboard.messaging.v1.InboundResponse
+	8,  // 26: switchboard.messaging.v1.MessagingSandboxService.SetBehaviour:output_type -> switchboard.messaging.v1.Behaviour
+	17, // 27: switchboard.messaging.v1.MessagingSandboxService.MessageStatus:output_type -> google.protobuf.Empty
+	12, // 28: switchboard.messaging.v1.MessagingSandboxService.Outbox:output_type -> switchboard.messaging.v1.OutboxResponse
+	25, // [25:29] is the sub-list for method output_type
+	21, // [21:25] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_messaging_v1_sandbox_proto_init() }

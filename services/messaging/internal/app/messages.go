@@ -123,6 +123,7 @@ func (s *Service) Send(ctx context.Context, cmd SendCmd) (SendResult, error) {
 		Direction:    domain.Outbound,
 		Type:         cmd.Type,
 		Content:      cmd.Content,
+		Markup:       cmd.Markup,
 		Author:       ownerAuthor(cmd.OwnerUserID, cmd.OwnerName),
 	}
 	if cmd.ReplyTo != nil {

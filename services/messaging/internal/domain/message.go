@@ -71,6 +71,8 @@ type Message struct {
 	Type            MessageType
 	// Content is the content object of Type as the API shows it.
 	Content map[string]any
+	// Markup is telegram_bot buttons sent with an outbound message.
+	Markup map[string]any
 	Author  *Author
 	// ReplyTo, when set, names the message replied to.
 	ReplyToMessageID       *string

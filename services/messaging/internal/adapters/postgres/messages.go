@@ -18,17 +18,17 @@ import (
 const messageSelect = `SELECT m.id, m.company_id, m.chat_id, m.connection_id, c.source_chat_id,
 	m.source_message_id, m.direction, m.message_type, m.content, m.author,
 	m.reply_to_message_id, m.reply_to_source_message_id, m.created_at,
-	m.delivered_at, m.read_at, m.error_at, m.error_type, m.error_text
+	m.delivered_at, m.read_at, m.error_at, m.error_type, m.error_text, m.markup
 FROM messages m JOIN chats c ON c.id = m.chat_id`
 
 func scanMessage(row pgx.Row) (domain.Message, error) {
 	var m domain.Message
 	var dir, typ string
-	var content, author []byte
+	var content, author, markup []byte
 	err := row.Scan(&m.ID, &m.CompanyID, &m.ChatID, &m.ConnectionID, &m.SourceChatID,
 		&m.SourceMessageID, &dir, &typ, &content, &author,
 		&m.ReplyToMessageID, &m.ReplyToSourceMessageID, &m.CreatedAt,
-		&m.DeliveredAt, &m.ReadAt, &m.ErrorAt, &m.ErrorType, &m.ErrorText)
+		&m.DeliveredAt, &m.ReadAt, &m.ErrorAt, &m.ErrorType, &m.ErrorText, &markup)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Message{}, domain.ErrNotFound
 	}
@@ -38,6 +38,11 @@ func scanMessage(row pgx.Row) (domain.Message, error) {
 	m.Direction, m.Type = domain.Direction(dir), domain.MessageType(typ)
 	if err := json.Unmarshal(content, &m.Content); err != nil {
 		return domain.Message{}, fmt.Errorf("message %s content: %w", m.ID, err)
+	}
+	if markup != nil {
+		if err := json.Unmarshal(markup, &m.Markup); err != nil {
+			return domain.Message{}, fmt.Errorf("message %s markup: %w", m.ID, err)
+		}
 	}
 	if author != nil {
 		m.Author = new(domain.Author)
@@ -83,21 +88,26 @@ func insertMessage(ctx context.Context, tx pgx.Tx, m *domain.Message) (inserted 
 	if err != nil {
 		return false, fmt.Errorf("message content: %w", err)
 	}
-	var author []byte
+	var author, markup []byte
 	if m.Author != nil {
 		if author, err = json.Marshal(m.Author); err != nil {
 			return false, fmt.Errorf("message author: %w", err)
 		}
 	}
+	if m.Markup != nil {
+		if markup, err = json.Marshal(m.Markup); err != nil {
+			return false, fmt.Errorf("message markup: %w", err)
+		}
+	}
 	// The conflict target repeats messages_source's predicate: it is a
 	// partial index.
 	err = tx.QueryRow(ctx, `INSERT INTO messages (id, company_id, chat_id, connection_id, direction,
-			message_type, content, author, source_message_id, reply_to_message_id, reply_to_source_message_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, clock_timestamp())
+			message_type, content, author, source_message_id, reply_to_message_id, reply_to_source_message_id, markup, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, clock_timestamp())
 		ON CONFLICT (connection_id, source_message_id) WHERE source_message_id IS NOT NULL DO NOTHING
 		RETURNING created_at`,
 		m.ID, m.CompanyID, m.ChatID, m.ConnectionID, string(m.Direction), string(m.Type), content, author,
-		m.SourceMessageID, m.ReplyToMessageID, m.ReplyToSourceMessageID).Scan(&m.CreatedAt)
+		m.SourceMessageID, m.ReplyToMessageID, m.ReplyToSourceMessageID, markup).Scan(&m.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

@@ -77,10 +77,16 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 		if err != nil {
 			return err
 		}
-		err = tx.QueryRow(ctx, `INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content)
-			VALUES ($1, $2, $3, $4, $5, $6)
+		var markup []byte
+		if msg.Markup != nil {
+			if markup, err = json.Marshal(msg.Markup); err != nil {
+				return err
+			}
+		}
+		err = tx.QueryRow(ctx, `INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (message_id) DO NOTHING RETURNING source_message_id`,
-			conn.ID, msg.ID, "sb-out-"+uuid.NewString(), chat.SourceChatID, string(msg.Type), content).Scan(&sourceID)
+			conn.ID, msg.ID, "sb-out-"+uuid.NewString(), chat.SourceChatID, string(msg.Type), content, markup).Scan(&sourceID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Received before: the same answer, no second set of receipts.
 			return tx.QueryRow(ctx, `SELECT source_message_id FROM sandbox_outbox WHERE message_id = $1`, msg.ID).Scan(&sourceID)
@@ -115,21 +121,26 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 // Received is one message the messenger received.
 type Received struct {
 	SourceMessageID, SourceChatID, MessageType string
-	Content                                    map[string]any
+	Content, Markup                            map[string]any
 }
 
 // Outbox is what the connection's messenger received, oldest first.
 func (m *Messenger) Outbox(ctx context.Context, connectionID int64) ([]Received, error) {
-	rows, err := m.db.Query(ctx, `SELECT source_message_id, source_chat_id, message_type, content
+	rows, err := m.db.Query(ctx, `SELECT source_message_id, source_chat_id, message_type, content, markup
 		FROM sandbox_outbox WHERE connection_id = $1 ORDER BY seq`, connectionID)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Received, error) {
 		var r Received
-		var content []byte
-		if err := row.Scan(&r.SourceMessageID, &r.SourceChatID, &r.MessageType, &content); err != nil {
+		var content, markup []byte
+		if err := row.Scan(&r.SourceMessageID, &r.SourceChatID, &r.MessageType, &content, &markup); err != nil {
 			return r, err
+		}
+		if markup != nil {
+			if err := json.Unmarshal(markup, &r.Markup); err != nil {
+				return r, err
+			}
 		}
 		return r, json.Unmarshal(content, &r.Content)
 	})

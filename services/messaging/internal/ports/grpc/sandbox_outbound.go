@@ -87,9 +87,15 @@ func (s *Server) Outbox(ctx context.Context, req *messagingv1.OutboxRequest) (*m
 		if err != nil {
 			return nil, err
 		}
+		var markup *structpb.Struct
+		if r.Markup != nil {
+			if markup, err = structpb.NewStruct(r.Markup); err != nil {
+				return nil, err
+			}
+		}
 		out.Messages = append(out.Messages, &messagingv1.OutboxMessage{
 			SourceMessageId: r.SourceMessageID, SourceChatId: r.SourceChatID,
-			MessageType: messageTypePB[domain.MessageType(r.MessageType)], Content: content,
+			MessageType: messageTypePB[domain.MessageType(r.MessageType)], Content: content, Markup: markup,
 		})
 	}
 	return out, nil
