@@ -419,3 +419,31 @@ func TestIngestRefusals(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestIngestNewPersonRace: different messages of a new person arriving at
+// once make one chat and one contact (one bind), and every message is
+// stored and counted.
+func TestIngestNewPersonRace(t *testing.T) {
+	f := newInbound(t)
+	const n = 12
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = f.s.Ingest(inCtx, inText(inWa, "+7 999 100-00-09", "race."+string(rune('a'+i)), "hi"))
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, f.count(t, `SELECT count(*) FROM chats`))
+	require.Len(t, f.contacts.binds, 1)
+	require.Equal(t, n, f.count(t, `SELECT count(*) FROM messages`))
+	require.Equal(t, n, f.count(t, `SELECT count(*) FROM outbox`))
+	chat, err := f.s.ChatBySource(inCtx, inCompany, inWa, "79991000009@c.us")
+	require.NoError(t, err)
+	require.EqualValues(t, n, chat.UnansweredCount)
+}
