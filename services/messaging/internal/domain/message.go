@@ -73,7 +73,7 @@ type Message struct {
 	Content map[string]any
 	// Markup is telegram_bot buttons sent with an outbound message.
 	Markup map[string]any
-	Author  *Author
+	Author *Author
 	// ReplyTo, when set, names the message replied to.
 	ReplyToMessageID       *string
 	ReplyToSourceMessageID *string

@@ -6,11 +6,10 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"switchboard.dev/pkg/apierr"
-	apiv1 "switchboard.dev/proto/switchboard/api/v1"
+	"switchboard.dev/pkg/protoapi"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	"switchboard.dev/services/messaging/internal/app"
 	"switchboard.dev/services/messaging/internal/domain"
@@ -93,12 +92,5 @@ func connection(pb *connectionsv1.Connection) app.Connection {
 	return c
 }
 
-// typeName is the type's JSON string (its switchboard.api.v1.json option).
-func typeName(t connectionsv1.ConnectionType) string {
-	v := t.Descriptor().Values().ByNumber(t.Number())
-	if v == nil {
-		return ""
-	}
-	name, _ := proto.GetExtension(v.Options(), apiv1.E_Json).(string)
-	return name
-}
+// typeName is the type's JSON string.
+func typeName(t connectionsv1.ConnectionType) string { return protoapi.EnumJSON(t) }

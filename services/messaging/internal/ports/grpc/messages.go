@@ -15,7 +15,7 @@ import (
 
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/auth"
-	apiv1 "switchboard.dev/proto/switchboard/api/v1"
+	"switchboard.dev/pkg/protoapi"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
 	"switchboard.dev/services/messaging/internal/app"
 	"switchboard.dev/services/messaging/internal/domain"
@@ -187,19 +187,8 @@ func init() {
 	}
 }
 
-// enumJSON is an enum value's JSON string (its switchboard.api.v1.json
-// option), "" for the unspecified zero.
-func enumJSON(e interface {
-	Descriptor() protoreflect.EnumDescriptor
-	Number() protoreflect.EnumNumber
-}) string {
-	v := e.Descriptor().Values().ByNumber(e.Number())
-	if v == nil {
-		return ""
-	}
-	name, _ := proto.GetExtension(v.Options(), apiv1.E_Json).(string)
-	return name
-}
+// enumJSON is an enum value's JSON string, "" for the unspecified zero.
+func enumJSON(e protoreflect.Enum) string { return protoapi.EnumJSON(e) }
 
 // messagePB is a message as the API shows it: every content field, null
 // except the one of its type.
