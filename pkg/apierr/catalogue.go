@@ -93,6 +93,9 @@ var (
 	VKDirectSessionNotFound = Def{32001, "VK_DIRECT_SESSION_NOT_FOUND", 404, "vk login session not found or expired"}
 	VKDirectInvalidCode     = Def{32002, "VK_DIRECT_INVALID_CODE", 400, "vk login code is invalid"}
 	VKDirectInvalidPassword = Def{32003, "VK_DIRECT_INVALID_PASSWORD", 400, "vk two-step password is invalid"}
+
+	// design/webhooks.md.
+	WebhookNotFound = Def{33000, "WEBHOOK_NOT_FOUND", 404, "webhook not found"}
 )
 
 // Catalogue lists every entry, for documentation and for the tests that keep
@@ -118,6 +121,7 @@ func Catalogue() []Def {
 		MaxPersonalUnableToGetQRLogin,
 		PartnerPayoutInsufficientBalance, PartnerPayoutLocked,
 		VKDirectGenericError, VKDirectSessionNotFound, VKDirectInvalidCode, VKDirectInvalidPassword,
+		WebhookNotFound,
 	}
 }
 

@@ -35,6 +35,7 @@ var Services = []Service{
 	{Name: "connections", AddrEnv: "SWITCHBOARD_CONNECTIONS_ADDR"},
 	{Name: "contacts", AddrEnv: "SWITCHBOARD_CONTACTS_ADDR"},
 	{Name: "messaging", AddrEnv: "SWITCHBOARD_MESSAGING_ADDR"},
+	{Name: "webhooks", AddrEnv: "SWITCHBOARD_WEBHOOKS_ADDR"},
 }
 
 // Options of a stack.

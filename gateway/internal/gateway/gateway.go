@@ -25,6 +25,7 @@ import (
 	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
+	webhooksv1 "switchboard.dev/proto/switchboard/webhooks/v1"
 )
 
 // Config of the gateway.
@@ -35,6 +36,7 @@ type Config struct {
 	BillingAddr     string `env:"SWITCHBOARD_BILLING_ADDR" envDefault:"127.0.0.1:9105"`
 	ContactsAddr    string `env:"SWITCHBOARD_CONTACTS_ADDR" envDefault:"127.0.0.1:9104"`
 	MessagingAddr   string `env:"SWITCHBOARD_MESSAGING_ADDR" envDefault:"127.0.0.1:9106"`
+	WebhooksAddr    string `env:"SWITCHBOARD_WEBHOOKS_ADDR" envDefault:"127.0.0.1:9107"`
 	LogLevel        string `env:"SWITCHBOARD_LOG_LEVEL" envDefault:"info"`
 	// Grace period for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration `env:"SWITCHBOARD_SHUTDOWN_TIMEOUT" envDefault:"20s"`
@@ -76,6 +78,9 @@ func backends(cfg Config) []backend {
 			messagingv1.RegisterBlacklistServiceHandler,
 			messagingv1.RegisterMessagesServiceHandler,
 			messagingv1.RegisterMessagingSandboxServiceHandler,
+		}},
+		{"webhooks", cfg.WebhooksAddr, []registerFunc{
+			webhooksv1.RegisterWebhooksServiceHandler,
 		}},
 	}
 }
