@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -113,4 +115,61 @@ func TestWebhookValidation(t *testing.T) {
 	}
 	requireError(t, api(t, "POST", path, with("connection_id", conn+1000000), key(c.Key)...), 404, 10000, "CONNECTION_NOT_FOUND")
 	requireJSON(t, api(t, "GET", path, nil, key(c.Key)...), 200, []any{})
+}
+
+// TestWebhookIntake: a connection's status change and a person's message
+// reach the webhooks service through their services' outbox relays, each
+// stored once with a delivery planned for the matching subscription only.
+func TestWebhookIntake(t *testing.T) {
+	c := newCompany(t, nil)
+	tok, _ := botToken()
+	bot := idOf(mustCreate(t, c, "telegram_bot", map[string]any{"bot_token": tok}))
+	sub := requireJSON(t, api(t, "POST", cpath(c, "/webhooks/"), map[string]any{"url": "http://127.0.0.1:9/hook", "connection_id": bot,
+		"events": []any{"connections.status_changed", "messages.create"}}, key(c.Key)...), 200, anyPresent).(map[string]any)
+	requireJSON(t, api(t, "POST", cpath(c, "/webhooks/"), map[string]any{"url": "http://127.0.0.1:9/other", "connection_id": bot,
+		"events": []any{"messages.delivery.read"}}, key(c.Key)...), 200, anyPresent)
+
+	r := api(t, "POST", p("/sandbox/v1/connections/%d/status", bot), map[string]any{"status_type": "bad", "status_subtype": "generic_connection_error"}, operator()...)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	inboundOK(t, bot, map[string]any{
+		"chat":    map[string]any{"user_id": "31337", "name": "Frank"},
+		"message": map[string]any{"message_type": "text", "text": map[string]any{"text": "hello hooks"}},
+	})
+
+	db := serviceDB(t, "webhooks")
+	planned := func(typ string) []string {
+		rows, err := db.Query(context.Background(), `SELECT d.subscription_id::text FROM deliveries d JOIN events e ON e.id = d.event_id
+			WHERE e.company_id = $1 AND e.event_type = $2 ORDER BY d.id`, c.ID, typ)
+		require.NoError(t, err)
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			out = append(out, s)
+		}
+		return out
+	}
+	require.Eventually(t, func() bool {
+		return len(planned("connections.status_changed")) > 0 && len(planned("messages.create")) > 0
+	}, 10*time.Second, 50*time.Millisecond)
+	// The status change (the bot's first status, then bad) and the message:
+	// every event for the one subscription that takes its kind.
+	for _, typ := range []string{"connections.status_changed", "messages.create"} {
+		for _, s := range planned(typ) {
+			require.Equal(t, sub["id"], s, typ)
+		}
+	}
+	var payload map[string]any
+	require.NoError(t, db.QueryRow(context.Background(), `SELECT payload FROM events WHERE company_id = $1 AND event_type = 'messages.create'`, c.ID).Scan(&payload))
+	require.Equal(t, "hello hooks", payload["event"].(map[string]any)["message"].(map[string]any)["text"].(map[string]any)["text"])
+	// The services' outboxes are marked published.
+	for _, svc := range []string{"connections", "messaging"} {
+		require.Eventually(t, func() bool {
+			var left int
+			require.NoError(t, serviceDB(t, svc).QueryRow(context.Background(),
+				`SELECT count(*) FROM outbox WHERE topic = 'webhooks' AND published_at IS NULL AND company_id = $1`, c.ID).Scan(&left))
+			return left == 0
+		}, 10*time.Second, 50*time.Millisecond, svc)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/outbox"
+	"switchboard.dev/pkg/webhookspub"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
@@ -28,6 +29,7 @@ import (
 // settings are the connections service's own configuration.
 type settings struct {
 	BillingAddr          string        `env:"SWITCHBOARD_BILLING_ADDR" envDefault:"127.0.0.1:9105"`
+	WebhooksAddr         string        `env:"SWITCHBOARD_WEBHOOKS_ADDR" envDefault:"127.0.0.1:9107"`
 	SessionTTL           time.Duration `env:"SWITCHBOARD_LOGIN_SESSION_TTL" envDefault:"1h"`
 	QRLifetime           time.Duration `env:"SWITCHBOARD_LOGIN_QR_LIFETIME" envDefault:"30s"`
 	WhatsappQRLifetime   time.Duration `env:"SWITCHBOARD_WHATSAPP_QR_LIFETIME" envDefault:"60s"`
@@ -58,10 +60,16 @@ func spec(s settings) service.Spec {
 			if err != nil {
 				return nil, err
 			}
-			// What identity must learn (a company's first connection) goes
-			// through the outbox, so it survives identity being down.
+			webhooksConn, err := server.DialInternal(s.WebhooksAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			// What identity must learn (a company's first connection) and
+			// the spec-6 events go through the outbox, so they survive the
+			// receiver being down.
 			relay := outbox.New(d.DB, d.Log, outbox.Options{}).
-				Route(domain.TopicIdentity, identity.New(identityConn, d.Log))
+				Route(domain.TopicIdentity, identity.New(identityConn, d.Log)).
+				Route(domain.TopicWebhooks, webhookspub.New(webhooksConn))
 			d.Background("outbox relay", relay.Run)
 			cfg := app.DefaultConfig()
 			cfg.SessionTTL = s.SessionTTL

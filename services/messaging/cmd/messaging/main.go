@@ -10,7 +10,9 @@ import (
 
 	"google.golang.org/grpc"
 
+	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/pkg/server"
+	"switchboard.dev/pkg/webhookspub"
 	"switchboard.dev/pkg/service"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
 	"switchboard.dev/services/messaging/internal/adapters/billing"
@@ -22,6 +24,7 @@ import (
 	"switchboard.dev/services/messaging/internal/adapters/storage"
 	"switchboard.dev/services/messaging/internal/adapters/unavailable"
 	"switchboard.dev/services/messaging/internal/app"
+	"switchboard.dev/services/messaging/internal/domain"
 	grpcport "switchboard.dev/services/messaging/internal/ports/grpc"
 	"switchboard.dev/services/messaging/migrations"
 )
@@ -31,6 +34,7 @@ type settings struct {
 	ConnectionsAddr string `env:"SWITCHBOARD_CONNECTIONS_ADDR" envDefault:"127.0.0.1:9102"`
 	ContactsAddr    string `env:"SWITCHBOARD_CONTACTS_ADDR" envDefault:"127.0.0.1:9104"`
 	BillingAddr     string `env:"SWITCHBOARD_BILLING_ADDR" envDefault:"127.0.0.1:9105"`
+	WebhooksAddr    string `env:"SWITCHBOARD_WEBHOOKS_ADDR" envDefault:"127.0.0.1:9107"`
 	// Region of phones written without a country code.
 	DefaultRegion string `env:"SWITCHBOARD_DEFAULT_REGION" envDefault:"RU"`
 	// Lets file links point at private addresses: development only.
@@ -77,6 +81,14 @@ func spec(s settings) service.Spec {
 			if err != nil {
 				return nil, err
 			}
+			webhooksConn, err := dial(s.WebhooksAddr)
+			if err != nil {
+				return nil, err
+			}
+			// The spec-6 events reach the webhooks service through the
+			// outbox, written in the transaction of each change.
+			relay := outbox.New(d.DB, d.Log, outbox.Options{}).Route(domain.TopicWebhooks, webhookspub.New(webhooksConn))
+			d.Background("outbox relay", relay.Run)
 			bill := billing.New(billingConn)
 			contactsClient := contacts.New(contactsConn)
 			deps := app.Deps{

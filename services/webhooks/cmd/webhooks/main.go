@@ -51,4 +51,5 @@ type registrar struct{ srv *grpcport.Server }
 
 func (r registrar) Register(s *grpc.Server) {
 	webhooksv1.RegisterWebhooksServiceServer(s, r.srv)
+	webhooksv1.RegisterWebhooksInternalServiceServer(s, r.srv)
 }

@@ -41,13 +41,17 @@ type Config struct {
 // Service is the webhooks use cases.
 type Service struct {
 	repo        Repository
+	intake      IntakeRepository
 	connections Connections
 	cfg         Config
 }
 
 // New wires the use cases.
-func New(repo Repository, connections Connections, cfg Config) *Service {
-	return &Service{repo: repo, connections: connections, cfg: cfg}
+func New(repo interface {
+	Repository
+	IntakeRepository
+}, connections Connections, cfg Config) *Service {
+	return &Service{repo: repo, intake: repo, connections: connections, cfg: cfg}
 }
 
 func notFound(err error) error {

@@ -48,3 +48,16 @@ func NewSecret() (string, error) {
 	}
 	return "whsec_" + base64.StdEncoding.EncodeToString(b), nil
 }
+
+// Event is one event of spec 6 taken in from a service's outbox.
+type Event struct {
+	ID           string
+	CompanyID    int64
+	ConnectionID int64
+	// ChatID is the chat of a message event (nil otherwise): one chat's
+	// first deliveries go in order.
+	ChatID     *int64
+	Type       string
+	Payload    []byte
+	OccurredAt time.Time
+}

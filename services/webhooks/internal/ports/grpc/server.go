@@ -20,6 +20,7 @@ import (
 // Server implements the webhooks services.
 type Server struct {
 	webhooksv1.UnimplementedWebhooksServiceServer
+	webhooksv1.UnimplementedWebhooksInternalServiceServer
 	app *app.Service
 }
 

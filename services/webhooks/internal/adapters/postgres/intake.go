@@ -1,0 +1,40 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"switchboard.dev/services/webhooks/internal/app"
+	"switchboard.dev/services/webhooks/internal/domain"
+)
+
+var _ app.IntakeRepository = (*Repo)(nil)
+
+// IngestEvents implements app.IntakeRepository. An event already stored
+// (the relay handing a batch over again) plans nothing more.
+func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event) error {
+	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		for _, e := range events {
+			var id string
+			err := tx.QueryRow(ctx, `INSERT INTO events (id, company_id, connection_id, chat_id, event_type, payload, occurred_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING id`,
+				e.ID, e.CompanyID, e.ConnectionID, e.ChatID, e.Type, e.Payload, e.OccurredAt).Scan(&id)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("store event %s: %w", e.ID, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO deliveries (event_id, subscription_id, url)
+				SELECT $1, s.id, s.url FROM subscriptions s
+				WHERE s.company_id = $2 AND s.connection_id = $3 AND $4 = ANY (s.events)
+				ORDER BY s.created_at, s.id`, e.ID, e.CompanyID, e.ConnectionID, e.Type); err != nil {
+				return fmt.Errorf("plan deliveries of %s: %w", e.ID, err)
+			}
+		}
+		return nil
+	})
+}
