@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
+	"syscall"
+	"time"
 )
 
 // ErrNotPublic is an address (or a name resolving to one) off the public
@@ -61,4 +64,58 @@ func CheckHost(ctx context.Context, resolver *net.Resolver, host string) error {
 		}
 	}
 	return nil
+}
+
+// DialControl is a net.Dialer Control that refuses to connect to an
+// address that is not public, once the name is resolved and just before
+// the dial (so a name cannot resolve to a public address for a check and
+// a private one for the connection). allowPrivate turns it off.
+func DialControl(allowPrivate bool) func(network, address string, c syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		if allowPrivate {
+			return nil
+		}
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: %s", ErrNotPublic, address)
+		}
+		if !Public(ap.Addr()) {
+			return fmt.Errorf("%w: %s", ErrNotPublic, ap.Addr())
+		}
+		return nil
+	}
+}
+
+// ClientOptions shape HTTPClient.
+type ClientOptions struct {
+	// Timeout bounds a whole request, answer included.
+	Timeout time.Duration
+	// AllowPrivate lets it reach private addresses (development, tests).
+	AllowPrivate bool
+	// MaxConnsPerHost bounds the connections to one host (0: 16).
+	MaxConnsPerHost int
+}
+
+// HTTPClient is a client for requests on a client's behalf: every dial is
+// checked by DialControl, redirects are never followed (the 3xx is the
+// answer), no proxy (a proxy would dial past the check), connections to a
+// host are bounded and kept alive.
+func HTTPClient(o ClientOptions) *http.Client {
+	if o.MaxConnsPerHost == 0 {
+		o.MaxConnsPerHost = 16
+	}
+	dialer := &net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second, Control: DialControl(o.AllowPrivate)}
+	return &http.Client{
+		Timeout: o.Timeout,
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			TLSHandshakeTimeout:   o.Timeout,
+			ResponseHeaderTimeout: o.Timeout,
+			MaxConnsPerHost:       o.MaxConnsPerHost,
+			MaxIdleConnsPerHost:   o.MaxConnsPerHost,
+			IdleConnTimeout:       90 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }

@@ -3,8 +3,12 @@ package netguard
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestPublic(t *testing.T) {
@@ -35,4 +39,37 @@ func TestCheckHostLiterals(t *testing.T) {
 	if err := CheckHost(ctx, nil, "localhost"); !errors.Is(err, ErrNotPublic) {
 		t.Errorf("localhost: %v", err)
 	}
+}
+
+// TestHTTPClient: a request to a loopback server is refused at the dial
+// (also by a name resolving to it) unless private addresses are allowed;
+// redirects are answered, never followed.
+func TestHTTPClient(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndex(srv.URL, ":"):]
+	guarded := HTTPClient(ClientOptions{Timeout: 2 * time.Second})
+	for _, u := range []string{srv.URL, "http://localhost" + port, "http://[::1]" + port} {
+		_, err := guarded.Get(u)
+		if !errors.Is(err, ErrNotPublic) {
+			t.Errorf("%s: %v, want ErrNotPublic", u, err)
+		}
+	}
+	open := HTTPClient(ClientOptions{Timeout: 2 * time.Second, AllowPrivate: true})
+	res, err := open.Get(srv.URL)
+	if err != nil || res.StatusCode != http.StatusAccepted {
+		t.Fatalf("allowed: %v %v", res, err)
+	}
+	res.Body.Close()
+	res, err = open.Get(srv.URL + "/redirect")
+	if err != nil || res.StatusCode != http.StatusFound {
+		t.Fatalf("redirect: %v %v", res, err)
+	}
+	res.Body.Close()
 }

@@ -9,9 +9,9 @@ import (
 	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/outbox"
-	"switchboard.dev/pkg/webhookspub"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
+	"switchboard.dev/pkg/webhookspub"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	"switchboard.dev/services/connections/internal/adapters/billing"
 	"switchboard.dev/services/connections/internal/adapters/identity"

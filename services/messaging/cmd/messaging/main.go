@@ -12,8 +12,8 @@ import (
 
 	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/pkg/server"
-	"switchboard.dev/pkg/webhookspub"
 	"switchboard.dev/pkg/service"
+	"switchboard.dev/pkg/webhookspub"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
 	"switchboard.dev/services/messaging/internal/adapters/billing"
 	"switchboard.dev/services/messaging/internal/adapters/connections"

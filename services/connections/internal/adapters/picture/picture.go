@@ -14,14 +14,11 @@ package picture
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"syscall"
 	"time"
 
 	"switchboard.dev/pkg/apierr"
@@ -46,13 +43,11 @@ type Fetcher struct {
 
 var _ app.PictureFetcher = (*Fetcher)(nil)
 
-var errPrivate = errors.New("address is not public")
-
 // New makes a fetcher; allowPrivate lets it reach private and loopback
 // addresses (development and tests only).
 func New(allowPrivate bool) *Fetcher {
 	f := &Fetcher{allowPrivate: allowPrivate}
-	dialer := &net.Dialer{Timeout: Timeout, Control: f.control}
+	dialer := &net.Dialer{Timeout: Timeout, Control: netguard.DialControl(allowPrivate)}
 	f.client = &http.Client{
 		Timeout: Timeout,
 		Transport: &http.Transport{
@@ -73,22 +68,6 @@ func New(allowPrivate bool) *Fetcher {
 		},
 	}
 	return f
-}
-
-// control refuses a connection to an address that is not public, once
-// the name is resolved and just before the dial.
-func (f *Fetcher) control(_, address string, _ syscall.RawConn) error {
-	if f.allowPrivate {
-		return nil
-	}
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: %s", errPrivate, address)
-	}
-	if !netguard.Public(ap.Addr()) {
-		return fmt.Errorf("%w: %s", errPrivate, ap.Addr())
-	}
-	return nil
 }
 
 func notAllowed(format string, args ...any) *apierr.Error {
@@ -155,7 +134,7 @@ func fetchError(err error) error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	if errors.Is(err, errPrivate) {
+	if errors.Is(err, netguard.ErrNotPublic) {
 		return notAllowed("the profile picture url must point at a public address")
 	}
 	return notAllowed("the profile picture url could not be fetched")
