@@ -10,11 +10,11 @@ import (
 
 	"google.golang.org/grpc"
 
+	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	"switchboard.dev/services/billing/internal/adapters/connections"
-	"switchboard.dev/services/billing/internal/adapters/identity"
 	"switchboard.dev/services/billing/internal/adapters/postgres"
 	"switchboard.dev/services/billing/internal/app"
 	grpcport "switchboard.dev/services/billing/internal/ports/grpc"
@@ -59,7 +59,7 @@ func spec(s settings) service.Spec {
 			if err != nil {
 				return nil, err
 			}
-			a := app.New(postgres.New(d.DB), connections.New(conn), identity.NewCompanies(identityConn),
+			a := app.New(postgres.New(d.DB), connections.New(conn), peers.NewCompanies(identityConn),
 				app.Config{TestPeriod: s.TestPeriod})
 			return registrar{grpcport.New(a)}, nil
 		},

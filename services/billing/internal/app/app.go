@@ -64,7 +64,7 @@ type Connections interface {
 }
 
 // Companies knows which companies exist: the identity service owns them
-// (adapters/identity). Public and internal calls need it not (an API key's
+// (pkg/peers). Public and internal calls need it not (an API key's
 // company exists; services pass on such ids); operator calls name a
 // company by id and must not write for one that does not.
 type Companies interface {

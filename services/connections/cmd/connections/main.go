@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/outbox"
+	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
 	"switchboard.dev/pkg/webhookspub"
@@ -83,7 +84,7 @@ func spec(s settings) service.Spec {
 				Billing:   billing.New(conn),
 				Logins:    logins.New(d.Redis),
 				Pictures:  picture.New(s.AllowPrivateTargets),
-				Companies: identity.NewCompanies(identityConn),
+				Companies: peers.NewCompanies(identityConn),
 				Config:    cfg,
 			}
 			if d.Config.Sandbox {

@@ -1,8 +1,8 @@
 // Package identity is this service's side of the identity service: it
 // tells identity what it must know of connections (that a company has had
 // one, the card's had_connections) by publishing the outbox topic
-// domain.TopicIdentity (pkg/outbox), and asks it which companies exist
-// (Companies, for operator calls).
+// domain.TopicIdentity (pkg/outbox). Whether a company exists is asked
+// through pkg/peers.
 package identity
 
 import (
@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/grpc"
 
-	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/outbox"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	"switchboard.dev/services/connections/internal/domain"
@@ -53,23 +52,4 @@ func (p *Publisher) Publish(ctx context.Context, batch []outbox.Message) error {
 		p.log.Warn("identity knows no such companies; had_connections not recorded", "company_ids", unknown)
 	}
 	return nil
-}
-
-// Companies implements app.Companies over identity's internal API.
-type Companies struct {
-	api identityv1.IdentityInternalServiceClient
-}
-
-// NewCompanies uses conn, which must carry the internal token.
-func NewCompanies(conn grpc.ClientConnInterface) Companies {
-	return Companies{api: identityv1.NewIdentityInternalServiceClient(conn)}
-}
-
-// Exists asks identity whether the company exists.
-func (c Companies) Exists(ctx context.Context, companyID int64) (bool, error) {
-	resp, err := c.api.CheckCompanies(ctx, &identityv1.CheckCompaniesRequest{CompanyIds: []int64{companyID}})
-	if err != nil {
-		return false, apierr.FromPeer("identity", "CheckCompanies", err)
-	}
-	return len(resp.GetUnknownCompanyIds()) == 0, nil
 }

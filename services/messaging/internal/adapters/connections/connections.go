@@ -4,11 +4,13 @@ package connections
 
 import (
 	"context"
+	"errors"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/protoapi"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	"switchboard.dev/services/messaging/internal/app"
@@ -17,14 +19,15 @@ import (
 
 // Client implements app.Connections.
 type Client struct {
-	api connectionsv1.ConnectionsInternalServiceClient
+	api   connectionsv1.ConnectionsInternalServiceClient
+	owner peers.Connections
 }
 
 var _ app.Connections = (*Client)(nil)
 
 // New uses conn, which must carry the internal token (server.DialInternal).
 func New(conn grpc.ClientConnInterface) *Client {
-	return &Client{api: connectionsv1.NewConnectionsInternalServiceClient(conn)}
+	return &Client{api: connectionsv1.NewConnectionsInternalServiceClient(conn), owner: peers.NewConnections(conn)}
 }
 
 // Connection implements app.Connections.
@@ -38,14 +41,14 @@ func (c *Client) Connection(ctx context.Context, company, id int64) (app.Connect
 
 // ConnectionByID implements app.Connections.
 func (c *Client) ConnectionByID(ctx context.Context, id int64) (app.Connection, int64, error) {
-	resp, err := c.api.GetConnectionInternal(ctx, &connectionsv1.GetConnectionInternalRequest{ConnectionId: id})
-	if e, ok := apierr.FromError(err); ok && e.Code == apierr.ConnectionNotFound.Code {
+	pb, company, err := c.owner.Connection(ctx, id)
+	if errors.Is(err, peers.ErrNotFound) {
 		return app.Connection{}, 0, domain.ErrNotFound
 	}
 	if err != nil {
-		return app.Connection{}, 0, apierr.FromPeer("connections", "GetConnectionInternal", err)
+		return app.Connection{}, 0, err
 	}
-	return connection(resp.GetConnection()), resp.GetCompanyId(), nil
+	return connection(pb), company, nil
 }
 
 // chatTypes are domain.ChatTypes as the connections API names them.

@@ -1,4 +1,4 @@
-package identity_test
+package peers_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/auth"
+	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/server"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
-	"switchboard.dev/services/billing/internal/adapters/identity"
 )
 
 // peer is an identity service that knows the companies 1..10.
@@ -47,7 +47,7 @@ func TestExists(t *testing.T) {
 	conn, err := server.DialInternal(lis.Addr().String(), "secret")
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
-	c := identity.NewCompanies(conn)
+	c := peers.NewCompanies(conn)
 	ctx := context.Background()
 
 	ok, err := c.Exists(ctx, 3)
@@ -70,7 +70,7 @@ func TestExistsWithIdentityDown(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 
-	_, err = identity.NewCompanies(conn).Exists(context.Background(), 1)
+	_, err = peers.NewCompanies(conn).Exists(context.Background(), 1)
 	e, ok := apierr.FromError(err)
 	require.True(t, ok, "%v", err)
 	require.Equal(t, apierr.ServiceUnavailable.Code, e.Code)
