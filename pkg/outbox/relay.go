@@ -206,10 +206,8 @@ func (r *Relay) drain(ctx context.Context, topic string, p Publisher) (int, erro
 	return n, nil
 }
 
-// listen wakes the topic's relay on each notification of Channel, on its
-// own connection (LISTEN holds a session, so not one of the pool's). After
-// every (re)connection it wakes them all: what was written while it was
-// away raised no notification it could see.
+// listen wakes the topic's relay on each notification of Channel, and
+// all of them after every (re)connection.
 func (r *Relay) listen(ctx context.Context, wake map[string]chan struct{}) {
 	signal := func(ch chan struct{}) {
 		select {
@@ -217,50 +215,20 @@ func (r *Relay) listen(ctx context.Context, wake map[string]chan struct{}) {
 		default: // already due to run
 		}
 	}
-	backoff := r.opts.MinBackoff
-	for ctx.Err() == nil {
-		err := r.listenOnce(ctx, func(topic string) {
+	postgres.Listen(ctx, r.db, postgres.ListenOptions{
+		Channel: Channel,
+		Notified: func(topic string) {
 			if ch, ok := wake[topic]; ok {
 				signal(ch)
 			}
-		}, func() {
-			backoff = r.opts.MinBackoff
+		},
+		Listening: func() {
 			for _, ch := range wake {
 				signal(ch)
 			}
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		r.log.Warn("outbox: notifications lost, reconnecting", "retry_in", backoff.String(), "error", err.Error())
-		if !sleep(ctx, backoff) {
-			return
-		}
-		backoff = min(2*backoff, r.opts.MaxBackoff)
-	}
-}
-
-func (r *Relay) listenOnce(ctx context.Context, notified func(topic string), listening func()) error {
-	conn, err := pgx.ConnectConfig(ctx, r.db.Config().ConnConfig.Copy())
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = conn.Close(closeCtx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{Channel}.Sanitize()); err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	listening()
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		notified(n.Payload)
-	}
+		},
+		MinBackoff: r.opts.MinBackoff, MaxBackoff: r.opts.MaxBackoff, Log: r.log,
+	})
 }
 
 // sleep waits d or until ctx ends; false when ctx ended.

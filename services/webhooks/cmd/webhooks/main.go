@@ -1,9 +1,12 @@
-// Command webhooks serves webhook subscriptions (and, as it grows, takes in
-// every service's events and delivers them).
+// Command webhooks serves webhook subscriptions, takes in every service's
+// events and delivers them.
 package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -12,6 +15,7 @@ import (
 	webhooksv1 "switchboard.dev/proto/switchboard/webhooks/v1"
 	"switchboard.dev/services/webhooks/internal/adapters/connections"
 	"switchboard.dev/services/webhooks/internal/adapters/postgres"
+	"switchboard.dev/services/webhooks/internal/adapters/sender"
 	"switchboard.dev/services/webhooks/internal/app"
 	grpcport "switchboard.dev/services/webhooks/internal/ports/grpc"
 	"switchboard.dev/services/webhooks/migrations"
@@ -22,16 +26,64 @@ type settings struct {
 	ConnectionsAddr string `env:"SWITCHBOARD_CONNECTIONS_ADDR" envDefault:"127.0.0.1:9102"`
 	// Lets webhook URLs point at private addresses: development only.
 	AllowPrivateTargets bool `env:"SWITCHBOARD_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
+
+	// The delivery rules' timing (design/webhooks.md "Configuration").
+	Timeout    time.Duration   `env:"SWITCHBOARD_WEBHOOK_TIMEOUT" envDefault:"5s"`
+	Retries    []time.Duration `env:"SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE" envDefault:"1m,3m,10m,30m,60m"`
+	PauseAfter int             `env:"SWITCHBOARD_WEBHOOK_PAUSE_AFTER" envDefault:"5"`
+	Probes     []time.Duration `env:"SWITCHBOARD_WEBHOOK_PROBE_SCHEDULE" envDefault:"1m,2m,5m,15m,30m,1h"`
+	Retention  time.Duration   `env:"SWITCHBOARD_WEBHOOK_RETENTION" envDefault:"72h"`
+	// Attempts in flight per replica, and connections per receiver host.
+	Workers int `env:"SWITCHBOARD_WEBHOOK_WORKERS" envDefault:"64"`
+	// The longest the engine waits without a notification.
+	Poll time.Duration `env:"SWITCHBOARD_WEBHOOK_POLL" envDefault:"1s"`
+}
+
+// engine checks the timing and makes the engine's configuration.
+func (s settings) engine() (app.EngineConfig, error) {
+	positive := func(name string, ds ...time.Duration) error {
+		for _, d := range ds {
+			if d <= 0 {
+				return fmt.Errorf("%s: every duration must be positive, got %s", name, d)
+			}
+		}
+		return nil
+	}
+	switch {
+	case len(s.Probes) == 0:
+		return app.EngineConfig{}, errors.New("SWITCHBOARD_WEBHOOK_PROBE_SCHEDULE: at least one duration")
+	case s.PauseAfter < 1:
+		return app.EngineConfig{}, errors.New("SWITCHBOARD_WEBHOOK_PAUSE_AFTER: at least 1")
+	case s.Workers < 1:
+		return app.EngineConfig{}, errors.New("SWITCHBOARD_WEBHOOK_WORKERS: at least 1")
+	}
+	for name, ds := range map[string][]time.Duration{
+		"SWITCHBOARD_WEBHOOK_TIMEOUT": {s.Timeout}, "SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE": s.Retries,
+		"SWITCHBOARD_WEBHOOK_PROBE_SCHEDULE": s.Probes, "SWITCHBOARD_WEBHOOK_RETENTION": {s.Retention},
+		"SWITCHBOARD_WEBHOOK_POLL": {s.Poll},
+	} {
+		if err := positive(name, ds...); err != nil {
+			return app.EngineConfig{}, err
+		}
+	}
+	return app.EngineConfig{
+		Timeout: s.Timeout, Retries: s.Retries, PauseAfter: s.PauseAfter, Probes: s.Probes,
+		Retention: s.Retention, Workers: s.Workers, Poll: s.Poll,
+	}, nil
 }
 
 func main() {
 	var s settings
 	service.Main(&s, func() (service.Spec, error) {
-		return spec(s), nil
+		cfg, err := s.engine()
+		if err != nil {
+			return service.Spec{}, err
+		}
+		return spec(s, cfg), nil
 	})
 }
 
-func spec(s settings) service.Spec {
+func spec(s settings, cfg app.EngineConfig) service.Spec {
 	return service.Spec{
 		Name:        "webhooks",
 		DefaultAddr: "127.0.0.1:9107",
@@ -42,6 +94,10 @@ func spec(s settings) service.Spec {
 				return nil, err
 			}
 			a := app.New(postgres.New(d.DB), connections.New(conn), app.Config{AllowPrivateTargets: s.AllowPrivateTargets})
+			engine := app.NewEngine(postgres.NewQueue(d.DB, d.Log), sender.New(sender.Options{
+				Timeout: cfg.Timeout, AllowPrivate: s.AllowPrivateTargets, MaxConnsPerHost: cfg.Workers,
+			}), cfg, d.Log)
+			d.Background("delivery engine", engine.Run)
 			return registrar{grpcport.New(a)}, nil
 		},
 	}

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"switchboard.dev/pkg/apierr"
@@ -32,17 +34,31 @@ func (s *Service) Ingest(ctx context.Context, in []IncomingEvent) error {
 	events := make([]domain.Event, 0, len(in))
 	for i, e := range in {
 		var env struct {
-			Event struct {
-				ConnectionID int64  `json:"connection_id"`
-				ChatID       *int64 `json:"chat_id"`
-			} `json:"event"`
+			CompanyID int64           `json:"company_id"`
+			EventType string          `json:"event_type"`
+			Event     json.RawMessage `json:"event"`
+		}
+		var keys struct {
+			ConnectionID int64  `json:"connection_id"`
+			ChatID       *int64 `json:"chat_id"`
 		}
 		if err := json.Unmarshal(e.Payload, &env); err != nil {
 			return apierr.Field(apierr.Body("events", i, "payload"), "json_invalid", "Invalid JSON: %v", err)
 		}
+		if err := json.Unmarshal(env.Event, &keys); err != nil {
+			return apierr.Field(apierr.Body("events", i, "payload", "event"), "json_invalid", "Invalid JSON: %v", err)
+		}
+		// The body receivers get: the envelope's fields in the spec's order,
+		// compact (the emitter's outbox may have re-spaced it).
+		var body bytes.Buffer
+		enc := json.NewEncoder(&body)
+		enc.SetEscapeHTML(false) // "<" stays "<", as the emitter wrote it
+		if err := enc.Encode(env); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
 		events = append(events, domain.Event{
-			ID: e.ID, CompanyID: e.CompanyID, ConnectionID: env.Event.ConnectionID, ChatID: env.Event.ChatID,
-			Type: e.Type, Payload: e.Payload, OccurredAt: e.OccurredAt,
+			ID: e.ID, CompanyID: e.CompanyID, ConnectionID: keys.ConnectionID, ChatID: keys.ChatID,
+			Type: e.Type, Payload: bytes.TrimSuffix(body.Bytes(), []byte("\n")), OccurredAt: e.OccurredAt,
 		})
 	}
 	return s.intake.IngestEvents(ctx, events)

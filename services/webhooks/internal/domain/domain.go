@@ -61,3 +61,12 @@ type Event struct {
 	Payload    []byte
 	OccurredAt time.Time
 }
+
+// Lane is the order the event's first deliveries keep: one chat's events
+// go one at a time; events of the connection itself (no chat) form lane 0.
+func (e Event) Lane() int64 {
+	if e.ChatID != nil {
+		return *e.ChatID
+	}
+	return 0
+}

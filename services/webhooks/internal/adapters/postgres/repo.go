@@ -68,20 +68,43 @@ func (r *Repo) Subscription(ctx context.Context, company int64, id string) (doma
 	return scan(r.db.QueryRow(ctx, `SELECT `+columns+` FROM subscriptions WHERE company_id = $1 AND id = $2`, company, id))
 }
 
-// UpdateSubscription implements app.Repository.
+// UpdateSubscription implements app.Repository. A new URL applies at
+// once, to what waits as well: the next attempt of every waiting delivery
+// goes to it.
 func (r *Repo) UpdateSubscription(ctx context.Context, company int64, id string, url *string, events []string) (domain.Subscription, error) {
-	return scan(r.db.QueryRow(ctx, `UPDATE subscriptions SET url = coalesce($3, url), events = coalesce($4, events)
-		WHERE company_id = $1 AND id = $2 RETURNING `+columns, company, id, url, events))
+	var sub domain.Subscription
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		var err error
+		sub, err = scan(tx.QueryRow(ctx, `UPDATE subscriptions SET url = coalesce($3, url), events = coalesce($4, events)
+			WHERE company_id = $1 AND id = $2 RETURNING `+columns, company, id, url, events))
+		if err != nil || url == nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE deliveries SET url = $2 WHERE subscription_id = $1 AND status = 'pending'`, id, sub.URL); err != nil {
+			return fmt.Errorf("move waiting deliveries: %w", err)
+		}
+		return notifyDeliveries(ctx, tx)
+	})
+	return sub, err
 }
 
-// DeleteSubscription implements app.Repository.
+// DeleteSubscription implements app.Repository. What waits for it is
+// dropped in the same transaction: nothing goes to it from then on, and
+// its lanes hold nothing back.
 func (r *Repo) DeleteSubscription(ctx context.Context, company int64, id string) error {
-	tag, err := r.db.Exec(ctx, `DELETE FROM subscriptions WHERE company_id = $1 AND id = $2`, company, id)
-	if err != nil {
-		return fmt.Errorf("delete subscription: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return domain.ErrNotFound
-	}
-	return nil
+	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM subscriptions WHERE company_id = $1 AND id = $2`, company, id)
+		if err != nil {
+			return fmt.Errorf("delete subscription: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return domain.ErrNotFound
+		}
+		if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'dropped', first = false, error = 'subscription deleted',
+				claimed_until = '-infinity', claim_token = NULL, finished_at = now()
+			WHERE subscription_id = $1 AND status = 'pending'`, id); err != nil {
+			return fmt.Errorf("drop waiting deliveries: %w", err)
+		}
+		return nil
+	})
 }

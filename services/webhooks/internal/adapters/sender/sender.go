@@ -1,0 +1,126 @@
+// Package sender makes the webhook POSTs: signed the Standard Webhooks
+// way, through one shared client whose dialer refuses addresses that are
+// not public (pkg/netguard), and classified by the delivery rules.
+package sender
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"switchboard.dev/pkg/netguard"
+	"switchboard.dev/services/webhooks/internal/app"
+	"switchboard.dev/services/webhooks/internal/domain"
+)
+
+// UserAgent names the platform to receivers.
+const UserAgent = "Switchboard-Webhooks/1"
+
+// Sender implements app.Sender.
+type Sender struct {
+	client  *http.Client
+	timeout time.Duration
+}
+
+var _ app.Sender = (*Sender)(nil)
+
+// Options shape the sender.
+type Options struct {
+	// Timeout is the time a receiver has to answer, body included.
+	Timeout time.Duration
+	// AllowPrivate lets targets be private addresses (development, tests).
+	AllowPrivate bool
+	// MaxConnsPerHost bounds the connections to one receiver.
+	MaxConnsPerHost int
+}
+
+// New makes the sender and its client.
+func New(o Options) *Sender {
+	return &Sender{
+		client: netguard.HTTPClient(netguard.ClientOptions{
+			Timeout: o.Timeout, AllowPrivate: o.AllowPrivate, MaxConnsPerHost: o.MaxConnsPerHost,
+		}),
+		timeout: o.Timeout,
+	}
+}
+
+// drainLimit is how much of an answer's body is read so the connection
+// can be kept alive; the body itself is ignored (spec 6, rule 1).
+const drainLimit = 64 << 10
+
+// Send implements app.Sender.
+func (s *Sender) Send(ctx context.Context, a domain.Attempt) domain.Result {
+	start := time.Now()
+	res := s.send(ctx, a)
+	res.Duration = time.Since(start)
+	return res
+}
+
+func (s *Sender) send(ctx context.Context, a domain.Attempt) domain.Result {
+	id, err := domain.WebhookID(a.EventID)
+	if err != nil {
+		return domain.Result{Outcome: domain.Refused, Error: err.Error()}
+	}
+	ts := time.Now().Unix()
+	sig, err := domain.Signature(a.Secret, id, ts, a.Payload)
+	if err != nil {
+		return domain.Result{Outcome: domain.Refused, Error: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL, bytes.NewReader(a.Payload))
+	if err != nil {
+		return domain.Result{Outcome: domain.Refused, Error: "bad url: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", UserAgent)
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", sig)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return classify(err)
+	}
+	// Reading the answer is part of answering in time.
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+	resp.Body.Close()
+	r := domain.Result{Status: resp.StatusCode}
+	switch {
+	case err != nil:
+		r.Outcome, r.Error = domain.Unreachable, "reading the answer: "+err.Error()
+	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusAccepted:
+		r.Outcome = domain.Delivered
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		r.Outcome, r.Error = domain.Refused, fmt.Sprintf("answered %d", resp.StatusCode)
+	default:
+		r.Outcome, r.Error = domain.Unreachable, fmt.Sprintf("answered %d", resp.StatusCode)
+	}
+	return r
+}
+
+// classify sorts a failed request: a name that does not resolve (no
+// domain, or DNS silent) and an address that is not allowed are dropped;
+// anything else is retried.
+func classify(err error) domain.Result {
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, netguard.ErrNotPublic):
+		return domain.Result{Outcome: domain.Unresolvable, Error: "target address not allowed: " + err.Error()}
+	case errors.As(err, &dns):
+		return domain.Result{Outcome: domain.Unresolvable, Error: "host does not resolve: " + dns.Error()}
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return domain.Result{Outcome: domain.Unreachable, Error: "no answer within the timeout"}
+	}
+	return domain.Result{Outcome: domain.Unreachable, Error: err.Error()}
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}

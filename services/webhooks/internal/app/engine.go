@@ -1,0 +1,254 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"switchboard.dev/services/webhooks/internal/domain"
+)
+
+// Queue is the deliveries waiting, shared by every replica: a claim is a
+// lease (Lease) that a replica killed mid-attempt leaves to run out, after
+// which another replica takes the delivery again.
+type Queue interface {
+	// ClaimProbes takes, for up to n paused URLs whose probe is due, their
+	// oldest waiting delivery.
+	ClaimProbes(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error)
+	// ClaimRetries takes up to n deliveries of the retry path that are
+	// due, to URLs not paused.
+	ClaimRetries(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error)
+	// ClaimFirst takes up to n heads of lanes (the oldest delivery of a
+	// subscription and chat that has had no attempt yet), oldest first, to
+	// URLs not paused: one lane never has two in flight.
+	ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error)
+	// Record stores an attempt's result under its claim together with the
+	// URL's health, and, when chain is set, claims the lane's next head.
+	// A claim that ran out and was taken by another holder records nothing
+	// (and chains nothing).
+	Record(ctx context.Context, rec Recording) (*domain.Attempt, error)
+	// NextDue is when the next retry or probe falls due (zero: none).
+	NextDue(ctx context.Context) (time.Time, error)
+	// Expire marks failed what has waited longer than retention and
+	// removes finished deliveries and events older than it.
+	Expire(ctx context.Context, retention time.Duration) (expired int64, err error)
+	// Listen calls wake whenever deliveries are queued (by any replica),
+	// and once each time it (re)connects; it returns when ctx ends.
+	Listen(ctx context.Context, wake func()) error
+}
+
+// Recording is one attempt's result and what it decides.
+type Recording struct {
+	Attempt  domain.Attempt
+	Result   domain.Result
+	Decision domain.Decision
+	// Chain claims the lane's next head in the same transaction.
+	Chain bool
+	Lease time.Duration
+	// PauseAfter and Probes are the URL health rules.
+	PauseAfter int
+	Probes     []time.Duration
+}
+
+// Sender makes one attempt.
+type Sender interface {
+	Send(ctx context.Context, a domain.Attempt) domain.Result
+}
+
+// EngineConfig is the delivery rules' timing (design/webhooks.md,
+// "Configuration").
+type EngineConfig struct {
+	Timeout    time.Duration
+	Retries    []time.Duration
+	PauseAfter int
+	Probes     []time.Duration
+	Retention  time.Duration
+	// Workers bounds the attempts in flight in this replica.
+	Workers int
+	// Poll is the longest the engine sleeps without a notification (it
+	// also bounds how late a claim left by a killed replica is taken).
+	Poll time.Duration
+}
+
+// Lease is how long a claim is held: the attempt's timeout, and room to
+// record its result. A replica killed mid-attempt delays its deliveries
+// by about this much.
+func (c EngineConfig) Lease() time.Duration { return 2*c.Timeout + 5*time.Second }
+
+// Engine delivers the queued deliveries: probes to paused URLs, retries
+// that are due, and the heads of lanes, each lane continuing in the worker
+// that delivered its previous head.
+type Engine struct {
+	q    Queue
+	send Sender
+	cfg  EngineConfig
+	log  *slog.Logger
+}
+
+// NewEngine wires the engine.
+func NewEngine(q Queue, s Sender, cfg EngineConfig, log *slog.Logger) *Engine {
+	return &Engine{q: q, send: s, cfg: cfg, log: log}
+}
+
+// Run delivers until ctx ends, then lets the attempts in flight finish and
+// record (each within the timeout) before it returns.
+func (e *Engine) Run(ctx context.Context) error {
+	wake := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() {
+		defer bg.Done()
+		if err := e.q.Listen(ctx, signal); err != nil && ctx.Err() == nil {
+			e.log.Error("webhooks: listen", "err", err)
+		}
+	}()
+	go func() {
+		defer bg.Done()
+		e.expireLoop(ctx)
+	}()
+
+	// Attempts in flight finish under their own deadline, not the
+	// process's: a result reached is recorded, so a clean stop repeats
+	// nothing.
+	work := context.WithoutCancel(ctx)
+	done := make(chan struct{}, e.cfg.Workers)
+	var workers sync.WaitGroup
+	inFlight := 0
+	defer func() {
+		workers.Wait()
+		bg.Wait()
+	}()
+	for {
+		free := e.cfg.Workers - inFlight
+		var claimed []domain.Attempt
+		if free > 0 {
+			var err error
+			claimed, err = e.claim(ctx, free)
+			if err != nil && ctx.Err() == nil {
+				e.log.Error("webhooks: claim", "err", err)
+			}
+		}
+		for _, a := range claimed {
+			inFlight++
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				e.deliver(ctx, work, a)
+				done <- struct{}{}
+			}()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Sleep until a worker frees a slot, deliveries are queued, a retry
+		// or probe falls due, or the poll interval passes.
+		wait := e.cfg.Poll
+		if len(claimed) < free {
+			if due, err := e.q.NextDue(ctx); err == nil && !due.IsZero() {
+				wait = min(wait, max(time.Until(due), 5*time.Millisecond))
+			}
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-done:
+			inFlight--
+		case <-wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+		for drained := false; !drained; {
+			select {
+			case <-done:
+				inFlight--
+			default:
+				drained = true
+			}
+		}
+	}
+}
+
+// claim fills up to n slots: probes first (a paused URL waits on them),
+// then retries (at most half the slots, so a burst of retries cannot hold
+// new events back), then heads of lanes, then retries again with what is
+// left.
+func (e *Engine) claim(ctx context.Context, n int) ([]domain.Attempt, error) {
+	lease := e.cfg.Lease()
+	out, err := e.q.ClaimProbes(ctx, n, lease)
+	if err != nil {
+		return out, err
+	}
+	if left := n - len(out); left > 0 {
+		got, err := e.q.ClaimRetries(ctx, (left+1)/2, lease)
+		out = append(out, got...)
+		if err != nil {
+			return out, err
+		}
+	}
+	if left := n - len(out); left > 0 {
+		got, err := e.q.ClaimFirst(ctx, left, lease)
+		out = append(out, got...)
+		if err != nil {
+			return out, err
+		}
+	}
+	if left := n - len(out); left > 0 {
+		got, err := e.q.ClaimRetries(ctx, left, lease)
+		out = append(out, got...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// deliver makes the attempt and records it; a lane goes on with its next
+// head in the same worker while the process runs. A result that cannot be
+// recorded is left to the lease: the delivery is attempted again, with the
+// same webhook-id.
+func (e *Engine) deliver(ctx, work context.Context, a domain.Attempt) {
+	for {
+		res := e.send.Send(work, a)
+		rec := Recording{
+			Attempt: a, Result: res, Decision: domain.Decide(a, res, e.cfg.Retries),
+			Chain: a.First && ctx.Err() == nil, Lease: e.cfg.Lease(),
+			PauseAfter: e.cfg.PauseAfter, Probes: e.cfg.Probes,
+		}
+		next, err := e.q.Record(work, rec)
+		if err != nil {
+			e.log.Error("webhooks: record attempt", "delivery", a.ID, "err", err)
+			return
+		}
+		if next == nil {
+			return
+		}
+		a = *next
+	}
+}
+
+func (e *Engine) expireLoop(ctx context.Context) {
+	every := min(e.cfg.Retention/10, time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := e.q.Expire(ctx, e.cfg.Retention)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			e.log.Error("webhooks: expire", "err", err)
+		case n > 0:
+			e.log.Warn("webhooks: deliveries not delivered within the retention marked failed", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,475 @@
+package app_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/pkg/pgtest"
+	"switchboard.dev/services/webhooks/internal/adapters/postgres"
+	"switchboard.dev/services/webhooks/internal/adapters/sender"
+	"switchboard.dev/services/webhooks/internal/app"
+	"switchboard.dev/services/webhooks/migrations"
+)
+
+// hit is one request a receiver got.
+type hit struct {
+	path      string
+	webhookID string
+	eventType string
+	chat      int64
+	seq       int // the event's number in the test, from its body
+	at        time.Time
+}
+
+// receiver is a real HTTP server on loopback that checks every request's
+// Standard Webhooks signature itself (not with the code under test) and
+// answers as answer says.
+type receiver struct {
+	t      *testing.T
+	srv    *httptest.Server
+	secret string
+	mu     sync.Mutex
+	hits   []hit
+	answer func(w http.ResponseWriter, r *http.Request, h hit, n int) // n: this path's request number, from 1
+	counts map[string]int
+}
+
+func newReceiver(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, h hit, n int)) *receiver {
+	rc := &receiver{t: t, answer: answer, counts: map[string]int{}, secret: "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))}
+	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	id, ts, sig := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature")
+	key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(rc.secret, "whsec_"))
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%s.%s", id, ts, body)
+	want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	var env struct {
+		EventType string `json:"event_type"`
+		Event     struct {
+			ChatID *int64 `json:"chat_id"`
+			N      int    `json:"n"`
+		} `json:"event"`
+	}
+	valid := r.Method == http.MethodPost && sig == want && json.Unmarshal(body, &env) == nil &&
+		r.Header.Get("Content-Type") == "application/json" && r.Header.Get("User-Agent") == "Switchboard-Webhooks/1" &&
+		strings.HasPrefix(id, "evt_") && len(id) == 30
+	if !valid {
+		rc.t.Errorf("bad request to %s: method %s id %q ts %q sig %q (want %q) body %s", r.URL.Path, r.Method, id, ts, sig, want, body)
+		w.WriteHeader(http.StatusTeapot)
+		return
+	}
+	if n, err := time.Parse(time.RFC3339, time.Unix(mustInt(ts), 0).UTC().Format(time.RFC3339)); err != nil || time.Since(n) > time.Minute || time.Until(n) > time.Minute {
+		rc.t.Errorf("webhook-timestamp %q is not now", ts)
+	}
+	rc.mu.Lock()
+	rc.counts[r.URL.Path]++
+	n := rc.counts[r.URL.Path]
+	h := hit{path: r.URL.Path, webhookID: id, eventType: env.EventType, seq: env.Event.N, at: time.Now()}
+	if env.Event.ChatID != nil {
+		h.chat = *env.Event.ChatID
+	}
+	rc.hits = append(rc.hits, h)
+	rc.mu.Unlock()
+	rc.answer(w, r, h, n)
+}
+
+func mustInt(s string) int64 {
+	var n int64
+	_, _ = fmt.Sscan(s, &n)
+	return n
+}
+
+func (rc *receiver) snapshot() []hit {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]hit(nil), rc.hits...)
+}
+
+func (rc *receiver) byPath(path string) []hit {
+	var out []hit
+	for _, h := range rc.snapshot() {
+		if h.path == path {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// rig is a webhooks database, an engine on it and a way to put events in.
+type rig struct {
+	t    *testing.T
+	db   *pgxpool.Pool
+	svc  *app.Service
+	stop func()
+	n    int
+}
+
+func quietLog() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+func newRig(t *testing.T, cfg app.EngineConfig) *rig {
+	db := pgtest.New(t, migrations.FS)
+	r := &rig{t: t, db: db, svc: app.New(postgres.New(db), anyConnection{}, app.Config{AllowPrivateTargets: true})}
+	r.start(cfg)
+	return r
+}
+
+func (r *rig) start(cfg app.EngineConfig) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := app.NewEngine(postgres.NewQueue(r.db, quietLog()),
+		sender.New(sender.Options{Timeout: cfg.Timeout, AllowPrivate: true, MaxConnsPerHost: cfg.Workers}), cfg, quietLog())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		require.NoError(r.t, e.Run(ctx))
+	}()
+	r.stop = func() {
+		cancel()
+		<-done
+	}
+	r.t.Cleanup(r.stop)
+}
+
+// subscribe adds a subscription of connection 1 of company 1 to every
+// event kind, with the receiver's secret.
+func (r *rig) subscribe(url, secret string) string {
+	id := uuid.NewString()
+	_, err := r.db.Exec(context.Background(), `INSERT INTO subscriptions (id, company_id, connection_id, url, events, secret)
+		VALUES ($1, 1, 1, $2, $3, $4)`, id, url, []string{"messages.create", "connections.status_changed"}, secret)
+	require.NoError(r.t, err)
+	return id
+}
+
+// emit takes in one messages.create event of a chat (0: a status event of
+// the connection), numbered in the test's order; it returns the number.
+func (r *rig) emit(chat int64) int {
+	r.n++
+	typ, chatJSON := "messages.create", fmt.Sprint(chat)
+	if chat == 0 {
+		typ, chatJSON = "connections.status_changed", "null"
+	}
+	payload := fmt.Appendf(nil, `{"company_id":1,"event_type":%q,"event":{"connection_id":1,"chat_id":%s,"n":%d}}`, typ, chatJSON, r.n)
+	require.NoError(r.t, r.svc.Ingest(context.Background(), []app.IncomingEvent{{
+		ID: uuid.NewString(), CompanyID: 1, Type: typ, Payload: payload, OccurredAt: time.Now(),
+	}}))
+	return r.n
+}
+
+func (r *rig) statuses() map[string]int {
+	rows, err := r.db.Query(context.Background(), `SELECT status, count(*) FROM deliveries GROUP BY status`)
+	require.NoError(r.t, err)
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		require.NoError(r.t, rows.Scan(&s, &n))
+		out[s] = n
+	}
+	require.NoError(r.t, rows.Err())
+	return out
+}
+
+// dump is the deliveries table, for a failure's message.
+func (r *rig) dump() string {
+	rows, err := r.db.Query(context.Background(), `SELECT id, url, status, first, attempt, failures, next_attempt_at - now(), claimed_until - now(), coalesce(error, '') FROM deliveries ORDER BY id`)
+	require.NoError(r.t, err)
+	var b strings.Builder
+	for rows.Next() {
+		vals, err := rows.Values()
+		require.NoError(r.t, err)
+		fmt.Fprintln(&b, vals...)
+	}
+	return b.String()
+}
+
+func (r *rig) waitSettled(timeout time.Duration) {
+	r.t.Helper()
+	require.Eventually(r.t, func() bool { return r.statuses()["pending"] == 0 }, timeout, 20*time.Millisecond,
+		"deliveries still pending: %v", r.statuses())
+}
+
+func fastConfig() app.EngineConfig {
+	return app.EngineConfig{
+		Timeout: 300 * time.Millisecond, Retries: []time.Duration{200 * time.Millisecond, 400 * time.Millisecond},
+		PauseAfter: 1000, Probes: []time.Duration{time.Second}, Retention: time.Hour, Workers: 16, Poll: time.Second,
+	}
+}
+
+// TestDeliveryOutcomes: each way a receiver can answer, with the exact
+// attempts and the compressed schedule between them.
+func TestDeliveryOutcomes(t *testing.T) {
+	cfg := fastConfig()
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, _ hit, _ int) {
+		switch p := r.URL.Path; p {
+		case "/200", "/201", "/202", "/204", "/400", "/404", "/500":
+			w.WriteHeader(int(mustInt(p[1:])))
+		case "/302":
+			http.Redirect(w, r, "/200", http.StatusFound) // not followed
+		case "/slow":
+			time.Sleep(cfg.Timeout + 200*time.Millisecond)
+			w.WriteHeader(http.StatusOK) // too late
+		case "/reset":
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+		}
+	})
+	r := newRig(t, cfg)
+	paths := []string{"/200", "/201", "/202", "/204", "/302", "/400", "/404", "/500", "/slow", "/reset"}
+	subs := map[string]string{}
+	for _, p := range paths {
+		subs[p] = r.subscribe(rc.srv.URL+p, rc.secret)
+	}
+	unresolvable := r.subscribe("http://no-such-host.invalid/hook", rc.secret)
+	r.emit(7)
+	r.waitSettled(20 * time.Second)
+
+	type want struct {
+		status   string
+		attempts int
+	}
+	expect := map[string]want{
+		"/200": {"succeeded", 1}, "/201": {"succeeded", 1}, "/202": {"succeeded", 1},
+		"/204": {"failed", 3}, "/302": {"failed", 3}, "/500": {"failed", 3}, "/slow": {"failed", 3}, "/reset": {"failed", 3},
+		"/400": {"failed", 1}, "/404": {"failed", 1},
+	}
+	ctx := context.Background()
+	var webhookID string
+	for p, w := range expect {
+		hits := rc.byPath(p)
+		require.Len(t, hits, w.attempts, p)
+		var status string
+		var attempts int
+		require.NoError(t, r.db.QueryRow(ctx, `SELECT status, attempt FROM deliveries WHERE subscription_id = $1`, subs[p]).Scan(&status, &attempts))
+		require.Equal(t, w, want{status, attempts}, p)
+		for i, h := range hits {
+			if webhookID == "" {
+				webhookID = h.webhookID
+			}
+			require.Equal(t, webhookID, h.webhookID, "one event, one webhook-id in every retry and subscription")
+			if i > 0 {
+				gap := h.at.Sub(hits[i-1].at)
+				if p == "/slow" {
+					// The previous attempt ended at its timeout, counted from
+					// before its request reached the receiver.
+					gap -= cfg.Timeout - 50*time.Millisecond
+				}
+				require.GreaterOrEqual(t, gap, cfg.Retries[i-1], "%s: retry %d came early", p, i)
+				require.Less(t, gap, cfg.Retries[i-1]+1500*time.Millisecond, "%s: retry %d came late", p, i)
+			}
+		}
+	}
+	var status, errText string
+	var attempts int
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT status, attempt, error FROM deliveries WHERE subscription_id = $1`, unresolvable).Scan(&status, &attempts, &errText))
+	require.Equal(t, "dropped", status, "an address that does not resolve is dropped")
+	require.Equal(t, 1, attempts)
+	require.Contains(t, errText, "does not resolve")
+	var slowErr string
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT error FROM deliveries WHERE subscription_id = $1`, subs["/slow"]).Scan(&slowErr))
+	require.Equal(t, "no answer within the timeout", slowErr)
+	var redirect int
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT response_status FROM deliveries WHERE subscription_id = $1`, subs["/302"]).Scan(&redirect))
+	require.Equal(t, http.StatusFound, redirect)
+	require.Empty(t, rc.byPath("/200")[1:], "the redirect was not followed")
+}
+
+// TestLaneOrder: with receivers that take varying time, each chat's first
+// deliveries arrive in the order of its events, one at a time, while chats
+// go in parallel.
+func TestLaneOrder(t *testing.T) {
+	cfg := fastConfig()
+	var mu sync.Mutex
+	maxParallel, current := 0, 0
+	busy := map[int64]bool{}
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, h hit, _ int) {
+		mu.Lock()
+		if busy[h.chat] {
+			t.Errorf("chat %d has two deliveries in flight", h.chat)
+		}
+		busy[h.chat] = true
+		current++
+		maxParallel = max(maxParallel, current)
+		mu.Unlock()
+		time.Sleep(time.Duration(h.seq%7) * time.Millisecond)
+		mu.Lock()
+		busy[h.chat] = false
+		current--
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	})
+	r := newRig(t, cfg)
+	r.subscribe(rc.srv.URL+"/hook", rc.secret)
+	const chats, perChat = 20, 15
+	for i := range chats * perChat {
+		r.emit(int64(i%chats) + 1)
+	}
+	r.waitSettled(30 * time.Second)
+	hits := rc.snapshot()
+	require.Len(t, hits, chats*perChat)
+	last := map[int64]int{}
+	for _, h := range hits {
+		require.Greater(t, h.seq, last[h.chat], "chat %d: event %d after %d", h.chat, h.seq, last[h.chat])
+		last[h.chat] = h.seq
+	}
+	require.Greater(t, maxParallel, 1, "chats go in parallel")
+}
+
+// TestPauseAndResume: a URL failing PauseAfter times in a row pauses; only
+// probes reach it, on the probe schedule, while events accumulate; once
+// it answers, everything waiting arrives, each chat in order.
+func TestPauseAndResume(t *testing.T) {
+	cfg := fastConfig()
+	cfg.PauseAfter = 3
+	cfg.Retries = []time.Duration{time.Second, time.Second}
+	cfg.Probes = []time.Duration{300 * time.Millisecond, 600 * time.Millisecond}
+	var healthy sync.Map
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) {
+		if _, ok := healthy.Load("yes"); ok {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	r := newRig(t, cfg)
+	sub := r.subscribe(rc.srv.URL+"/hook", rc.secret)
+	ctx := context.Background()
+	paused := func() bool {
+		var p bool
+		err := r.db.QueryRow(ctx, `SELECT paused FROM targets WHERE url = $1`, rc.srv.URL+"/hook").Scan(&p)
+		return err == nil && p
+	}
+	for chat := int64(1); chat <= 3; chat++ {
+		r.emit(chat)
+	}
+	require.Eventually(t, paused, 5*time.Second, 10*time.Millisecond, "three failures pause the URL")
+	pausedAt := time.Now()
+	require.Len(t, rc.snapshot(), 3)
+
+	// While paused, events accumulate: nothing but probes is sent.
+	for i := range 30 {
+		r.emit(int64(i%3) + 1)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	probes := rc.snapshot()[3:]
+	require.NotEmpty(t, probes, "a probe after the first delay")
+	require.LessOrEqual(t, len(probes), 3, "probes follow the schedule (300ms, then every 600ms)")
+	for _, p := range probes {
+		require.LessOrEqual(t, p.seq, 3, "a probe is the oldest waiting delivery")
+	}
+	require.GreaterOrEqual(t, probes[0].at.Sub(pausedAt), 250*time.Millisecond)
+	if len(probes) > 1 {
+		require.GreaterOrEqual(t, probes[1].at.Sub(probes[0].at), 550*time.Millisecond, "the pause grows")
+	}
+	var waiting int
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE subscription_id = $1 AND status = 'pending' AND attempt = 0`, sub).Scan(&waiting))
+	require.Equal(t, 30, waiting, "nothing waiting is dropped or tried by a pause")
+
+	healthy.Store("yes", true)
+	r.waitSettled(10 * time.Second)
+	require.False(t, paused(), "a success resumes the URL")
+	st := r.statuses()
+	require.Equal(t, map[string]int{"succeeded": 33}, st)
+	last := map[int64]int{}
+	delivered := map[int]bool{}
+	for _, h := range rc.snapshot() {
+		if h.seq > 3 && !delivered[h.seq] {
+			require.Greater(t, h.seq, last[h.chat], "chat %d: event %d after %d", h.chat, h.seq, last[h.chat])
+			last[h.chat] = h.seq
+		}
+		delivered[h.seq] = true
+	}
+	require.Len(t, delivered, 33)
+}
+
+// TestRetention: a delivery that cannot be made within the retention is
+// marked failed, and the log keeps it for the retention after that.
+func TestRetention(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Retries = []time.Duration{time.Hour}
+	cfg.Retention = time.Second
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) {
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	r := newRig(t, cfg)
+	r.subscribe(rc.srv.URL+"/hook", rc.secret)
+	r.emit(1)
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		var status, errText string
+		err := r.db.QueryRow(ctx, `SELECT status, coalesce(error, '') FROM deliveries`).Scan(&status, &errText)
+		return err == nil && status == "failed" && errText == "not delivered within the retention"
+	}, 5*time.Second, 20*time.Millisecond)
+	require.Len(t, rc.snapshot(), 1, "one attempt, its retry an hour away")
+	require.Eventually(t, func() bool {
+		var deliveries, events int
+		require.NoError(t, r.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM events)`).Scan(&deliveries, &events))
+		return deliveries == 0 && events == 0
+	}, 5*time.Second, 20*time.Millisecond, "purged a retention after it finished, the event with it")
+}
+
+// TestSubscriptionChanges: a new URL takes what waits; a deleted
+// subscription's waiting deliveries are dropped and hold nothing back.
+func TestSubscriptionChanges(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Retries = []time.Duration{time.Hour}
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, _ hit, _ int) {
+		if r.URL.Path == "/old" {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	r := newRig(t, cfg)
+	moved := r.subscribe(rc.srv.URL+"/old", rc.secret)
+	gone := r.subscribe(rc.srv.URL+"/gone", rc.secret)
+	ctx := context.Background()
+	r.emit(1)
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, r.db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE attempt = 1`).Scan(&n))
+		return n == 2
+	}, 5*time.Second, 10*time.Millisecond, "both first attempts recorded")
+	newURL := rc.srv.URL + "/new"
+	_, err := r.svc.Update(ctx, 1, moved, &newURL, nil)
+	require.NoError(t, err)
+	// The retry (an hour away) now goes to the new URL; make it due.
+	_, err = r.db.Exec(ctx, `UPDATE deliveries SET next_attempt_at = now() WHERE status = 'pending'`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(rc.byPath("/new")) == 1 }, 5*time.Second, 10*time.Millisecond)
+
+	r.stop() // hold the engine so the deletion meets waiting deliveries
+	r.emit(2)
+	require.NoError(t, r.svc.Delete(ctx, 1, gone))
+	var status string
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT status FROM deliveries WHERE subscription_id = $1 ORDER BY id DESC LIMIT 1`, gone).Scan(&status))
+	require.Equal(t, "dropped", status)
+	r.start(cfg)
+	r.waitSettled(5 * time.Second)
+	require.Len(t, rc.byPath("/gone"), 1, "nothing goes to a deleted subscription")
+	require.Len(t, rc.byPath("/new"), 2)
+}

@@ -1,0 +1,99 @@
+package domain
+
+import (
+	"time"
+)
+
+// Attempt is a claimed delivery: what one POST needs and what deciding its
+// outcome needs.
+type Attempt struct {
+	ID             int64
+	EventID        string
+	SubscriptionID string
+	URL            string
+	Secret         string
+	Payload        []byte
+	Lane           int64
+	Seq            int64
+	// First: the delivery is on the ordered path (no attempt made yet).
+	First bool
+	// Attempts made before this one, and those that count against the
+	// retry schedule.
+	Attempts int
+	Failures int
+	// Probe: sent to a paused URL to learn whether it answers again.
+	Probe bool
+	// Token names this claim; a result is recorded only under it.
+	Token string
+}
+
+// Outcome is how an attempt ended (design/webhooks.md "Delivery rules").
+type Outcome int
+
+const (
+	// Delivered: 200, 201 or 202 within the timeout.
+	Delivered Outcome = iota + 1
+	// Refused: a 4xx; never retried.
+	Refused
+	// Unreachable: anything else (other statuses, 3xx not followed,
+	// timeout, reset, TLS); retried on the schedule.
+	Unreachable
+	// Unresolvable: the name does not resolve, or resolves to an address
+	// that is not allowed; dropped, never retried.
+	Unresolvable
+)
+
+// Result is one attempt's outcome, as the deliveries log shows it.
+type Result struct {
+	Outcome Outcome
+	// Status is the HTTP status answered (0: none).
+	Status   int
+	Error    string
+	Duration time.Duration
+}
+
+// Status of a delivery.
+const (
+	StatusPending   = "pending"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusDropped   = "dropped"
+)
+
+// Decision is what an attempt's result does to its delivery.
+type Decision struct {
+	Status string
+	// First stays true only for a failed probe of a delivery still on the
+	// ordered path: it keeps its place (and its lane waits) until the URL
+	// answers.
+	First bool
+	// Failures is the new count against the retry schedule.
+	Failures int
+	// RetryIn is the delay of the next attempt (Status pending, not a
+	// probe).
+	RetryIn time.Duration
+	// KeepSchedule: a failed probe leaves the delivery's due time as it
+	// was (a pause does not use up its retries).
+	KeepSchedule bool
+}
+
+// Decide applies the delivery rules to one attempt's result. retries are
+// the delays of the retries after the first attempt.
+func Decide(a Attempt, r Result, retries []time.Duration) Decision {
+	switch r.Outcome {
+	case Delivered:
+		return Decision{Status: StatusSucceeded, Failures: a.Failures}
+	case Refused:
+		return Decision{Status: StatusFailed, Failures: a.Failures + 1}
+	case Unresolvable:
+		return Decision{Status: StatusDropped, Failures: a.Failures + 1}
+	}
+	if a.Probe {
+		return Decision{Status: StatusPending, First: a.First, Failures: a.Failures, KeepSchedule: true}
+	}
+	n := a.Failures + 1
+	if n > len(retries) {
+		return Decision{Status: StatusFailed, Failures: n}
+	}
+	return Decision{Status: StatusPending, Failures: n, RetryIn: retries[n-1]}
+}

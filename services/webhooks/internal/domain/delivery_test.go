@@ -1,0 +1,35 @@
+package domain
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDecide(t *testing.T) {
+	retries := []time.Duration{time.Minute, 3 * time.Minute}
+	first := Attempt{First: true}
+	for _, c := range []struct {
+		name string
+		a    Attempt
+		r    Outcome
+		want Decision
+	}{
+		{"delivered", first, Delivered, Decision{Status: StatusSucceeded}},
+		{"4xx is never retried", first, Refused, Decision{Status: StatusFailed, Failures: 1}},
+		{"unresolvable is dropped", first, Unresolvable, Decision{Status: StatusDropped, Failures: 1}},
+		{"first failure: first retry, off the ordered path", first, Unreachable, Decision{Status: StatusPending, Failures: 1, RetryIn: time.Minute}},
+		{"second failure: second retry", Attempt{Failures: 1}, Unreachable, Decision{Status: StatusPending, Failures: 2, RetryIn: 3 * time.Minute}},
+		{"schedule used up", Attempt{Failures: 2}, Unreachable, Decision{Status: StatusFailed, Failures: 3}},
+		{"failed probe keeps its place and its retries", Attempt{First: true, Probe: true, Failures: 0}, Unreachable,
+			Decision{Status: StatusPending, First: true, KeepSchedule: true}},
+		{"failed probe of a retry", Attempt{Probe: true, Failures: 2}, Unreachable,
+			Decision{Status: StatusPending, Failures: 2, KeepSchedule: true}},
+		{"probe answered 4xx", Attempt{Probe: true, First: true}, Refused, Decision{Status: StatusFailed, Failures: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, Decide(c.a, Result{Outcome: c.r}, retries))
+		})
+	}
+}
