@@ -21,10 +21,11 @@ test: check-tree check-generate lint build
 
 ## bench: the benchmarks on ephemeral servers, each beside a reference measured
 ## in the same run: contacts (100,000: list/search/phone p50/p95/p99), messages
-## and the inbox at 1 million messages, sustained sends vs pgbench; BENCH picks
-BENCH ?= Contacts100k|Messages1M|SendMessages
+## and the inbox at 1 million messages, sustained sends vs pgbench, webhook fan-out
+## of 10,000 events vs a bare net/http client; BENCH picks
+BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout
 bench: build
-	@MODULES=gateway SWITCHBOARD_BIN_DIR="$(BIN)" GO_TEST_FLAGS='-run ^$$ -bench $(BENCH) -benchtime 1x' deploy/local/test.sh
+	@MODULES="gateway services/webhooks" SWITCHBOARD_BIN_DIR="$(BIN)" GO_TEST_FLAGS='-run ^$$ -bench $(BENCH) -benchtime 1x' deploy/local/test.sh
 
 ## tools: install the pinned Go tools (buf, protoc plugins) into .bin/
 tools:

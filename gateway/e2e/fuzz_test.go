@@ -165,6 +165,9 @@ type fzFixtures struct {
 	maxCode, vkCode                             string
 	// victimBlacklistItem is on the whatsapp connection, for the DELETE.
 	victimBlacklistItem int64
+	// webhook has a delivery (its ping); victimWebhook is for the DELETE.
+	webhook, victimWebhook string
+	delivery               int64
 }
 
 func fzSetup(t *testing.T) *fzFixtures {
@@ -200,6 +203,11 @@ func fzSetup(t *testing.T) *fzFixtures {
 		map[string]any{"subscription_plan": "STANDARD", "max_size": 10000}, operator()...))
 
 	fx.victimBlacklistItem = num(post(p("/connections/%d/chats_blacklist/", fx.whatsapp), map[string]any{"phone": "+79997000004"})["id"])
+
+	webhook := map[string]any{"url": "http://127.0.0.1:9/fuzz", "connection_id": fx.bot, "events": []any{"messages.create"}}
+	fx.webhook = post("/webhooks/", webhook)["id"].(string)
+	fx.victimWebhook = post("/webhooks/", webhook)["id"].(string)
+	fx.delivery = num(post(p("/webhooks/%s/actions/ping", fx.webhook), nil)["id"])
 
 	fx.contact = num(post("/contacts/", map[string]any{"name": "Fuzz contact", "phones": []any{map[string]any{"phone": "+79997000001"}}})["id"])
 	fx.tag = num(post("/tags/", map[string]any{"name": "fuzz"})["id"])
@@ -244,6 +252,13 @@ func (fx *fzFixtures) pathValue(rt route, name string) (string, bool) {
 		return d(fx.note)
 	case "item_id":
 		return d(fx.victimBlacklistItem)
+	case "webhook_id":
+		if rt.verb == "DELETE" {
+			return fx.victimWebhook, true
+		}
+		return fx.webhook, true
+	case "delivery_id":
+		return d(fx.delivery)
 	case "connection_id":
 		switch {
 		case strings.HasPrefix(rt.path, "/sandbox/v1/whatsapp/"):

@@ -95,7 +95,8 @@ var (
 	VKDirectInvalidPassword = Def{32003, "VK_DIRECT_INVALID_PASSWORD", 400, "vk two-step password is invalid"}
 
 	// design/webhooks.md.
-	WebhookNotFound = Def{33000, "WEBHOOK_NOT_FOUND", 404, "webhook not found"}
+	WebhookNotFound         = Def{33000, "WEBHOOK_NOT_FOUND", 404, "webhook not found"}
+	WebhookDeliveryNotFound = Def{33001, "WEBHOOK_DELIVERY_NOT_FOUND", 404, "webhook delivery not found"}
 )
 
 // Catalogue lists every entry, for documentation and for the tests that keep
@@ -121,7 +122,7 @@ func Catalogue() []Def {
 		MaxPersonalUnableToGetQRLogin,
 		PartnerPayoutInsufficientBalance, PartnerPayoutLocked,
 		VKDirectGenericError, VKDirectSessionNotFound, VKDirectInvalidCode, VKDirectInvalidPassword,
-		WebhookNotFound,
+		WebhookNotFound, WebhookDeliveryNotFound,
 	}
 }
 

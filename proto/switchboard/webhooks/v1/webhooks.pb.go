@@ -86,6 +86,66 @@ func (EventType) EnumDescriptor() ([]byte, []int) {
 	return file_switchboard_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{0}
 }
 
+// Where a delivery stands.
+type DeliveryStatus int32
+
+const (
+	DeliveryStatus_DELIVERY_STATUS_UNSPECIFIED DeliveryStatus = 0
+	// Waiting for its (next) attempt.
+	DeliveryStatus_DELIVERY_STATUS_PENDING DeliveryStatus = 1
+	// The receiver answered 200, 201 or 202.
+	DeliveryStatus_DELIVERY_STATUS_SUCCEEDED DeliveryStatus = 2
+	// A 4xx, the retries exhausted, or waited past the retention.
+	DeliveryStatus_DELIVERY_STATUS_FAILED DeliveryStatus = 3
+	// The target does not resolve, or resolves to a private address.
+	DeliveryStatus_DELIVERY_STATUS_DROPPED DeliveryStatus = 4
+)
+
+// Enum value maps for DeliveryStatus.
+var (
+	DeliveryStatus_name = map[int32]string{
+		0: "DELIVERY_STATUS_UNSPECIFIED",
+		1: "DELIVERY_STATUS_PENDING",
+		2: "DELIVERY_STATUS_SUCCEEDED",
+		3: "DELIVERY_STATUS_FAILED",
+		4: "DELIVERY_STATUS_DROPPED",
+	}
+	DeliveryStatus_value = map[string]int32{
+		"DELIVERY_STATUS_UNSPECIFIED": 0,
+		"DELIVERY_STATUS_PENDING":     1,
+		"DELIVERY_STATUS_SUCCEEDED":   2,
+		"DELIVERY_STATUS_FAILED":      3,
+		"DELIVERY_STATUS_DROPPED":     4,
+	}
+)
+
+func (x DeliveryStatus) Enum() *DeliveryStatus {
+	p := new(DeliveryStatus)
+	*p = x
+	return p
+}
+
+func (x DeliveryStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DeliveryStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_switchboard_webhooks_v1_webhooks_proto_enumTypes[1].Descriptor()
+}
+
+func (DeliveryStatus) Type() protoreflect.EnumType {
+	return &file_switchboard_webhooks_v1_webhooks_proto_enumTypes[1]
+}
+
+func (x DeliveryStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DeliveryStatus.Descriptor instead.
+func (DeliveryStatus) EnumDescriptor() ([]byte, []int) {
+	return file_switchboard_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{1}
+}
+
 type Webhook struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -504,6 +564,358 @@ func (x *DeleteWebhookRequest) GetWebhookId() string {
 	return ""
 }
 
+// One delivery of one event to one subscription, with its last attempt.
+type WebhookDelivery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The event's id as the receiver sees it (header webhook-id): "evt_"
+	// and 26 characters, the same in every delivery of the event.
+	EventId string `protobuf:"bytes,2,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	// An event kind of spec 6, or "webhooks.ping".
+	EventType string `protobuf:"bytes,3,opt,name=event_type,json=eventType,proto3" json:"event_type,omitempty"`
+	// Attempts made so far.
+	Attempt int32          `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Status  DeliveryStatus `protobuf:"varint,5,opt,name=status,proto3,enum=switchboard.webhooks.v1.DeliveryStatus" json:"status,omitempty"`
+	// The last attempt's HTTP status; null before any answer.
+	ResponseStatus *int32 `protobuf:"varint,6,opt,name=response_status,json=responseStatus,proto3,oneof" json:"response_status,omitempty"`
+	// Why the last attempt failed; null otherwise.
+	Error *string `protobuf:"bytes,7,opt,name=error,proto3,oneof" json:"error,omitempty"`
+	// How long the last attempt took; null before any attempt.
+	DurationMs *int32                 `protobuf:"varint,8,opt,name=duration_ms,json=durationMs,proto3,oneof" json:"duration_ms,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// When the next attempt is due; null unless pending.
+	NextAttemptAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=next_attempt_at,json=nextAttemptAt,proto3" json:"next_attempt_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_switchboard_webhooks_v1_webhooks_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_webhooks_v1_webhooks_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_switchboard_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *WebhookDelivery) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetEventType() string {
+	if x != nil {
+		return x.EventType
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetStatus() DeliveryStatus {
+	if x != nil {
+		return x.Status
+	}
+	return DeliveryStatus_DELIVERY_STATUS_UNSPECIFIED
+}
+
+func (x *WebhookDelivery) GetResponseStatus() int32 {
+	if x != nil && x.ResponseStatus != nil {
+		return *x.ResponseStatus
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetError() string {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetDurationMs() int32 {
+	if x != nil && x.DurationMs != nil {
+		return *x.DurationMs
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetNextAttemptAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptAt
+	}
+	return nil
+}
+
+type ListWebhookDeliveriesRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	WebhookId string                 `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// 1..100, default 100.
+	Limit         *int32 `protobuf:"varint,3,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Offset        *int32 `protobuf:"varint,4,opt,name=offset,proto3,oneof" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesRequest) Reset() {
+	*x = ListWebhookDeliveriesRequest{}
+	mi := &file_switchboard_webhooks_v1_webhooks_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_webhooks_v1_webhooks_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListWebhookDeliveriesRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *ListWebhookDeliveriesRequest) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *ListWebhookDeliveriesRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListWebhookDeliveriesRequest) GetOffset() int32 {
+	if x != nil && x.Offset != nil {
+		return *x.Offset
+	}
+	return 0
+}
+
+type ListWebhookDeliveriesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deliveries    []*WebhookDelivery     `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesResponse) Reset() {
+	*x = ListWebhookDeliveriesResponse{}
+	mi := &file_switchboard_webhooks_v1_webhooks_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_webhooks_v1_webhooks_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
+type RedeliverWebhookDeliveryRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	WebhookId string                 `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// A string, so that an id that is not a number is 404 error 33001 like
+	// any other that names nothing.
+	DeliveryId    string `protobuf:"bytes,3,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeliverWebhookDeliveryRequest) Reset() {
+	*x = RedeliverWebhookDeliveryRequest{}
+	mi := &file_switchboard_webhooks_v1_webhooks_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeliverWebhookDeliveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeliverWebhookDeliveryRequest) ProtoMessage() {}
+
+func (x *RedeliverWebhookDeliveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_webhooks_v1_webhooks_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeliverWebhookDeliveryRequest.ProtoReflect.Descriptor instead.
+func (*RedeliverWebhookDeliveryRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RedeliverWebhookDeliveryRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *RedeliverWebhookDeliveryRequest) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *RedeliverWebhookDeliveryRequest) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
+type PingWebhookRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	WebhookId     string                 `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PingWebhookRequest) Reset() {
+	*x = PingWebhookRequest{}
+	mi := &file_switchboard_webhooks_v1_webhooks_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PingWebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PingWebhookRequest) ProtoMessage() {}
+
+func (x *PingWebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_webhooks_v1_webhooks_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PingWebhookRequest.ProtoReflect.Descriptor instead.
+func (*PingWebhookRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *PingWebhookRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *PingWebhookRequest) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
 var File_switchboard_webhooks_v1_webhooks_proto protoreflect.FileDescriptor
 
 const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
@@ -548,6 +960,49 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
 	"\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\"\xd2\x03\n" +
+	"\x0fWebhookDelivery\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
+	"\bevent_id\x18\x02 \x01(\tR\aeventId\x12\x1d\n" +
+	"\n" +
+	"event_type\x18\x03 \x01(\tR\teventType\x12\x18\n" +
+	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12?\n" +
+	"\x06status\x18\x05 \x01(\x0e2'.switchboard.webhooks.v1.DeliveryStatusR\x06status\x12,\n" +
+	"\x0fresponse_status\x18\x06 \x01(\x05H\x00R\x0eresponseStatus\x88\x01\x01\x12\x19\n" +
+	"\x05error\x18\a \x01(\tH\x01R\x05error\x88\x01\x01\x12$\n" +
+	"\vduration_ms\x18\b \x01(\x05H\x02R\n" +
+	"durationMs\x88\x01\x01\x129\n" +
+	"\n" +
+	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12B\n" +
+	"\x0fnext_attempt_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAtB\x12\n" +
+	"\x10_response_statusB\b\n" +
+	"\x06_errorB\x0e\n" +
+	"\f_duration_ms\"\xbd\x01\n" +
+	"\x1cListWebhookDeliveriesRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12$\n" +
+	"\x05limit\x18\x03 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01H\x00R\x05limit\x88\x01\x01\x12$\n" +
+	"\x06offset\x18\x04 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00H\x01R\x06offset\x88\x01\x01B\b\n" +
+	"\x06_limitB\t\n" +
+	"\a_offset\"i\n" +
+	"\x1dListWebhookDeliveriesResponse\x12H\n" +
+	"\n" +
+	"deliveries\x18\x01 \x03(\v2(.switchboard.webhooks.v1.WebhookDeliveryR\n" +
+	"deliveries\"\x80\x01\n" +
+	"\x1fRedeliverWebhookDeliveryRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12\x1f\n" +
+	"\vdelivery_id\x18\x03 \x01(\tR\n" +
+	"deliveryId\"R\n" +
+	"\x12PingWebhookRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
+	"\n" +
 	"webhook_id\x18\x02 \x01(\tR\twebhookId*\xfc\x02\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x123\n" +
@@ -555,7 +1010,14 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"&EVENT_TYPE_MESSAGES_DELIVERY_DELIVERED\x10\x02\x1a\x1f\xda\xf3\x18\x1bmessages.delivery.delivered\x12A\n" +
 	"!EVENT_TYPE_MESSAGES_DELIVERY_READ\x10\x03\x1a\x1a\xda\xf3\x18\x16messages.delivery.read\x12C\n" +
 	"\"EVENT_TYPE_MESSAGES_DELIVERY_ERROR\x10\x04\x1a\x1b\xda\xf3\x18\x17messages.delivery.error\x12I\n" +
-	"%EVENT_TYPE_CONNECTIONS_STATUS_CHANGED\x10\x05\x1a\x1e\xda\xf3\x18\x1aconnections.status_changed2\xd9\x06\n" +
+	"%EVENT_TYPE_CONNECTIONS_STATUS_CHANGED\x10\x05\x1a\x1e\xda\xf3\x18\x1aconnections.status_changed*\xdb\x01\n" +
+	"\x0eDeliveryStatus\x12\x1f\n" +
+	"\x1bDELIVERY_STATUS_UNSPECIFIED\x10\x00\x12(\n" +
+	"\x17DELIVERY_STATUS_PENDING\x10\x01\x1a\v\xda\xf3\x18\apending\x12,\n" +
+	"\x19DELIVERY_STATUS_SUCCEEDED\x10\x02\x1a\r\xda\xf3\x18\tsucceeded\x12&\n" +
+	"\x16DELIVERY_STATUS_FAILED\x10\x03\x1a\n" +
+	"\xda\xf3\x18\x06failed\x12(\n" +
+	"\x17DELIVERY_STATUS_DROPPED\x10\x04\x1a\v\xda\xf3\x18\adropped2\xe9\v\n" +
 	"\x0fWebhooksService\x12\x9e\x01\n" +
 	"\rCreateWebhook\x12-.switchboard.webhooks.v1.CreateWebhookRequest\x1a .switchboard.webhooks.v1.Webhook\"<\xca\xf3\x18\n" +
 	"\n" +
@@ -572,7 +1034,17 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\bwebhooks\x82\xd3\xe4\x93\x025:\x01*20/v2/companies/{company_id}/webhooks/{webhook_id}\x12\x9e\x01\n" +
 	"\rDeleteWebhook\x12-.switchboard.webhooks.v1.DeleteWebhookRequest\x1a\x16.google.protobuf.Empty\"F\xca\xf3\x18\n" +
 	"\n" +
-	"\bwebhooks\x82\xd3\xe4\x93\x022*0/v2/companies/{company_id}/webhooks/{webhook_id}B:Z8switchboard.dev/proto/switchboard/webhooks/v1;webhooksv1b\x06proto3"
+	"\bwebhooks\x82\xd3\xe4\x93\x022*0/v2/companies/{company_id}/webhooks/{webhook_id}\x12\xe5\x01\n" +
+	"\x15ListWebhookDeliveries\x125.switchboard.webhooks.v1.ListWebhookDeliveriesRequest\x1a6.switchboard.webhooks.v1.ListWebhookDeliveriesResponse\"]\xca\xf3\x18\n" +
+	"\n" +
+	"\bwebhooks\x82\xd3\xe4\x93\x02Ib\n" +
+	"deliveries\x12;/v2/companies/{company_id}/webhooks/{webhook_id}/deliveries\x12\xe9\x01\n" +
+	"\x18RedeliverWebhookDelivery\x128.switchboard.webhooks.v1.RedeliverWebhookDeliveryRequest\x1a(.switchboard.webhooks.v1.WebhookDelivery\"i\xca\xf3\x18\n" +
+	"\n" +
+	"\bwebhooks\x82\xd3\xe4\x93\x02U\"S/v2/companies/{company_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver\x12\xb9\x01\n" +
+	"\vPingWebhook\x12+.switchboard.webhooks.v1.PingWebhookRequest\x1a(.switchboard.webhooks.v1.WebhookDelivery\"S\xca\xf3\x18\n" +
+	"\n" +
+	"\bwebhooks\x82\xd3\xe4\x93\x02?\"=/v2/companies/{company_id}/webhooks/{webhook_id}/actions/pingB:Z8switchboard.dev/proto/switchboard/webhooks/v1;webhooksv1b\x06proto3"
 
 var (
 	file_switchboard_webhooks_v1_webhooks_proto_rawDescOnce sync.Once
@@ -586,42 +1058,58 @@ func file_switchboard_webhooks_v1_webhooks_proto_rawDescGZIP() []byte {
 	return file_switchboard_webhooks_v1_webhooks_proto_rawDescData
 }
 
-var file_switchboard_webhooks_v1_webhooks_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchboard_webhooks_v1_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_switchboard_webhooks_v1_webhooks_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_switchboard_webhooks_v1_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_switchboard_webhooks_v1_webhooks_proto_goTypes = []any{
-	(EventType)(0),                // 0: switchboard.webhooks.v1.EventType
-	(*Webhook)(nil),               // 1: switchboard.webhooks.v1.Webhook
-	(*CreateWebhookRequest)(nil),  // 2: switchboard.webhooks.v1.CreateWebhookRequest
-	(*ListWebhooksRequest)(nil),   // 3: switchboard.webhooks.v1.ListWebhooksRequest
-	(*ListWebhooksResponse)(nil),  // 4: switchboard.webhooks.v1.ListWebhooksResponse
-	(*GetWebhookRequest)(nil),     // 5: switchboard.webhooks.v1.GetWebhookRequest
-	(*UpdateWebhookRequest)(nil),  // 6: switchboard.webhooks.v1.UpdateWebhookRequest
-	(*DeleteWebhookRequest)(nil),  // 7: switchboard.webhooks.v1.DeleteWebhookRequest
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
-	(*structpb.ListValue)(nil),    // 9: google.protobuf.ListValue
-	(*emptypb.Empty)(nil),         // 10: google.protobuf.Empty
+	(EventType)(0),                          // 0: switchboard.webhooks.v1.EventType
+	(DeliveryStatus)(0),                     // 1: switchboard.webhooks.v1.DeliveryStatus
+	(*Webhook)(nil),                         // 2: switchboard.webhooks.v1.Webhook
+	(*CreateWebhookRequest)(nil),            // 3: switchboard.webhooks.v1.CreateWebhookRequest
+	(*ListWebhooksRequest)(nil),             // 4: switchboard.webhooks.v1.ListWebhooksRequest
+	(*ListWebhooksResponse)(nil),            // 5: switchboard.webhooks.v1.ListWebhooksResponse
+	(*GetWebhookRequest)(nil),               // 6: switchboard.webhooks.v1.GetWebhookRequest
+	(*UpdateWebhookRequest)(nil),            // 7: switchboard.webhooks.v1.UpdateWebhookRequest
+	(*DeleteWebhookRequest)(nil),            // 8: switchboard.webhooks.v1.DeleteWebhookRequest
+	(*WebhookDelivery)(nil),                 // 9: switchboard.webhooks.v1.WebhookDelivery
+	(*ListWebhookDeliveriesRequest)(nil),    // 10: switchboard.webhooks.v1.ListWebhookDeliveriesRequest
+	(*ListWebhookDeliveriesResponse)(nil),   // 11: switchboard.webhooks.v1.ListWebhookDeliveriesResponse
+	(*RedeliverWebhookDeliveryRequest)(nil), // 12: switchboard.webhooks.v1.RedeliverWebhookDeliveryRequest
+	(*PingWebhookRequest)(nil),              // 13: switchboard.webhooks.v1.PingWebhookRequest
+	(*timestamppb.Timestamp)(nil),           // 14: google.protobuf.Timestamp
+	(*structpb.ListValue)(nil),              // 15: google.protobuf.ListValue
+	(*emptypb.Empty)(nil),                   // 16: google.protobuf.Empty
 }
 var file_switchboard_webhooks_v1_webhooks_proto_depIdxs = []int32{
 	0,  // 0: switchboard.webhooks.v1.Webhook.events:type_name -> switchboard.webhooks.v1.EventType
-	8,  // 1: switchboard.webhooks.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
+	14, // 1: switchboard.webhooks.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 2: switchboard.webhooks.v1.CreateWebhookRequest.events:type_name -> switchboard.webhooks.v1.EventType
-	1,  // 3: switchboard.webhooks.v1.ListWebhooksResponse.webhooks:type_name -> switchboard.webhooks.v1.Webhook
-	9,  // 4: switchboard.webhooks.v1.UpdateWebhookRequest.events:type_name -> google.protobuf.ListValue
-	2,  // 5: switchboard.webhooks.v1.WebhooksService.CreateWebhook:input_type -> switchboard.webhooks.v1.CreateWebhookRequest
-	3,  // 6: switchboard.webhooks.v1.WebhooksService.ListWebhooks:input_type -> switchboard.webhooks.v1.ListWebhooksRequest
-	5,  // 7: switchboard.webhooks.v1.WebhooksService.GetWebhook:input_type -> switchboard.webhooks.v1.GetWebhookRequest
-	6,  // 8: switchboard.webhooks.v1.WebhooksService.UpdateWebhook:input_type -> switchboard.webhooks.v1.UpdateWebhookRequest
-	7,  // 9: switchboard.webhooks.v1.WebhooksService.DeleteWebhook:input_type -> switchboard.webhooks.v1.DeleteWebhookRequest
-	1,  // 10: switchboard.webhooks.v1.WebhooksService.CreateWebhook:output_type -> switchboard.webhooks.v1.Webhook
-	4,  // 11: switchboard.webhooks.v1.WebhooksService.ListWebhooks:output_type -> switchboard.webhooks.v1.ListWebhooksResponse
-	1,  // 12: switchboard.webhooks.v1.WebhooksService.GetWebhook:output_type -> switchboard.webhooks.v1.Webhook
-	1,  // 13: switchboard.webhooks.v1.WebhooksService.UpdateWebhook:output_type -> switchboard.webhooks.v1.Webhook
-	10, // 14: switchboard.webhooks.v1.WebhooksService.DeleteWebhook:output_type -> google.protobuf.Empty
-	10, // [10:15] is the sub-list for method output_type
-	5,  // [5:10] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	2,  // 3: switchboard.webhooks.v1.ListWebhooksResponse.webhooks:type_name -> switchboard.webhooks.v1.Webhook
+	15, // 4: switchboard.webhooks.v1.UpdateWebhookRequest.events:type_name -> google.protobuf.ListValue
+	1,  // 5: switchboard.webhooks.v1.WebhookDelivery.status:type_name -> switchboard.webhooks.v1.DeliveryStatus
+	14, // 6: switchboard.webhooks.v1.WebhookDelivery.created_at:type_name -> google.protobuf.Timestamp
+	14, // 7: switchboard.webhooks.v1.WebhookDelivery.next_attempt_at:type_name -> google.protobuf.Timestamp
+	9,  // 8: switchboard.webhooks.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> switchboard.webhooks.v1.WebhookDelivery
+	3,  // 9: switchboard.webhooks.v1.WebhooksService.CreateWebhook:input_type -> switchboard.webhooks.v1.CreateWebhookRequest
+	4,  // 10: switchboard.webhooks.v1.WebhooksService.ListWebhooks:input_type -> switchboard.webhooks.v1.ListWebhooksRequest
+	6,  // 11: switchboard.webhooks.v1.WebhooksService.GetWebhook:input_type -> switchboard.webhooks.v1.GetWebhookRequest
+	7,  // 12: switchboard.webhooks.v1.WebhooksService.UpdateWebhook:input_type -> switchboard.webhooks.v1.UpdateWebhookRequest
+	8,  // 13: switchboard.webhooks.v1.WebhooksService.DeleteWebhook:input_type -> switchboard.webhooks.v1.DeleteWebhookRequest
+	10, // 14: switchboard.webhooks.v1.WebhooksService.ListWebhookDeliveries:input_type -> switchboard.webhooks.v1.ListWebhookDeliveriesRequest
+	12, // 15: switchboard.webhooks.v1.WebhooksService.RedeliverWebhookDelivery:input_type -> switchboard.webhooks.v1.RedeliverWebhookDeliveryRequest
+	13, // 16: switchboard.webhooks.v1.WebhooksService.PingWebhook:input_type -> switchboard.webhooks.v1.PingWebhookRequest
+	2,  // 17: switchboard.webhooks.v1.WebhooksService.CreateWebhook:output_type -> switchboard.webhooks.v1.Webhook
+	5,  // 18: switchboard.webhooks.v1.WebhooksService.ListWebhooks:output_type -> switchboard.webhooks.v1.ListWebhooksResponse
+	2,  // 19: switchboard.webhooks.v1.WebhooksService.GetWebhook:output_type -> switchboard.webhooks.v1.Webhook
+	2,  // 20: switchboard.webhooks.v1.WebhooksService.UpdateWebhook:output_type -> switchboard.webhooks.v1.Webhook
+	16, // 21: switchboard.webhooks.v1.WebhooksService.DeleteWebhook:output_type -> google.protobuf.Empty
+	11, // 22: switchboard.webhooks.v1.WebhooksService.ListWebhookDeliveries:output_type -> switchboard.webhooks.v1.ListWebhookDeliveriesResponse
+	9,  // 23: switchboard.webhooks.v1.WebhooksService.RedeliverWebhookDelivery:output_type -> switchboard.webhooks.v1.WebhookDelivery
+	9,  // 24: switchboard.webhooks.v1.WebhooksService.PingWebhook:output_type -> switchboard.webhooks.v1.WebhookDelivery
+	17, // [17:25] is the sub-list for method output_type
+	9,  // [9:17] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_webhooks_v1_webhooks_proto_init() }
@@ -631,13 +1119,15 @@ func file_switchboard_webhooks_v1_webhooks_proto_init() {
 	}
 	file_switchboard_webhooks_v1_webhooks_proto_msgTypes[0].OneofWrappers = []any{}
 	file_switchboard_webhooks_v1_webhooks_proto_msgTypes[5].OneofWrappers = []any{}
+	file_switchboard_webhooks_v1_webhooks_proto_msgTypes[7].OneofWrappers = []any{}
+	file_switchboard_webhooks_v1_webhooks_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_webhooks_v1_webhooks_proto_rawDesc), len(file_switchboard_webhooks_v1_webhooks_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   7,
+			NumEnums:      2,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,11 +20,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WebhooksService_CreateWebhook_FullMethodName = "/switchboard.webhooks.v1.WebhooksService/CreateWebhook"
-	WebhooksService_ListWebhooks_FullMethodName  = "/switchboard.webhooks.v1.WebhooksService/ListWebhooks"
-	WebhooksService_GetWebhook_FullMethodName    = "/switchboard.webhooks.v1.WebhooksService/GetWebhook"
-	WebhooksService_UpdateWebhook_FullMethodName = "/switchboard.webhooks.v1.WebhooksService/UpdateWebhook"
-	WebhooksService_DeleteWebhook_FullMethodName = "/switchboard.webhooks.v1.WebhooksService/DeleteWebhook"
+	WebhooksService_CreateWebhook_FullMethodName            = "/switchboard.webhooks.v1.WebhooksService/CreateWebhook"
+	WebhooksService_ListWebhooks_FullMethodName             = "/switchboard.webhooks.v1.WebhooksService/ListWebhooks"
+	WebhooksService_GetWebhook_FullMethodName               = "/switchboard.webhooks.v1.WebhooksService/GetWebhook"
+	WebhooksService_UpdateWebhook_FullMethodName            = "/switchboard.webhooks.v1.WebhooksService/UpdateWebhook"
+	WebhooksService_DeleteWebhook_FullMethodName            = "/switchboard.webhooks.v1.WebhooksService/DeleteWebhook"
+	WebhooksService_ListWebhookDeliveries_FullMethodName    = "/switchboard.webhooks.v1.WebhooksService/ListWebhookDeliveries"
+	WebhooksService_RedeliverWebhookDelivery_FullMethodName = "/switchboard.webhooks.v1.WebhooksService/RedeliverWebhookDelivery"
+	WebhooksService_PingWebhook_FullMethodName              = "/switchboard.webhooks.v1.WebhooksService/PingWebhook"
 )
 
 // WebhooksServiceClient is the client API for WebhooksService service.
@@ -45,6 +48,16 @@ type WebhooksServiceClient interface {
 	UpdateWebhook(ctx context.Context, in *UpdateWebhookRequest, opts ...grpc.CallOption) (*Webhook, error)
 	// 204.
 	DeleteWebhook(ctx context.Context, in *DeleteWebhookRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
+	// The subscription's deliveries, newest first, as a bare array: each
+	// with the state of its last attempt. Unknown webhook: 404 error 33000.
+	ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error)
+	// Queues the delivery's event again for this subscription (to its
+	// current url), due at once; answers the new delivery. An unknown
+	// delivery, or one of another subscription: 404 error 33001. No body.
+	RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*WebhookDelivery, error)
+	// Sends a test event of kind webhooks.ping to this subscription only;
+	// answers its delivery. No body.
+	PingWebhook(ctx context.Context, in *PingWebhookRequest, opts ...grpc.CallOption) (*WebhookDelivery, error)
 }
 
 type webhooksServiceClient struct {
@@ -105,6 +118,36 @@ func (c *webhooksServiceClient) DeleteWebhook(ctx context.Context, in *DeleteWeb
 	return out, nil
 }
 
+func (c *webhooksServiceClient) ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebhookDeliveriesResponse)
+	err := c.cc.Invoke(ctx, WebhooksService_ListWebhookDeliveries_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *webhooksServiceClient) RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*WebhookDelivery, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookDelivery)
+	err := c.cc.Invoke(ctx, WebhooksService_RedeliverWebhookDelivery_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *webhooksServiceClient) PingWebhook(ctx context.Context, in *PingWebhookRequest, opts ...grpc.CallOption) (*WebhookDelivery, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookDelivery)
+	err := c.cc.Invoke(ctx, WebhooksService_PingWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WebhooksServiceServer is the server API for WebhooksService service.
 // All implementations must embed UnimplementedWebhooksServiceServer
 // for forward compatibility.
@@ -123,6 +166,16 @@ type WebhooksServiceServer interface {
 	UpdateWebhook(context.Context, *UpdateWebhookRequest) (*Webhook, error)
 	// 204.
 	DeleteWebhook(context.Context, *DeleteWebhookRequest) (*emptypb.Empty, error)
+	// The subscription's deliveries, newest first, as a bare array: each
+	// with the state of its last attempt. Unknown webhook: 404 error 33000.
+	ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error)
+	// Queues the delivery's event again for this subscription (to its
+	// current url), due at once; answers the new delivery. An unknown
+	// delivery, or one of another subscription: 404 error 33001. No body.
+	RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*WebhookDelivery, error)
+	// Sends a test event of kind webhooks.ping to this subscription only;
+	// answers its delivery. No body.
+	PingWebhook(context.Context, *PingWebhookRequest) (*WebhookDelivery, error)
 	mustEmbedUnimplementedWebhooksServiceServer()
 }
 
@@ -147,6 +200,15 @@ func (UnimplementedWebhooksServiceServer) UpdateWebhook(context.Context, *Update
 }
 func (UnimplementedWebhooksServiceServer) DeleteWebhook(context.Context, *DeleteWebhookRequest) (*emptypb.Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteWebhook not implemented")
+}
+func (UnimplementedWebhooksServiceServer) ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListWebhookDeliveries not implemented")
+}
+func (UnimplementedWebhooksServiceServer) RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*WebhookDelivery, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RedeliverWebhookDelivery not implemented")
+}
+func (UnimplementedWebhooksServiceServer) PingWebhook(context.Context, *PingWebhookRequest) (*WebhookDelivery, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PingWebhook not implemented")
 }
 func (UnimplementedWebhooksServiceServer) mustEmbedUnimplementedWebhooksServiceServer() {}
 func (UnimplementedWebhooksServiceServer) testEmbeddedByValue()                         {}
@@ -259,6 +321,60 @@ func _WebhooksService_DeleteWebhook_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WebhooksService_ListWebhookDeliveries_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebhookDeliveriesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WebhooksServiceServer).ListWebhookDeliveries(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WebhooksService_ListWebhookDeliveries_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WebhooksServiceServer).ListWebhookDeliveries(ctx, req.(*ListWebhookDeliveriesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WebhooksService_RedeliverWebhookDelivery_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RedeliverWebhookDeliveryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WebhooksServiceServer).RedeliverWebhookDelivery(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WebhooksService_RedeliverWebhookDelivery_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WebhooksServiceServer).RedeliverWebhookDelivery(ctx, req.(*RedeliverWebhookDeliveryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WebhooksService_PingWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PingWebhookRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WebhooksServiceServer).PingWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WebhooksService_PingWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WebhooksServiceServer).PingWebhook(ctx, req.(*PingWebhookRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WebhooksService_ServiceDesc is the grpc.ServiceDesc for WebhooksService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -285,6 +401,18 @@ var WebhooksService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteWebhook",
 			Handler:    _WebhooksService_DeleteWebhook_Handler,
+		},
+		{
+			MethodName: "ListWebhookDeliveries",
+			Handler:    _WebhooksService_ListWebhookDeliveries_Handler,
+		},
+		{
+			MethodName: "RedeliverWebhookDelivery",
+			Handler:    _WebhooksService_RedeliverWebhookDelivery_Handler,
+		},
+		{
+			MethodName: "PingWebhook",
+			Handler:    _WebhooksService_PingWebhook_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

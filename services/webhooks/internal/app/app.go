@@ -42,6 +42,7 @@ type Config struct {
 type Service struct {
 	repo        Repository
 	intake      IntakeRepository
+	deliveries  DeliveriesRepository
 	connections Connections
 	cfg         Config
 }
@@ -50,8 +51,9 @@ type Service struct {
 func New(repo interface {
 	Repository
 	IntakeRepository
+	DeliveriesRepository
 }, connections Connections, cfg Config) *Service {
-	return &Service{repo: repo, intake: repo, connections: connections, cfg: cfg}
+	return &Service{repo: repo, intake: repo, deliveries: repo, connections: connections, cfg: cfg}
 }
 
 func notFound(err error) error {

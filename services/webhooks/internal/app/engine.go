@@ -23,11 +23,13 @@ type Queue interface {
 	// subscription and chat that has had no attempt yet), oldest first, to
 	// URLs not paused: one lane never has two in flight.
 	ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error)
-	// Record stores an attempt's result under its claim together with the
-	// URL's health, and, when chain is set, claims the lane's next head.
-	// A claim that ran out and was taken by another holder records nothing
-	// (and chains nothing).
-	Record(ctx context.Context, rec Recording) (*domain.Attempt, error)
+	// Record stores a batch's results under their claims together with
+	// the URL's health, releases what the batch did not send, and, when
+	// Chain is set, claims up to Chain of the lane's next deliveries (its
+	// head and those right after it, in order). A claim that ran out and
+	// was taken by another holder records nothing, and then nothing is
+	// chained.
+	Record(ctx context.Context, b Batch) ([]domain.Attempt, error)
 	// NextDue is when the next retry or probe falls due (zero: none).
 	NextDue(ctx context.Context) (time.Time, error)
 	// Expire marks failed what has waited longer than retention and
@@ -43,8 +45,17 @@ type Recording struct {
 	Attempt  domain.Attempt
 	Result   domain.Result
 	Decision domain.Decision
-	// Chain claims the lane's next head in the same transaction.
-	Chain bool
+}
+
+// Batch is what one worker made of the deliveries it held: all of one
+// lane (or a single retry or probe), sent in order until the first that
+// failed.
+type Batch struct {
+	Sent []Recording
+	// Unsent were claimed but not tried; they go back to the queue.
+	Unsent []domain.Attempt
+	// Chain is how many of the lane's next deliveries to claim (0: none).
+	Chain int
 	Lease time.Duration
 	// PauseAfter and Probes are the URL health rules.
 	PauseAfter int
@@ -140,7 +151,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			workers.Add(1)
 			go func() {
 				defer workers.Done()
-				e.deliver(ctx, work, a)
+				e.deliver(ctx, work, []domain.Attempt{a})
 				done <- struct{}{}
 			}()
 		}
@@ -209,27 +220,45 @@ func (e *Engine) claim(ctx context.Context, n int) ([]domain.Attempt, error) {
 	return out, nil
 }
 
-// deliver makes the attempt and records it; a lane goes on with its next
-// head in the same worker while the process runs. A result that cannot be
-// recorded is left to the lease: the delivery is attempted again, with the
-// same webhook-id.
-func (e *Engine) deliver(ctx, work context.Context, a domain.Attempt) {
-	for {
-		res := e.send.Send(work, a)
-		rec := Recording{
-			Attempt: a, Result: res, Decision: domain.Decide(a, res, e.cfg.Retries),
-			Chain: a.First && ctx.Err() == nil, Lease: e.cfg.Lease(),
-			PauseAfter: e.cfg.PauseAfter, Probes: e.cfg.Probes,
+// LaneBatch is how many of a lane's deliveries a worker holds at once: it
+// sends them one after another and records them in one transaction, so a
+// busy chat costs the database one round of statements per batch instead
+// of per delivery. The lane's order is unchanged: they are its next ones.
+const LaneBatch = 32
+
+// deliver sends what it holds, in order, stopping at the first attempt
+// that does not succeed (the URL's health must count it before more go)
+// or when the lease would not cover another attempt; records the batch;
+// and goes on with the lane's next ones while the process runs. Results
+// that cannot be recorded are left to the lease: those deliveries are
+// attempted again, with the same webhook-id.
+func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) {
+	lease := e.cfg.Lease()
+	for len(held) > 0 {
+		// The lease began at the claim's request, at the latest.
+		deadline := time.Now().Add(lease - e.cfg.Timeout - time.Second)
+		b := Batch{Lease: lease, PauseAfter: e.cfg.PauseAfter, Probes: e.cfg.Probes}
+		for i, a := range held {
+			if i > 0 && (time.Now().After(deadline) || ctx.Err() != nil) {
+				b.Unsent = held[i:]
+				break
+			}
+			res := e.send.Send(work, a)
+			b.Sent = append(b.Sent, Recording{Attempt: a, Result: res, Decision: domain.Decide(a, res, e.cfg.Retries)})
+			if res.Outcome != domain.Delivered {
+				b.Unsent = held[i+1:]
+				break
+			}
 		}
-		next, err := e.q.Record(work, rec)
+		if held[0].First && ctx.Err() == nil {
+			b.Chain = LaneBatch
+		}
+		next, err := e.q.Record(work, b)
 		if err != nil {
-			e.log.Error("webhooks: record attempt", "delivery", a.ID, "err", err)
+			e.log.Error("webhooks: record attempts", "delivery", held[0].ID, "count", len(b.Sent), "err", err)
 			return
 		}
-		if next == nil {
-			return
-		}
-		a = *next
+		held = next
 	}
 }
 

@@ -32,7 +32,10 @@ func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event) error {
 			tag, err := tx.Exec(ctx, `INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
 				SELECT $1, s.id, s.url, $5, $6 FROM subscriptions s
 				WHERE s.company_id = $2 AND s.connection_id = $3 AND $4 = ANY (s.events)
-				ORDER BY s.created_at, s.id`, e.ID, e.CompanyID, e.ConnectionID, e.Type, e.Lane(), seq)
+				ORDER BY s.created_at, s.id
+				-- A URL change moves what waits in its own transaction: it
+				-- must not miss deliveries being planned on the old URL.
+				FOR SHARE OF s`, e.ID, e.CompanyID, e.ConnectionID, e.Type, e.Lane(), seq)
 			if err != nil {
 				return fmt.Errorf("plan deliveries of %s: %w", e.ID, err)
 			}

@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -140,59 +142,92 @@ func (q *Queue) ClaimProbes(ctx context.Context, n int, lease time.Duration) ([]
 }
 
 // Record implements app.Queue.
-func (q *Queue) Record(ctx context.Context, rec app.Recording) (*domain.Attempt, error) {
-	a, r, d := rec.Attempt, rec.Result, rec.Decision
-	var next *domain.Attempt
+func (q *Queue) Record(ctx context.Context, b app.Batch) ([]domain.Attempt, error) {
+	var next []domain.Attempt
 	err := pgx.BeginFunc(ctx, q.db, func(tx pgx.Tx) error {
-		var status *int
-		if r.Status != 0 {
-			status = &r.Status
+		n := len(b.Sent)
+		var (
+			ids                 = make([]int64, n)
+			tokens, statuses    = make([]string, n), make([]string, n)
+			firsts, keeps       = make([]bool, n), make([]bool, n)
+			failures, durations = make([]int32, n), make([]int32, n)
+			retryIn             = make([]float64, n)
+			answers             = make([]*int32, n)
+			errs                = make([]*string, n)
+		)
+		for i, rec := range b.Sent {
+			a, r, d := rec.Attempt, rec.Result, rec.Decision
+			ids[i], tokens[i], statuses[i] = a.ID, a.Token, d.Status
+			firsts[i], keeps[i], failures[i] = d.First, d.KeepSchedule, int32(d.Failures)
+			retryIn[i], durations[i] = secs(d.RetryIn), int32(r.Duration.Milliseconds())
+			if r.Status != 0 {
+				answers[i] = &[]int32{int32(r.Status)}[0]
+			}
+			if r.Error != "" {
+				errs[i] = &r.Error
+			}
 		}
-		var errText *string
-		if r.Error != "" {
-			errText = &r.Error
-		}
-		tag, err := tx.Exec(ctx, `UPDATE deliveries SET
-				status = $3, first = $4, failures = $5, attempt = attempt + 1,
-				next_attempt_at = CASE WHEN $6 THEN next_attempt_at ELSE now() + make_interval(secs => $7) END,
-				response_status = $8, error = $9, duration_ms = $10, attempted_at = now(),
-				finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE now() END,
+		tag, err := tx.Exec(ctx, `UPDATE deliveries d SET
+				status = r.status, first = r.first, failures = r.failures, attempt = d.attempt + 1,
+				next_attempt_at = CASE WHEN r.keep THEN d.next_attempt_at ELSE now() + make_interval(secs => r.retry_in) END,
+				response_status = r.answer, error = r.err, duration_ms = r.duration, attempted_at = now(),
+				finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
 				claimed_until = '-infinity', claim_token = NULL
-			WHERE id = $1 AND claim_token = $2 AND status = 'pending'`,
-			a.ID, a.Token, d.Status, d.First, d.Failures, d.KeepSchedule, secs(d.RetryIn),
-			status, errText, r.Duration.Milliseconds())
+			FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bool[], $5::int[], $6::bool[], $7::float8[],
+			            $8::int[], $9::text[], $10::int[])
+				AS r(id, token, status, first, failures, keep, retry_in, answer, err, duration)
+			WHERE d.id = r.id AND d.claim_token = r.token AND d.status = 'pending'`,
+			ids, tokens, statuses, firsts, failures, keeps, retryIn, answers, errs, durations)
 		if err != nil {
-			return fmt.Errorf("record delivery %d: %w", a.ID, err)
+			return fmt.Errorf("record %d attempts from delivery %d: %w", n, ids[0], err)
 		}
-		if tag.RowsAffected() == 0 {
-			// The lease ran out and another holder took it (or the
-			// subscription went): its result is the one that counts.
-			q.log.Warn("webhooks: result of a lapsed claim discarded", "delivery", a.ID)
-			return nil
+		if int(tag.RowsAffected()) < n {
+			// A lease ran out and another holder took those deliveries (or
+			// the subscription went): their results are the ones that
+			// count, and the lane is theirs.
+			q.log.Warn("webhooks: results of lapsed claims discarded", "delivery", ids[0], "lapsed", n-int(tag.RowsAffected()))
+			b.Chain = 0
 		}
-		if err := q.health(ctx, tx, rec); err != nil {
+		if len(b.Unsent) > 0 {
+			uIDs, uTokens := make([]int64, len(b.Unsent)), make([]string, len(b.Unsent))
+			for i, a := range b.Unsent {
+				uIDs[i], uTokens[i] = a.ID, a.Token
+			}
+			if _, err := tx.Exec(ctx, `UPDATE deliveries d SET claimed_until = '-infinity', claim_token = NULL
+				FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token) WHERE d.id = u.id AND d.claim_token = u.token`,
+				uIDs, uTokens); err != nil {
+				return fmt.Errorf("release unsent deliveries: %w", err)
+			}
+		}
+		if err := q.health(ctx, tx, b); err != nil {
 			return err
 		}
-		if !rec.Chain || (d.Status == domain.StatusPending && d.First) {
+		if b.Chain == 0 {
 			return nil
 		}
+		a := b.Sent[0].Attempt
+		// The lane's next deliveries in order, as far as they can all be
+		// taken: a gap (one locked or held elsewhere) ends the run there.
 		rows, err := tx.Query(ctx, `WITH h AS (
-				SELECT id FROM deliveries WHERE subscription_id = $1 AND lane = $3 AND status = 'pending' AND first
-				ORDER BY seq LIMIT 1),
+				SELECT id, row_number() OVER (ORDER BY seq) AS n FROM (
+					SELECT id, seq FROM deliveries
+					WHERE subscription_id = $1 AND lane = $3 AND status = 'pending' AND first
+					ORDER BY seq LIMIT $4) x),
+			l AS (
+				SELECT d.id FROM deliveries d
+				WHERE d.id IN (SELECT id FROM h) AND d.claimed_until < now() AND `+notPaused+`
+				FOR UPDATE OF d SKIP LOCKED),
 			c AS (
-				SELECT d.id FROM deliveries d JOIN h USING (id)
-				WHERE d.claimed_until < now() AND `+notPaused+`
-				FOR UPDATE OF d SKIP LOCKED)`+claimed, a.SubscriptionID, secs(rec.Lease), a.Lane)
+				SELECT h.id FROM h
+				WHERE h.n < coalesce((SELECT min(g.n) FROM h g WHERE g.id NOT IN (SELECT id FROM l)), $4 + 1))`+claimed,
+			a.SubscriptionID, secs(b.Lease), a.Lane, b.Chain)
 		if err != nil {
 			return fmt.Errorf("claim the lane's next: %w", err)
 		}
-		got, err := scanAttempts(rows, false)
-		if err != nil {
+		if next, err = scanAttempts(rows, false); err != nil {
 			return fmt.Errorf("claim the lane's next: %w", err)
 		}
-		if len(got) == 1 {
-			next = &got[0]
-		}
+		slices.SortFunc(next, func(x, y domain.Attempt) int { return cmp.Compare(x.Seq, y.Seq) })
 		return nil
 	})
 	if err != nil {
@@ -205,21 +240,28 @@ func (q *Queue) Record(ctx context.Context, rec app.Recording) (*domain.Attempt,
 // (and a pause); a failure adds one and pauses the URL at PauseAfter; a
 // failed probe moves the next probe along the schedule. An address that
 // does not resolve is no verdict on a receiver, so it counts neither way.
-func (q *Queue) health(ctx context.Context, tx pgx.Tx, rec app.Recording) error {
+//
+// A batch is one URL's, and every attempt in it but the last succeeded.
+func (q *Queue) health(ctx context.Context, tx pgx.Tx, b app.Batch) error {
+	url := b.Sent[0].Attempt.URL
+	last := b.Sent[len(b.Sent)-1]
+	if len(b.Sent) > 1 || last.Result.Outcome == domain.Delivered {
+		if _, err := tx.Exec(ctx, `UPDATE targets SET failures = 0, paused = false, probe_step = 0, paused_at = NULL
+			WHERE url = $1 AND (failures > 0 OR paused)`, url); err != nil {
+			return fmt.Errorf("target health of %s: %w", url, err)
+		}
+	}
 	var err error
 	switch {
-	case rec.Result.Outcome == domain.Delivered:
-		_, err = tx.Exec(ctx, `UPDATE targets SET failures = 0, paused = false, probe_step = 0, paused_at = NULL
-			WHERE url = $1 AND (failures > 0 OR paused)`, rec.Attempt.URL)
-	case rec.Result.Outcome == domain.Unresolvable:
-	case rec.Attempt.Probe:
-		probes := make([]float64, len(rec.Probes))
-		for i, p := range rec.Probes {
+	case last.Result.Outcome == domain.Delivered, last.Result.Outcome == domain.Unresolvable:
+	case last.Attempt.Probe:
+		probes := make([]float64, len(b.Probes))
+		for i, p := range b.Probes {
 			probes[i] = secs(p)
 		}
 		_, err = tx.Exec(ctx, `UPDATE targets SET failures = failures + 1, probe_step = probe_step + 1,
 				probe_at = now() + make_interval(secs => ($2::float8[])[least(probe_step + 2, cardinality($2::float8[]))])
-			WHERE url = $1 AND paused`, rec.Attempt.URL, probes)
+			WHERE url = $1 AND paused`, url, probes)
 	default:
 		_, err = tx.Exec(ctx, `INSERT INTO targets AS t (url, failures, paused, paused_at, probe_at)
 			VALUES ($1, 1, 1 >= $2, CASE WHEN 1 >= $2 THEN now() END, now() + make_interval(secs => $3))
@@ -230,10 +272,10 @@ func (q *Queue) health(ctx context.Context, tx pgx.Tx, rec app.Recording) error 
 				probe_step = CASE WHEN NOT t.paused AND t.failures + 1 >= $2 THEN 0 ELSE t.probe_step END,
 				probe_at = CASE WHEN NOT t.paused AND t.failures + 1 >= $2
 					THEN now() + make_interval(secs => $3) ELSE t.probe_at END`,
-			rec.Attempt.URL, rec.PauseAfter, secs(rec.Probes[0]))
+			url, b.PauseAfter, secs(b.Probes[0]))
 	}
 	if err != nil {
-		return fmt.Errorf("target health of delivery %d: %w", rec.Attempt.ID, err)
+		return fmt.Errorf("target health of %s: %w", url, err)
 	}
 	return nil
 }
