@@ -30,22 +30,31 @@ ALTER TABLE deliveries
     -- When it left pending: the log keeps it for the retention after.
     ADD COLUMN finished_at     timestamptz;
 UPDATE deliveries d SET lane = coalesce(e.chat_id, 0), seq = e.seq FROM events e WHERE e.id = d.event_id;
--- Planned once per event and subscription by the intake; redeliveries
--- and pings (first = false) may repeat a pair.
-CREATE UNIQUE INDEX deliveries_planned ON deliveries (event_id, subscription_id) WHERE first;
 -- The foreign key's checks and the purge of events without deliveries.
 CREATE INDEX deliveries_event ON deliveries (event_id);
 
+-- The indexes below are shaped so that each statement of the engine has
+-- exactly one that fits it. Partial indexes sharing a predicate such as
+-- status = 'pending' are all estimated from the same statistics, which
+-- after a quiet period say "almost nothing pends"; the planner then sees
+-- them as equally tiny and may walk the whole backlog through the wrong
+-- one for every batch (proctest.TestBacklogAfterQuietPeriod).
 DROP INDEX deliveries_pending;
--- The ordered path: the lane's head, and heads in event order.
-CREATE INDEX deliveries_lane ON deliveries (subscription_id, lane, seq) WHERE status = 'pending' AND first;
-CREATE INDEX deliveries_first ON deliveries (seq) WHERE status = 'pending' AND first;
+-- A lane's next deliveries in order (Queue.Record's chain, the lane-head
+-- test): equality on everything but seq.
+CREATE INDEX deliveries_lane ON deliveries (subscription_id, lane, status, first, seq);
+-- Heads in event order (ClaimFirst). claim_token IS NULL keeps the chain
+-- (which does not say it) off this index, and claimed rows out of it; a
+-- lapsed lease's token is cleared (Queue.ReleaseLapsed) to bring its row
+-- back.
+CREATE INDEX deliveries_first ON deliveries (seq) WHERE status = 'pending' AND first AND claim_token IS NULL;
 -- The retry path, by due time.
 CREATE INDEX deliveries_retry ON deliveries (next_attempt_at) WHERE status = 'pending' AND NOT first;
+-- Leases to check for lapse. Not "claim_token IS NOT NULL": every
+-- statement matching a token implies that, and would be drawn here.
+CREATE INDEX deliveries_claimed ON deliveries (claimed_until) WHERE claimed_until > '-infinity';
 -- The probe of a paused URL: its oldest waiting delivery.
-CREATE INDEX deliveries_url ON deliveries (url, seq) WHERE status = 'pending';
--- Retention: what waits too long.
-CREATE INDEX deliveries_waiting ON deliveries (created_at) WHERE status = 'pending';
+CREATE INDEX deliveries_url ON deliveries (url, status, seq);
 -- The deliveries log of a subscription, newest first.
 CREATE INDEX deliveries_log ON deliveries (subscription_id, id DESC);
 -- Retention of finished rows.
@@ -74,14 +83,13 @@ DROP INDEX events_received;
 ALTER TABLE events ALTER COLUMN payload TYPE jsonb;
 DROP INDEX deliveries_finished;
 DROP INDEX deliveries_log;
-DROP INDEX deliveries_waiting;
+DROP INDEX deliveries_claimed;
 DROP INDEX deliveries_url;
 DROP INDEX deliveries_retry;
 DROP INDEX deliveries_first;
 DROP INDEX deliveries_lane;
 CREATE INDEX deliveries_pending ON deliveries (next_attempt_at) WHERE status = 'pending';
 DROP INDEX deliveries_event;
-DROP INDEX deliveries_planned;
 ALTER TABLE deliveries
     DROP COLUMN finished_at, DROP COLUMN attempted_at, DROP COLUMN duration_ms, DROP COLUMN error, DROP COLUMN response_status,
     DROP COLUMN claim_token, DROP COLUMN claimed_until, DROP COLUMN failures, DROP COLUMN first,

@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,35 +13,45 @@ import (
 
 var _ app.IntakeRepository = (*Repo)(nil)
 
-// IngestEvents implements app.IntakeRepository. An event already stored
-// (the relay handing a batch over again) plans nothing more.
+// IngestEvents implements app.IntakeRepository: two statements per
+// batch, however long. An event already stored (the relay handing a batch
+// over again) plans nothing more. Events take their seq, the order their
+// lanes deliver in, in the batch's order (the emitter's, oldest first).
 func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event) error {
+	n := len(events)
+	if n == 0 {
+		return nil
+	}
+	ids, types, payloads := make([]string, n), make([]string, n), make([]string, n)
+	companies, connections := make([]int64, n), make([]int64, n)
+	chats := make([]*int64, n)
+	occurred := make([]time.Time, n)
+	for i, e := range events {
+		ids[i], types[i], payloads[i] = e.ID, e.Type, string(e.Payload)
+		companies[i], connections[i], chats[i], occurred[i] = e.CompanyID, e.ConnectionID, e.ChatID, e.OccurredAt
+	}
 	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		var planned int64
-		for _, e := range events {
-			var seq int64
-			err := tx.QueryRow(ctx, `INSERT INTO events (id, company_id, connection_id, chat_id, event_type, payload, occurred_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING seq`,
-				e.ID, e.CompanyID, e.ConnectionID, e.ChatID, e.Type, string(e.Payload), e.OccurredAt).Scan(&seq)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("store event %s: %w", e.ID, err)
-			}
-			tag, err := tx.Exec(ctx, `INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
-				SELECT $1, s.id, s.url, $5, $6 FROM subscriptions s
-				WHERE s.company_id = $2 AND s.connection_id = $3 AND $4 = ANY (s.events)
-				ORDER BY s.created_at, s.id
-				-- A URL change moves what waits in its own transaction: it
-				-- must not miss deliveries being planned on the old URL.
-				FOR SHARE OF s`, e.ID, e.CompanyID, e.ConnectionID, e.Type, e.Lane(), seq)
-			if err != nil {
-				return fmt.Errorf("plan deliveries of %s: %w", e.ID, err)
-			}
-			planned += tag.RowsAffected()
+		tag, err := tx.Exec(ctx, `WITH stored AS (
+				INSERT INTO events (id, company_id, connection_id, chat_id, event_type, payload, occurred_at)
+				SELECT u.id, u.company_id, u.connection_id, u.chat_id, u.event_type, u.payload::json, u.occurred_at
+				FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[])
+					WITH ORDINALITY AS u(id, company_id, connection_id, chat_id, event_type, payload, occurred_at, n)
+				ORDER BY u.n
+				ON CONFLICT (id) DO NOTHING
+				RETURNING id, company_id, connection_id, chat_id, event_type, seq)
+			INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
+			SELECT e.id, s.id, s.url, coalesce(e.chat_id, 0), e.seq
+			FROM stored e JOIN subscriptions s
+				ON s.company_id = e.company_id AND s.connection_id = e.connection_id AND e.event_type = ANY (s.events)
+			ORDER BY e.seq, s.created_at, s.id
+			-- A URL change moves what waits in its own transaction: it must
+			-- not miss deliveries being planned on the old URL.
+			FOR SHARE OF s`,
+			ids, companies, connections, chats, types, payloads, occurred)
+		if err != nil {
+			return fmt.Errorf("store %d events from %s: %w", n, ids[0], err)
 		}
-		if planned > 0 {
+		if tag.RowsAffected() > 0 {
 			return notifyDeliveries(ctx, tx)
 		}
 		return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,6 +25,8 @@ import (
 type Queue struct {
 	db  *pgxpool.Pool
 	log *slog.Logger
+	// released is when lapsed claims were last released.
+	released atomic.Pointer[time.Time]
 }
 
 var _ app.Queue = (*Queue)(nil)
@@ -66,9 +69,21 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 // while its first waits for (or is in) its first attempt, whoever holds
 // it, so one lane never has two in flight in any replica.
 func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
+	// A lapsed lease (its holder killed) keeps its token until cleared
+	// here, which brings the row back into deliveries_first. Leases last
+	// seconds, so once a second is soon enough.
+	if last := q.released.Load(); last == nil || time.Since(*last) > time.Second {
+		if _, err := q.db.Exec(ctx, `UPDATE deliveries SET claim_token = NULL, claimed_until = '-infinity'
+			WHERE claimed_until > '-infinity' AND claimed_until < now()`); err != nil {
+			return nil, fmt.Errorf("release lapsed claims: %w", err)
+		}
+		now := time.Now()
+		q.released.Store(&now)
+	}
 	rows, err := q.db.Query(ctx, `WITH c AS (
 		SELECT d.id FROM deliveries d
-		WHERE d.status = 'pending' AND d.first AND d.claimed_until < now() AND `+laneHead+` AND `+notPaused+`
+		WHERE d.status = 'pending' AND d.first AND d.claim_token IS NULL AND d.claimed_until < now()
+		  AND `+laneHead+` AND `+notPaused+`
 		ORDER BY d.seq LIMIT $1
 		FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease))
 	if err != nil {
@@ -176,7 +191,7 @@ func (q *Queue) Record(ctx context.Context, b app.Batch) ([]domain.Attempt, erro
 			FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bool[], $5::int[], $6::bool[], $7::float8[],
 			            $8::int[], $9::text[], $10::int[])
 				AS r(id, token, status, first, failures, keep, retry_in, answer, err, duration)
-			WHERE d.id = r.id AND d.claim_token = r.token AND d.status = 'pending'`,
+			WHERE d.id = r.id AND d.claim_token = r.token`,
 			ids, tokens, statuses, firsts, failures, keeps, retryIn, answers, errs, durations)
 		if err != nil {
 			return fmt.Errorf("record %d attempts from delivery %d: %w", n, ids[0], err)
@@ -303,14 +318,24 @@ const purgeBatch = 5000
 // Expire implements app.Queue. A finished delivery stays in the log for
 // the retention after it finished; an event goes with its last delivery.
 func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, error) {
-	tag, err := q.db.Exec(ctx, `UPDATE deliveries SET status = 'failed', first = false,
+	// One statement per path, each on its own index; what is held by a
+	// live claim is left to its holder.
+	tag, err := q.db.Exec(ctx, `UPDATE deliveries SET status = 'failed',
 			error = 'not delivered within the retention', claimed_until = '-infinity', claim_token = NULL,
 			finished_at = now()
-		WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1) AND claimed_until < now()`,
+		WHERE status = 'pending' AND NOT first AND claimed_until < now() AND created_at < now() - make_interval(secs => $1)`,
 		secs(retention))
 	if err != nil {
 		return 0, fmt.Errorf("expire deliveries: %w", err)
 	}
+	tag2, err := q.db.Exec(ctx, `UPDATE deliveries SET status = 'failed', first = false,
+			error = 'not delivered within the retention', finished_at = now()
+		WHERE status = 'pending' AND first AND claim_token IS NULL AND created_at < now() - make_interval(secs => $1)`,
+		secs(retention))
+	if err != nil {
+		return 0, fmt.Errorf("expire deliveries: %w", err)
+	}
+	expired := tag.RowsAffected() + tag2.RowsAffected()
 	for _, purge := range []string{
 		`DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries
 			WHERE status <> 'pending' AND finished_at < now() - make_interval(secs => $1) LIMIT $2)`,
@@ -321,14 +346,14 @@ func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, err
 		for {
 			del, err := q.db.Exec(ctx, purge, secs(retention), purgeBatch)
 			if err != nil {
-				return tag.RowsAffected(), fmt.Errorf("purge: %w", err)
+				return expired, fmt.Errorf("purge: %w", err)
 			}
 			if del.RowsAffected() < purgeBatch {
 				break
 			}
 		}
 	}
-	return tag.RowsAffected(), nil
+	return expired, nil
 }
 
 // Listen implements app.Queue.
