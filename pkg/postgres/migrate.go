@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -36,12 +35,9 @@ import (
 // migrates and the others find nothing left to do. The lock is per database,
 // so services sharing a server do not wait for each other.
 func Migrate(ctx context.Context, dsn string, migrations fs.FS) error {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := connConfig(dsn)
 	if err != nil {
-		return fmt.Errorf("postgres: parse DSN: %w", err)
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = defaultConnectTimeout
+		return err
 	}
 	if err := checkAnnotations(migrations); err != nil {
 		return err

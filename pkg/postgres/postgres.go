@@ -184,14 +184,27 @@ func IsDuplicateDatabase(err error) bool {
 	return pgErr.Code == "42P04" || pgErr.Code == "23505"
 }
 
-// connect opens one plain connection, with the same connect timeout as Open.
-func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+// connConfig is the DSN as one plain connection's configuration, with the
+// same connect timeout as Open. It is parsed as a pool's DSN, so the pool_*
+// parameters Open honours are taken off rather than sent to the server as
+// settings (which it refuses).
+func connConfig(dsn string) (*pgx.ConnConfig, error) {
+	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse DSN: %w", err)
 	}
+	cfg := pc.ConnConfig
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
+	}
+	return cfg, nil
+}
+
+// connect opens one plain connection, with the same connect timeout as Open.
+func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	cfg, err := connConfig(dsn)
+	if err != nil {
+		return nil, err
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

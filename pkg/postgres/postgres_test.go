@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -253,4 +254,26 @@ func TestEnsureDatabase(t *testing.T) {
 	assert.EqualValues(t, 2, pool.Config().MaxConns)
 
 	assert.Error(t, postgres.EnsureDatabase(c, admin, ""))
+}
+
+// TestPoolParametersInDSN: the pool_* parameters Open honours are not sent
+// to the server by the plain connections of Migrate (the server refuses
+// unknown settings, which stopped a service at start).
+func TestPoolParametersInDSN(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDSN(t, nil)
+	switch {
+	case strings.Contains(dsn, "://") && strings.Contains(dsn, "?"):
+		dsn += "&pool_max_conns=7"
+	case strings.Contains(dsn, "://"):
+		dsn += "?pool_max_conns=7"
+	default:
+		dsn += " pool_max_conns=7"
+	}
+	c := ctx(t)
+	require.NoError(t, postgres.Migrate(c, dsn, migrations))
+	pool, err := postgres.Open(c, dsn)
+	require.NoError(t, err)
+	defer pool.Close()
+	assert.EqualValues(t, 7, pool.Config().MaxConns)
 }
