@@ -23,13 +23,13 @@ type Queue interface {
 	// subscription and chat that has had no attempt yet), oldest first, to
 	// URLs not paused: one lane never has two in flight.
 	ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error)
-	// Record stores a batch's results under their claims together with
-	// the URL's health, releases what the batch did not send, and, when
-	// Chain is set, claims up to Chain of the lane's next deliveries (its
-	// head and those right after it, in order). A claim that ran out and
-	// was taken by another holder records nothing, and then nothing is
-	// chained.
-	Record(ctx context.Context, b Batch) ([]domain.Attempt, error)
+	// Record stores batches' results under their claims together with
+	// their URLs' health, releases what they did not send, and, for each
+	// batch with Chain set, claims up to Chain of its lane's next
+	// deliveries (the head and those right after it, in order), all in one
+	// transaction: next[i] is what batch i goes on with. A claim that ran
+	// out and was taken by another holder records nothing.
+	Record(ctx context.Context, bs []Batch) (next [][]domain.Attempt, err error)
 	// NextDue is when the next retry or probe falls due (zero: none).
 	NextDue(ctx context.Context) (time.Time, error)
 	// Expire marks failed what has waited longer than retention and
@@ -95,11 +95,37 @@ type Engine struct {
 	send Sender
 	cfg  EngineConfig
 	log  *slog.Logger
+	// records carries workers' batches to the recorders.
+	records chan recording
 }
+
+// recording is a worker's batch waiting to be recorded, and where the
+// worker waits for what it goes on with.
+type recording struct {
+	b     Batch
+	reply chan recorded
+}
+
+type recorded struct {
+	next []domain.Attempt
+	err  error
+}
+
+// Recorders is how many transactions record results at once, and
+// GroupMax the most batches one of them takes: the results of workers
+// that finish while a transaction is under way wait for the next one and
+// go together (group commit), so the database's cost per transaction,
+// which is most of its cost when a lane holds one or two events, is
+// shared among them. One group waits for nothing: a lone batch goes at
+// once.
+const (
+	Recorders = 2
+	GroupMax  = 64
+)
 
 // NewEngine wires the engine.
 func NewEngine(q Queue, s Sender, cfg EngineConfig, log *slog.Logger) *Engine {
-	return &Engine{q: q, send: s, cfg: cfg, log: log}
+	return &Engine{q: q, send: s, cfg: cfg, log: log, records: make(chan recording)}
 }
 
 // Run delivers until ctx ends, then lets the attempts in flight finish and
@@ -129,11 +155,21 @@ func (e *Engine) Run(ctx context.Context) error {
 	// process's: a result reached is recorded, so a clean stop repeats
 	// nothing.
 	work := context.WithoutCancel(ctx)
+	var recorders sync.WaitGroup
+	for range Recorders {
+		recorders.Add(1)
+		go func() {
+			defer recorders.Done()
+			e.recorder(work)
+		}()
+	}
 	done := make(chan struct{}, e.cfg.Workers)
 	var workers sync.WaitGroup
 	inFlight := 0
 	defer func() {
 		workers.Wait()
+		close(e.records)
+		recorders.Wait()
 		bg.Wait()
 	}()
 	for {
@@ -253,12 +289,46 @@ func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) {
 		if held[0].First && ctx.Err() == nil {
 			b.Chain = LaneBatch
 		}
-		next, err := e.q.Record(work, b)
-		if err != nil {
-			e.log.Error("webhooks: record attempts", "delivery", held[0].ID, "count", len(b.Sent), "err", err)
+		reply := make(chan recorded, 1)
+		e.records <- recording{b: b, reply: reply}
+		r := <-reply
+		if r.err != nil {
+			e.log.Error("webhooks: record attempts", "delivery", held[0].ID, "count", len(b.Sent), "err", r.err)
 			return
 		}
-		held = next
+		held = r.next
+	}
+}
+
+// recorder records the batches workers hand it, each time all of those
+// waiting (up to GroupMax) in one transaction, until the channel closes.
+func (e *Engine) recorder(ctx context.Context) {
+	for first := range e.records {
+		group := []recording{first}
+	gather:
+		for len(group) < GroupMax {
+			select {
+			case r, ok := <-e.records:
+				if !ok {
+					break gather
+				}
+				group = append(group, r)
+			default:
+				break gather
+			}
+		}
+		bs := make([]Batch, len(group))
+		for i, r := range group {
+			bs[i] = r.b
+		}
+		next, err := e.q.Record(ctx, bs)
+		for i, r := range group {
+			if err != nil {
+				r.reply <- recorded{err: err}
+				continue
+			}
+			r.reply <- recorded{next: next[i]}
+		}
 	}
 }
 

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"switchboard.dev/pkg/postgres"
@@ -25,8 +26,6 @@ import (
 type Queue struct {
 	db  *pgxpool.Pool
 	log *slog.Logger
-	// released is when lapsed claims were last released.
-	released atomic.Pointer[time.Time]
 }
 
 var _ app.Queue = (*Queue)(nil)
@@ -67,22 +66,13 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 
 // ClaimFirst implements app.Queue. A lane's second delivery is not a head
 // while its first waits for (or is in) its first attempt, whoever holds
-// it, so one lane never has two in flight in any replica.
+// it, so one lane never has two in flight in any replica. "seq > 0" is
+// always true; it is what lets this statement, and no other, use the head
+// index (migrations/0004_hot_claims.sql).
 func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
-	// A lapsed lease (its holder killed) keeps its token until cleared
-	// here, which brings the row back into deliveries_first. Leases last
-	// seconds, so once a second is soon enough.
-	if last := q.released.Load(); last == nil || time.Since(*last) > time.Second {
-		if _, err := q.db.Exec(ctx, `UPDATE deliveries SET claim_token = NULL, claimed_until = '-infinity'
-			WHERE claimed_until > '-infinity' AND claimed_until < now()`); err != nil {
-			return nil, fmt.Errorf("release lapsed claims: %w", err)
-		}
-		now := time.Now()
-		q.released.Store(&now)
-	}
 	rows, err := q.db.Query(ctx, `WITH c AS (
 		SELECT d.id FROM deliveries d
-		WHERE d.status = 'pending' AND d.first AND d.claim_token IS NULL AND d.claimed_until < now()
+		WHERE d.status = 'pending' AND d.first AND d.seq > 0 AND d.claimed_until < now()
 		  AND `+laneHead+` AND `+notPaused+`
 		ORDER BY d.seq LIMIT $1
 		FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease))
@@ -156,143 +146,180 @@ func (q *Queue) ClaimProbes(ctx context.Context, n int, lease time.Duration) ([]
 	return out, nil
 }
 
-// Record implements app.Queue.
-func (q *Queue) Record(ctx context.Context, b app.Batch) ([]domain.Attempt, error) {
-	var next []domain.Attempt
-	err := pgx.BeginFunc(ctx, q.db, func(tx pgx.Tx) error {
-		n := len(b.Sent)
-		var (
-			ids                 = make([]int64, n)
-			tokens, statuses    = make([]string, n), make([]string, n)
-			firsts, keeps       = make([]bool, n), make([]bool, n)
-			failures, durations = make([]int32, n), make([]int32, n)
-			retryIn             = make([]float64, n)
-			answers             = make([]*int32, n)
-			errs                = make([]*string, n)
-		)
-		for i, rec := range b.Sent {
+// Record implements app.Queue. The group's statements go to the server in
+// one round trip (a pipeline in one transaction), each covering every
+// batch of the group, with generic plans: the statements are the same
+// every time, and re-planning them per call (what the plan cache chose for
+// their LIMIT and array parameters) cost more CPU than running them.
+func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt, error) {
+	var (
+		ids                 []int64
+		tokens, statuses    []string
+		firsts, keeps       []bool
+		failures, durations []int32
+		retryIn             []float64
+		answers             []*int32
+		errs                []*string
+		uIDs                []int64
+		uTokens             []string
+	)
+	for _, b := range bs {
+		for _, rec := range b.Sent {
 			a, r, d := rec.Attempt, rec.Result, rec.Decision
-			ids[i], tokens[i], statuses[i] = a.ID, a.Token, d.Status
-			firsts[i], keeps[i], failures[i] = d.First, d.KeepSchedule, int32(d.Failures)
-			retryIn[i], durations[i] = secs(d.RetryIn), int32(r.Duration.Milliseconds())
+			ids, tokens, statuses = append(ids, a.ID), append(tokens, a.Token), append(statuses, d.Status)
+			firsts, keeps, failures = append(firsts, d.First), append(keeps, d.KeepSchedule), append(failures, int32(d.Failures))
+			retryIn, durations = append(retryIn, secs(d.RetryIn)), append(durations, int32(r.Duration.Milliseconds()))
+			var answer *int32
 			if r.Status != 0 {
-				answers[i] = &[]int32{int32(r.Status)}[0]
+				answer = &[]int32{int32(r.Status)}[0]
 			}
+			var msg *string
 			if r.Error != "" {
-				errs[i] = &r.Error
+				msg = &r.Error
 			}
+			answers, errs = append(answers, answer), append(errs, msg)
 		}
-		tag, err := tx.Exec(ctx, `UPDATE deliveries d SET
-				status = r.status, first = r.first, failures = r.failures, attempt = d.attempt + 1,
-				next_attempt_at = CASE WHEN r.keep THEN d.next_attempt_at ELSE now() + make_interval(secs => r.retry_in) END,
-				response_status = r.answer, error = r.err, duration_ms = r.duration, attempted_at = now(),
-				finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
-				claimed_until = '-infinity', claim_token = NULL
-			FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bool[], $5::int[], $6::bool[], $7::float8[],
-			            $8::int[], $9::text[], $10::int[])
-				AS r(id, token, status, first, failures, keep, retry_in, answer, err, duration)
-			WHERE d.id = r.id AND d.claim_token = r.token`,
-			ids, tokens, statuses, firsts, failures, keeps, retryIn, answers, errs, durations)
-		if err != nil {
-			return fmt.Errorf("record %d attempts from delivery %d: %w", n, ids[0], err)
+		for _, a := range b.Unsent {
+			uIDs, uTokens = append(uIDs, a.ID), append(uTokens, a.Token)
 		}
-		if int(tag.RowsAffected()) < n {
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN`)
+	batch.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
+	batch.Queue(`UPDATE deliveries d SET
+			status = r.status, first = r.first, failures = r.failures, attempt = d.attempt + 1,
+			next_attempt_at = CASE WHEN r.keep THEN d.next_attempt_at ELSE now() + make_interval(secs => r.retry_in) END,
+			response_status = r.answer, error = r.err, duration_ms = r.duration, attempted_at = now(),
+			finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
+			claimed_until = '-infinity', claim_token = NULL
+		FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bool[], $5::int[], $6::bool[], $7::float8[],
+		            $8::int[], $9::text[], $10::int[])
+			AS r(id, token, status, first, failures, keep, retry_in, answer, err, duration)
+		WHERE d.id = r.id AND d.claim_token = r.token`,
+		ids, tokens, statuses, firsts, failures, keeps, retryIn, answers, errs, durations).Exec(func(tag pgconn.CommandTag) error {
+		if lapsed := len(ids) - int(tag.RowsAffected()); lapsed > 0 {
 			// A lease ran out and another holder took those deliveries (or
 			// the subscription went): their results are the ones that
-			// count, and the lane is theirs.
-			q.log.Warn("webhooks: results of lapsed claims discarded", "delivery", ids[0], "lapsed", n-int(tag.RowsAffected()))
-			b.Chain = 0
+			// count. A chain below takes only what is free, from the
+			// lane's head, so it cannot run ahead of that holder.
+			q.log.Warn("webhooks: results of lapsed claims discarded", "delivery", ids[0], "lapsed", lapsed)
 		}
-		if len(b.Unsent) > 0 {
-			uIDs, uTokens := make([]int64, len(b.Unsent)), make([]string, len(b.Unsent))
-			for i, a := range b.Unsent {
-				uIDs[i], uTokens[i] = a.ID, a.Token
-			}
-			if _, err := tx.Exec(ctx, `UPDATE deliveries d SET claimed_until = '-infinity', claim_token = NULL
-				FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token) WHERE d.id = u.id AND d.claim_token = u.token`,
-				uIDs, uTokens); err != nil {
-				return fmt.Errorf("release unsent deliveries: %w", err)
-			}
+		return nil
+	})
+	if len(uIDs) > 0 {
+		batch.Queue(`UPDATE deliveries d SET claimed_until = '-infinity', claim_token = NULL
+			FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token) WHERE d.id = u.id AND d.claim_token = u.token`,
+			uIDs, uTokens)
+	}
+	queueHealth(batch, bs)
+	next := make([][]domain.Attempt, len(bs))
+	type laneKey struct {
+		sub  string
+		lane int64
+	}
+	chained := map[laneKey]int{}
+	var subs []string
+	var lanes []int64
+	var caps []int32
+	var lease time.Duration
+	for i, b := range bs {
+		if b.Chain > 0 {
+			a := b.Sent[0].Attempt
+			chained[laneKey{a.SubscriptionID, a.Lane}] = i
+			subs, lanes, caps = append(subs, a.SubscriptionID), append(lanes, a.Lane), append(caps, int32(b.Chain))
+			lease = max(lease, b.Lease)
 		}
-		if err := q.health(ctx, tx, b); err != nil {
-			return err
-		}
-		if b.Chain == 0 {
-			return nil
-		}
-		a := b.Sent[0].Attempt
-		// The lane's next deliveries in order, as far as they can all be
-		// taken: a gap (one locked or held elsewhere) ends the run there.
-		rows, err := tx.Query(ctx, `WITH h AS (
-				SELECT id, row_number() OVER (ORDER BY seq) AS n FROM (
+	}
+	if len(subs) > 0 {
+		// Each lane's next deliveries in order, from its head, as far as
+		// they can all be taken: a gap (one locked or held elsewhere) ends
+		// that lane's run there.
+		batch.Queue(`WITH w AS (
+				SELECT * FROM unnest($1::uuid[], $3::bigint[], $4::int[]) AS w(sub, lane, cap)),
+			h AS (
+				SELECT x.id, w.sub, w.lane, row_number() OVER (PARTITION BY w.sub, w.lane ORDER BY x.seq) AS n
+				FROM w CROSS JOIN LATERAL (
 					SELECT id, seq FROM deliveries
-					WHERE subscription_id = $1 AND lane = $3 AND status = 'pending' AND first
-					ORDER BY seq LIMIT $4) x),
+					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first
+					ORDER BY seq LIMIT w.cap) x),
 			l AS (
 				SELECT d.id FROM deliveries d
 				WHERE d.id IN (SELECT id FROM h) AND d.claimed_until < now() AND `+notPaused+`
 				FOR UPDATE OF d SKIP LOCKED),
+			gap AS (
+				SELECT sub, lane, min(n) AS n FROM h WHERE id NOT IN (SELECT id FROM l) GROUP BY sub, lane),
 			c AS (
-				SELECT h.id FROM h
-				WHERE h.n < coalesce((SELECT min(g.n) FROM h g WHERE g.id NOT IN (SELECT id FROM l)), $4 + 1))`+claimed,
-			a.SubscriptionID, secs(b.Lease), a.Lane, b.Chain)
-		if err != nil {
-			return fmt.Errorf("claim the lane's next: %w", err)
-		}
-		if next, err = scanAttempts(rows, false); err != nil {
-			return fmt.Errorf("claim the lane's next: %w", err)
-		}
-		slices.SortFunc(next, func(x, y domain.Attempt) int { return cmp.Compare(x.Seq, y.Seq) })
-		return nil
-	})
-	if err != nil {
-		return nil, err
+				SELECT h.id FROM h LEFT JOIN gap g ON g.sub = h.sub AND g.lane = h.lane
+				WHERE g.n IS NULL OR h.n < g.n)`+claimed,
+			subs, secs(lease), lanes, caps).Query(func(rows pgx.Rows) error {
+			got, err := scanAttempts(rows, false)
+			for _, a := range got {
+				i := chained[laneKey{a.SubscriptionID, a.Lane}]
+				next[i] = append(next[i], a)
+			}
+			return err
+		})
+	}
+	batch.Queue(`COMMIT`)
+	if err := q.db.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, fmt.Errorf("record %d attempts of %d batches from delivery %d: %w", len(ids), len(bs), ids[0], err)
+	}
+	for _, n := range next {
+		slices.SortFunc(n, func(x, y domain.Attempt) int { return cmp.Compare(x.Seq, y.Seq) })
 	}
 	return next, nil
 }
 
-// health counts the URL's consecutive failures: a success clears them
-// (and a pause); a failure adds one and pauses the URL at PauseAfter; a
-// failed probe moves the next probe along the schedule. An address that
+// queueHealth counts each URL's consecutive failures: a success clears
+// them (and a pause); a failure adds one and pauses the URL at PauseAfter;
+// a failed probe moves the next probe along the schedule. An address that
 // does not resolve is no verdict on a receiver, so it counts neither way.
 //
 // A batch is one URL's, and every attempt in it but the last succeeded.
-func (q *Queue) health(ctx context.Context, tx pgx.Tx, b app.Batch) error {
-	url := b.Sent[0].Attempt.URL
-	last := b.Sent[len(b.Sent)-1]
-	if len(b.Sent) > 1 || last.Result.Outcome == domain.Delivered {
-		if _, err := tx.Exec(ctx, `UPDATE targets SET failures = 0, paused = false, probe_step = 0, paused_at = NULL
-			WHERE url = $1 AND (failures > 0 OR paused)`, url); err != nil {
-			return fmt.Errorf("target health of %s: %w", url, err)
+// A URL's batches are counted in the group's order; URLs go in sorted
+// order, so two groups lock targets rows in the same order and cannot
+// deadlock. A clear right after a clear of the same URL is left out.
+func queueHealth(batch *pgx.Batch, bs []app.Batch) {
+	byURL := map[string][]app.Batch{}
+	for _, b := range bs {
+		u := b.Sent[0].Attempt.URL
+		byURL[u] = append(byURL[u], b)
+	}
+	for _, url := range slices.Sorted(maps.Keys(byURL)) {
+		cleared := false
+		for _, b := range byURL[url] {
+			last := b.Sent[len(b.Sent)-1]
+			if (len(b.Sent) > 1 || last.Result.Outcome == domain.Delivered) && !cleared {
+				batch.Queue(`UPDATE targets SET failures = 0, paused = false, probe_step = 0, paused_at = NULL
+					WHERE url = $1 AND (failures > 0 OR paused)`, url)
+				cleared = true
+			}
+			switch {
+			case last.Result.Outcome == domain.Delivered, last.Result.Outcome == domain.Unresolvable:
+				continue
+			case last.Attempt.Probe:
+				probes := make([]float64, len(b.Probes))
+				for i, p := range b.Probes {
+					probes[i] = secs(p)
+				}
+				batch.Queue(`UPDATE targets SET failures = failures + 1, probe_step = probe_step + 1,
+						probe_at = now() + make_interval(secs => ($2::float8[])[least(probe_step + 2, cardinality($2::float8[]))])
+					WHERE url = $1 AND paused`, url, probes)
+			default:
+				batch.Queue(`INSERT INTO targets AS t (url, failures, paused, paused_at, probe_at)
+					VALUES ($1, 1, 1 >= $2, CASE WHEN 1 >= $2 THEN now() END, now() + make_interval(secs => $3))
+					ON CONFLICT (url) DO UPDATE SET
+						failures = t.failures + 1,
+						paused = t.paused OR t.failures + 1 >= $2,
+						paused_at = CASE WHEN NOT t.paused AND t.failures + 1 >= $2 THEN now() ELSE t.paused_at END,
+						probe_step = CASE WHEN NOT t.paused AND t.failures + 1 >= $2 THEN 0 ELSE t.probe_step END,
+						probe_at = CASE WHEN NOT t.paused AND t.failures + 1 >= $2
+							THEN now() + make_interval(secs => $3) ELSE t.probe_at END`,
+					url, b.PauseAfter, secs(b.Probes[0]))
+			}
+			cleared = false
 		}
 	}
-	var err error
-	switch {
-	case last.Result.Outcome == domain.Delivered, last.Result.Outcome == domain.Unresolvable:
-	case last.Attempt.Probe:
-		probes := make([]float64, len(b.Probes))
-		for i, p := range b.Probes {
-			probes[i] = secs(p)
-		}
-		_, err = tx.Exec(ctx, `UPDATE targets SET failures = failures + 1, probe_step = probe_step + 1,
-				probe_at = now() + make_interval(secs => ($2::float8[])[least(probe_step + 2, cardinality($2::float8[]))])
-			WHERE url = $1 AND paused`, url, probes)
-	default:
-		_, err = tx.Exec(ctx, `INSERT INTO targets AS t (url, failures, paused, paused_at, probe_at)
-			VALUES ($1, 1, 1 >= $2, CASE WHEN 1 >= $2 THEN now() END, now() + make_interval(secs => $3))
-			ON CONFLICT (url) DO UPDATE SET
-				failures = t.failures + 1,
-				paused = t.paused OR t.failures + 1 >= $2,
-				paused_at = CASE WHEN NOT t.paused AND t.failures + 1 >= $2 THEN now() ELSE t.paused_at END,
-				probe_step = CASE WHEN NOT t.paused AND t.failures + 1 >= $2 THEN 0 ELSE t.probe_step END,
-				probe_at = CASE WHEN NOT t.paused AND t.failures + 1 >= $2
-					THEN now() + make_interval(secs => $3) ELSE t.probe_at END`,
-			url, b.PauseAfter, secs(b.Probes[0]))
-	}
-	if err != nil {
-		return fmt.Errorf("target health of %s: %w", url, err)
-	}
-	return nil
 }
 
 // NextDue implements app.Queue.
@@ -330,7 +357,7 @@ func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, err
 	}
 	tag2, err := q.db.Exec(ctx, `UPDATE deliveries SET status = 'failed', first = false,
 			error = 'not delivered within the retention', finished_at = now()
-		WHERE status = 'pending' AND first AND claim_token IS NULL AND created_at < now() - make_interval(secs => $1)`,
+		WHERE status = 'pending' AND first AND claimed_until < now() AND created_at < now() - make_interval(secs => $1)`,
 		secs(retention))
 	if err != nil {
 		return 0, fmt.Errorf("expire deliveries: %w", err)

@@ -1,0 +1,158 @@
+package postgres_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/pkg/pgtest"
+	"switchboard.dev/services/webhooks/internal/adapters/postgres"
+	"switchboard.dev/services/webhooks/internal/app"
+	"switchboard.dev/services/webhooks/internal/domain"
+	"switchboard.dev/services/webhooks/migrations"
+)
+
+const lease = time.Minute
+
+// queued inserts n deliveries of one subscription's lane, in event order.
+func queued(t *testing.T, db *pgxpool.Pool, sub string, lane int64, n int) {
+	t.Helper()
+	for range n {
+		_, err := db.Exec(context.Background(), `WITH e AS (
+				INSERT INTO events (id, company_id, connection_id, chat_id, event_type, payload, occurred_at)
+				VALUES (gen_random_uuid(), 1, 1, $2, 'messages.create', '{}', now()) RETURNING id, seq)
+			INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
+			SELECT e.id, s.id, s.url, $2, e.seq FROM e, subscriptions s WHERE s.id = $1`, sub, lane)
+		require.NoError(t, err)
+	}
+}
+
+func subscription(t *testing.T, db *pgxpool.Pool, url string) string {
+	t.Helper()
+	id := uuid.NewString()
+	_, err := db.Exec(context.Background(), `INSERT INTO subscriptions (id, company_id, connection_id, url, events, secret)
+		VALUES ($1, 1, 1, $2, '{messages.create}', 'whsec_c2VjcmV0')`, id, url)
+	require.NoError(t, err)
+	return id
+}
+
+func sent(a domain.Attempt, res domain.Result) app.Recording {
+	return app.Recording{Attempt: a, Result: res, Decision: domain.Decide(a, res, []time.Duration{time.Minute})}
+}
+
+func batch(chain int, unsent []domain.Attempt, recs ...app.Recording) app.Batch {
+	return app.Batch{Sent: recs, Unsent: unsent, Chain: chain, Lease: lease, PauseAfter: 5, Probes: []time.Duration{time.Minute}}
+}
+
+// TestRecordGroup: the batches of several workers recorded in one
+// transaction each get their own lane's next deliveries (a gap in one
+// lane ends that lane's run only), their results, and their URLs' health.
+func TestRecordGroup(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ok, down := "https://ok.example/hook", "https://down.example/hook"
+	s1, s2 := subscription(t, db, ok), subscription(t, db, down)
+	queued(t, db, s1, 1, 5) // lane A
+	queued(t, db, s2, 2, 3) // lane B
+	queued(t, db, s1, 3, 3) // lane C
+
+	heads, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 3, "one head per lane")
+	head := map[int64]domain.Attempt{}
+	for _, h := range heads {
+		head[h.Lane] = h
+	}
+	seqs := func(as []domain.Attempt) []int64 {
+		var out []int64
+		for _, a := range as {
+			out = append(out, a.Seq)
+		}
+		return out
+	}
+	laneSeqs := func(sub string, lane int64) []int64 {
+		rows, err := db.Query(ctx, `SELECT seq FROM deliveries WHERE subscription_id = $1 AND lane = $2 ORDER BY seq`, sub, lane)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		return out
+	}
+	a, b, c := laneSeqs(s1, 1), laneSeqs(s2, 2), laneSeqs(s1, 3)
+
+	// Another holder has lane A's fourth delivery locked: A's run stops
+	// before it; B's does not.
+	tx, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT 1 FROM deliveries WHERE seq = $1 FOR UPDATE`, a[3])
+	require.NoError(t, err)
+
+	delivered := domain.Result{Outcome: domain.Delivered, Status: 200, Duration: time.Millisecond}
+	failed := domain.Result{Outcome: domain.Unreachable, Status: 500, Duration: time.Millisecond}
+	next, err := q.Record(ctx, []app.Batch{
+		batch(app.LaneBatch, nil, sent(head[1], delivered)),
+		batch(app.LaneBatch, nil, sent(head[2], failed)),
+		batch(0, nil, sent(head[3], delivered)),
+	})
+	require.NoError(t, err)
+	require.Len(t, next, 3)
+	require.Equal(t, a[1:3], seqs(next[0]), "lane A: up to the locked one")
+	require.Equal(t, b[1:3], seqs(next[1]), "lane B: the rest, though its head failed")
+	require.Empty(t, next[2], "no chain asked for lane C")
+	require.NoError(t, tx.Rollback(ctx))
+
+	status := func(seq int64) (st string, first bool, attempts int) {
+		require.NoError(t, db.QueryRow(ctx, `SELECT status, first, attempt FROM deliveries WHERE seq = $1`, seq).Scan(&st, &first, &attempts))
+		return
+	}
+	st, first, n := status(a[0])
+	require.Equal(t, []any{"succeeded", false, 1}, []any{st, first, n})
+	st, first, n = status(b[0])
+	require.Equal(t, []any{"pending", false, 1}, []any{st, first, n}, "a failed first attempt goes to the retry path")
+	st, _, _ = status(c[0])
+	require.Equal(t, "succeeded", st)
+	var failures int
+	require.NoError(t, db.QueryRow(ctx, `SELECT failures FROM targets WHERE url = $1`, down).Scan(&failures))
+	require.Equal(t, 1, failures)
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM targets WHERE url = $1 AND failures > 0`, ok).Scan(&failures))
+	require.Zero(t, failures)
+
+	// The second round: A's run succeeds but for its last, which was not
+	// sent after it; B's first succeeds and the second goes unsent. What
+	// was not sent is released and comes back as its lane's head.
+	next, err = q.Record(ctx, []app.Batch{
+		batch(app.LaneBatch, nil, sent(next[0][0], delivered), sent(next[0][1], delivered)),
+		batch(0, next[1][1:], sent(next[1][0], delivered)),
+	})
+	require.NoError(t, err)
+	require.Equal(t, a[3:], seqs(next[0]), "lane A goes on from the once-locked delivery")
+	require.Empty(t, next[1])
+	require.NoError(t, db.QueryRow(ctx, `SELECT failures FROM targets WHERE url = $1`, down).Scan(&failures))
+	require.Zero(t, failures, "a success clears the URL's failures")
+	again, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	var got []int64
+	for _, h := range again {
+		got = append(got, h.Seq)
+	}
+	require.ElementsMatch(t, []int64{b[2], c[1]}, got, "B's released delivery is its head again; C's next is claimable")
+
+	// A claim whose lease another holder took records nothing, and its
+	// chain takes nothing that holder has.
+	stale := next[0][0]
+	_, err = db.Exec(ctx, `UPDATE deliveries SET claim_token = gen_random_uuid() WHERE id = $1`, stale.ID)
+	require.NoError(t, err)
+	next, err = q.Record(ctx, []app.Batch{batch(app.LaneBatch, nil, sent(stale, delivered))})
+	require.NoError(t, err)
+	require.Empty(t, next[0], "the lane's head is held by the other holder")
+	st, _, n = status(stale.Seq)
+	require.Equal(t, []any{"pending", 0}, []any{st, n})
+}
