@@ -53,7 +53,13 @@ func BenchmarkContacts100k(b *testing.B) {
 	rng := rand.New(rand.NewPCG(4, 100_000))
 	pick := func() int { return rng.IntN(len(data.phoneOf)) }
 	list := func(q string) func(int) string { return func(int) string { return "?limit=100" + q } }
+	// phone_exact runs first: issue 12's goal is each `query` kind's p95 at
+	// most 3x the exact phone's in the same run, reported by each query kind
+	// as p95/phone-p95 and in the table's p95/ph column.
 	kinds := []benchKind{
+		{"phone_exact", func(int) string {
+			return "?limit=100&phone=" + url.QueryEscape(data.phoneOf[pick()])
+		}},
 		{"list", list("")},
 		{"list_id_desc", list("&order_by=id:desc")},
 		{"list_name_asc", list("&order_by=name:asc")},
@@ -75,9 +81,6 @@ func BenchmarkContacts100k(b *testing.B) {
 			d := strings.TrimPrefix(data.phoneOf[pick()], "+7")
 			return "?limit=100&query=" + url.QueryEscape(d[1:4]+" "+d[4:6]+"-"+d[6:8])
 		}},
-		{"phone_exact", func(int) string {
-			return "?limit=100&phone=" + url.QueryEscape(data.phoneOf[pick()])
-		}},
 	}
 
 	type row struct {
@@ -87,6 +90,7 @@ func BenchmarkContacts100k(b *testing.B) {
 		indexes       string
 	}
 	var table []row
+	var phoneP95 time.Duration
 	client := &http.Client{Timeout: 30 * time.Second}
 	base := stack.BaseURL + cpath(c, "/contacts/")
 	for _, k := range kinds {
@@ -117,6 +121,11 @@ func BenchmarkContacts100k(b *testing.B) {
 			b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
 			b.ReportMetric(ms(percentile(lat, 95)), "p95-ms")
 			b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
+			if k.name == "phone_exact" {
+				phoneP95 = percentile(lat, 95)
+			} else if strings.HasPrefix(k.name, "query_") {
+				b.ReportMetric(float64(percentile(lat, 95))/float64(phoneP95), "p95/phone-p95")
+			}
 		})
 		table = append(table, row{k.name, percentile(lat, 50), percentile(lat, 95), percentile(lat, 99), total,
 			scanDelta(before, indexScans(b, ctx, conn))})
@@ -125,10 +134,12 @@ func BenchmarkContacts100k(b *testing.B) {
 	var out strings.Builder
 	fmt.Fprintf(&out, "%d contacts loaded in %v; %d sequential requests per kind through the gateway\n",
 		benchContacts, loadTime.Round(time.Millisecond), benchRequests)
-	fmt.Fprintf(&out, "%-20s %9s %9s %9s %12s  %s\n", "kind", "p50 ms", "p95 ms", "p99 ms", "total_count", "scans since the previous kind (approximate: backends publish counts late)")
+	fmt.Fprintf(&out, "%-20s %9s %9s %9s %7s %12s  %s\n", "kind", "p50 ms", "p95 ms", "p99 ms", "p95/ph", "total_count", "scans since the previous kind (approximate: backends publish counts late)")
 	for _, r := range table {
-		fmt.Fprintf(&out, "%-20s %9.2f %9.2f %9.2f %12d  %s\n", r.kind, ms(r.p50), ms(r.p95), ms(r.p99), r.total, r.indexes)
+		ratio := float64(r.p95) / float64(phoneP95)
+		fmt.Fprintf(&out, "%-20s %9.2f %9.2f %9.2f %7.2f %12d  %s\n", r.kind, ms(r.p50), ms(r.p95), ms(r.p99), ratio, r.total, r.indexes)
 	}
+
 	// Printed, not logged: a benchmark with sub-benchmarks drops its own log.
 	fmt.Print("\n" + out.String())
 }

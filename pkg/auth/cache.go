@@ -65,9 +65,15 @@ func (c *Cache) Authenticate(ctx context.Context, keyHash string) (*identityv1.P
 }
 
 // Revoke makes a key unusable at once across all services. The tombstone
-// outlives any cached principal.
+// outlives any cached principal; the announcement on RevokedChannel, in the
+// same transaction, makes every process's Local forget it.
 func Revoke(ctx context.Context, rdb redis.UniversalClient, keyHash string, ttl time.Duration) error {
-	if err := rdb.Set(ctx, cacheKey(keyHash), revoked, 2*ttl).Err(); err != nil {
+	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, cacheKey(keyHash), revoked, 2*ttl)
+		p.Publish(ctx, RevokedChannel, keyHash)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("revoke key: %w", err)
 	}
 	return nil

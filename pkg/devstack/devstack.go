@@ -14,11 +14,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"switchboard.dev/pkg/postgres"
+	"switchboard.dev/pkg/server"
 )
 
 // Service is one backend binary with its own database.
@@ -57,14 +59,23 @@ type Options struct {
 	Env []string
 }
 
+// PprofBasePortEnv names the variable that gives every process of the stack
+// its own profiling port on loopback: the gateway base, then the services
+// base+1, base+2, ... in the order of Services (Stack.PprofAddrs lists them).
+// Unset, no process profiles unless SWITCHBOARD_PPROF_ADDR is inherited.
+const PprofBasePortEnv = "SWITCHBOARD_PPROF_BASE_PORT"
+
 // Stack is a running platform.
 type Stack struct {
 	BaseURL string
 	// Addrs are the gRPC addresses of the services by name, for tests that
 	// call internal RPCs directly.
 	Addrs map[string]string
-	opts  Options
-	procs []*proc
+	// PprofAddrs are the profiling addresses by process name ("gateway"
+	// included) when SWITCHBOARD_PPROF_BASE_PORT is set, else nil.
+	PprofAddrs map[string]string
+	opts       Options
+	procs      []*proc
 }
 
 // proc is one process of the stack; cmd is nil while it is stopped.
@@ -98,6 +109,18 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		"SWITCHBOARD_FILES_DIR="+filepath.Join(filepath.Dir(filepath.Clean(o.LogDir)), "files"),
 	)
 	env = append(env, o.Env...)
+	pprofAddrs, err := pprofAddrs(os.Getenv(PprofBasePortEnv))
+	if err != nil {
+		return nil, err
+	}
+	// One process, one port: an inherited SWITCHBOARD_PPROF_ADDR would make
+	// every process after the first fail to bind it.
+	withPprof := func(env []string, name string) []string {
+		if a, ok := pprofAddrs[name]; ok {
+			return append(env, server.PprofAddrEnv+"="+a)
+		}
+		return env
+	}
 	addrs := map[string]string{}
 	for _, svc := range Services {
 		addr, err := freeAddr()
@@ -116,20 +139,21 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := s.spawn(svc.Name, append(env,
+		if err := s.spawn(svc.Name, withPprof(append(env,
 			"SWITCHBOARD_GRPC_ADDR="+addrs[svc.Name],
 			"SWITCHBOARD_DATABASE_URL="+dsn,
-		)); err != nil {
+		), svc.Name)); err != nil {
 			s.Stop()
 			return nil, err
 		}
 	}
-	if err := s.spawn("gateway", append(env, "SWITCHBOARD_HTTP_ADDR="+httpAddr)); err != nil {
+	if err := s.spawn("gateway", withPprof(append(env, "SWITCHBOARD_HTTP_ADDR="+httpAddr), "gateway")); err != nil {
 		s.Stop()
 		return nil, err
 	}
 	s.BaseURL = "http://" + httpAddr
 	s.Addrs = addrs
+	s.PprofAddrs = pprofAddrs
 	if err := s.waitReady(ctx, 60*time.Second); err != nil {
 		s.Stop()
 		return nil, err
@@ -279,6 +303,23 @@ func (s *Stack) Stop() {
 		}
 	}
 	s.procs = nil
+}
+
+// pprofAddrs assigns the profiling ports from SWITCHBOARD_PPROF_BASE_PORT;
+// "" assigns none.
+func pprofAddrs(base string) (map[string]string, error) {
+	if base == "" {
+		return nil, nil
+	}
+	port, err := strconv.Atoi(base)
+	if err != nil || port < 1 || port+len(Services) > 65535 {
+		return nil, fmt.Errorf("devstack: %s=%q is not a port with %d free ports after it", PprofBasePortEnv, base, len(Services))
+	}
+	out := map[string]string{"gateway": net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	for i, svc := range Services {
+		out[svc.Name] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port+1+i))
+	}
+	return out, nil
 }
 
 func freeAddr() (string, error) {

@@ -1,7 +1,8 @@
 // Package service is the composition root every service shares: it reads
 // the common configuration, sets up logs, tracing, PostgreSQL (migrated at
 // start under an advisory lock), Redis and the authenticating gRPC server,
-// then lets the service wire its own parts with plain constructors.
+// then lets the service wire its own parts with plain constructors. With
+// SWITCHBOARD_PPROF_ADDR set it also serves net/http/pprof there.
 package service
 
 import (
@@ -84,6 +85,14 @@ func Run(ctx context.Context, spec Spec, environ map[string]string, stdout io.Wr
 	}
 	d.Log = logging.New(stdout, spec.Name, d.Config.LogLevel)
 
+	// Profiling is opt-in and started first, so that a slow start
+	// (migrations) can be profiled too; it stops when Run returns.
+	_, stopPprof, err := server.ServePprof(d.Log, environ[server.PprofAddrEnv])
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
+
 	shutdownTracing, err := telemetry.Setup(ctx, spec.Name)
 	if err != nil {
 		return err
@@ -115,8 +124,16 @@ func Run(ctx context.Context, spec Spec, environ map[string]string, stdout io.Wr
 		defer conn.Close()
 		source = auth.NewRemote(conn)
 	}
+	// Principals in process memory in front of the shared Redis cache: a
+	// request with a known key costs no round trip. Revocations reach it
+	// over Redis pub/sub; without that channel it answers from Redis only.
+	local := auth.NewLocal(auth.NewCache(d.Redis, source, d.Config.AuthCacheTTL), localAuthTTL(d.Config.AuthCacheTTL), d.Log)
+	d.Background("auth revocations", func(ctx context.Context) error {
+		local.Run(ctx, d.Redis)
+		return nil
+	})
 	authn := auth.NewInterceptor(auth.Config{
-		Source:        auth.NewCache(d.Redis, source, d.Config.AuthCacheTTL),
+		Source:        local,
 		OperatorToken: d.Config.AdminToken,
 		InternalToken: d.Config.InternalToken,
 		Sandbox:       d.Config.Sandbox,
@@ -165,6 +182,11 @@ func serve(ctx context.Context, d *Deps, server func(ctx context.Context) error)
 		return err
 	}
 }
+
+// localAuthTTL is how long a process keeps a principal in memory: a
+// revocation is pushed, so this bounds only how late other changes to a
+// key's principal are seen, on top of the shared cache's TTL.
+func localAuthTTL(shared time.Duration) time.Duration { return min(shared, 5*time.Second) }
 
 // keyLimiter applies the general per-key request rate, when configured.
 func keyLimiter(d *Deps) auth.Limiter {

@@ -34,6 +34,12 @@ func Setup(ctx context.Context, service string) (func(), error) {
 			return nil, fmt.Errorf("trace exporter: %w", err)
 		}
 		opts = append(opts, sdktrace.WithBatcher(exp))
+	} else {
+		// Nothing would read the spans: make them non-recording. They
+		// still carry trace and span ids (logs and traceparent keep
+		// them), without the attributes and events a recording span
+		// collects on every request.
+		opts = append(opts, sdktrace.WithSampler(sdktrace.NeverSample()))
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	otel.SetTracerProvider(tp)

@@ -15,6 +15,7 @@ import (
 
 	"switchboard.dev/gateway/internal/gateway"
 	"switchboard.dev/pkg/logging"
+	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/telemetry"
 )
 
@@ -39,6 +40,12 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer shutdownTracing()
+	// The same opt-in profiling listener as every service (pkg/service).
+	_, stopPprof, err := server.ServePprof(log, os.Getenv(server.PprofAddrEnv))
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	g, err := gateway.New(ctx, cfg, log)
 	if err != nil {
 		return err

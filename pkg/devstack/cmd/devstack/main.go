@@ -100,9 +100,32 @@ connection against the sandbox.
 
 Ctrl-C stops everything.
 `, st.BaseURL, o.AdminToken, d.CompanyID, d.APIKey, o.LogDir, d.ConnectionID, chat)
+	printPprof(st)
 	<-ctx.Done()
 	fmt.Println("\nstopping...")
 	return nil
+}
+
+// printPprof lists each process's profiling address, when
+// SWITCHBOARD_PPROF_BASE_PORT gave them one.
+func printPprof(st *devstack.Stack) {
+	if len(st.PprofAddrs) == 0 {
+		return
+	}
+	fmt.Println("Profiling (net/http/pprof):")
+	fmt.Println()
+	for _, name := range append([]string{"gateway"}, devstackNames()...) {
+		fmt.Printf("  %-12s http://%s/debug/pprof/\n", name, st.PprofAddrs[name])
+	}
+	fmt.Printf("\n  go tool pprof -top 'http://%s/debug/pprof/profile?seconds=10'\n\n", st.PprofAddrs["gateway"])
+}
+
+func devstackNames() []string {
+	var out []string
+	for _, s := range devstack.Services {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 // ensureDemo reuses the saved demo key while it still works, else creates

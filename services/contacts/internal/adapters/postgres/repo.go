@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,42 +30,139 @@ var _ app.Repository = (*Repo)(nil)
 func New(db *pgxpool.Pool) *Repo { return &Repo{db: db} }
 
 type querier interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// listWhere is the one filter of contact lists. Unused filters are their
-// zero values ($2 with_groups, $3 tags, $4 search, $5 its LIKE pattern, $6
-// phone); lists run with custom plans so the unused ones fold away. The
-// phone filter is a scalar subquery (one row at most: the unique index), an
-// InitPlan that turns into a primary key lookup; an EXISTS under the OR
-// would stay a hashed SubPlan filtering every contact of the company
-// (~85 ms at 100,000 contacts, `make bench`).
-const listWhere = `
+const contactCols = `c.id, c.company_id, c.name, c.is_group, c.created_at, c.updated_at`
+
+// listFrom is what every contact list filters on: the company, groups and
+// tags ($1..$3). Unused filters are their zero values; lists run with custom
+// plans so the unused ones fold away.
+const listFrom = `
 	FROM contacts c
 	WHERE c.company_id = $1
 	  AND ($2::bool OR NOT c.is_group)
 	  AND (cardinality($3::bigint[]) = 0 OR EXISTS (
-	        SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag_id = ANY($3::bigint[])))
-	  AND ($4::text = '' OR c.search LIKE $5::text OR $4::text <% c.search)
-	  AND ($6::text = '' OR c.id = (
-	        SELECT p.contact_id FROM contact_phones p WHERE p.company_id = $1 AND p.phone = $6::text))`
+	        SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag_id = ANY($3::bigint[])))`
 
-const listSelect = `SELECT c.id, c.company_id, c.name, c.is_group, c.created_at, c.updated_at` + listWhere
+// listWhere is the filter of lists without `query`: $4 is the exact phone
+// or empty. The phone filter is a scalar subquery (one row at most: the unique
+// index), an InitPlan that turns into a primary key lookup; an EXISTS under
+// the OR would stay a hashed SubPlan filtering every contact of the company
+// (~85 ms at 100,000 contacts, `make bench`).
+const listWhere = listFrom + `
+	  AND ($4::text = '' OR c.id = (
+	        SELECT p.contact_id FROM contact_phones p WHERE p.company_id = $1 AND p.phone = $4::text))`
 
-// listQueries are the six fixed list queries, one per order, each walking
-// its index with id breaking ties.
-var listQueries = map[domain.Order]string{
-	domain.OrderIDAsc:       listSelect + ` ORDER BY c.id ASC LIMIT $7 OFFSET $8`,
-	domain.OrderIDDesc:      listSelect + ` ORDER BY c.id DESC LIMIT $7 OFFSET $8`,
-	domain.OrderNameAsc:     listSelect + ` ORDER BY lower(c.name) ASC, c.id ASC LIMIT $7 OFFSET $8`,
-	domain.OrderNameDesc:    listSelect + ` ORDER BY lower(c.name) DESC, c.id DESC LIMIT $7 OFFSET $8`,
-	domain.OrderCreatedAsc:  listSelect + ` ORDER BY c.created_at ASC, c.id ASC LIMIT $7 OFFSET $8`,
-	domain.OrderCreatedDesc: listSelect + ` ORDER BY c.created_at DESC, c.id DESC LIMIT $7 OFFSET $8`,
+// searchMatches are the contacts a `query` list finds ($4 the LIKE pattern
+// of the search text, $5 the search text): those whose search text holds
+// it, then the others whose word_similarity with it reaches
+// pg_trgm.word_similarity_threshold (pinned to searchThreshold). The two
+// arms are disjoint, so UNION ALL needs no de-duplication, and each is one
+// operator of the trigram GIN index, so each is a bitmap scan of its own
+// candidates. In the second arm NOT LIKE comes first: quals of equal cost
+// run in the order written, and it spares word_similarity (~5 µs a row) on
+// the substring matches, which the first arm has already returned.
+// Patterns without a trigram take shortSearchWhere instead.
+const searchMatches = `
+	SELECT ` + contactCols + listFrom + `
+	  AND c.search LIKE $4::text
+	UNION ALL
+	SELECT ` + contactCols + listFrom + `
+	  AND c.search NOT LIKE $4::text AND $5::text <% c.search`
+
+// shortSearchWhere is the filter of a `query` whose pattern has no three
+// letters or digits in a row ("79", "a b"): LIKE then has no trigram to
+// look up, every contact of the company is read anyway, and a walk in the
+// page's order that tests LIKE first (word_similarity only where LIKE
+// fails) fills the page soonest. Such a query matches most contacts or,
+// with word_similarity tested on all of them, is as slow as before
+// (docs/contacts-search.md).
+const shortSearchWhere = listFrom + `
+	  AND (c.search LIKE $4::text OR $5::text <% c.search)`
+
+// orderBy is each order's clause, id breaking ties.
+var orderBy = map[domain.Order]string{
+	domain.OrderIDAsc:       ` ORDER BY c.id ASC`,
+	domain.OrderIDDesc:      ` ORDER BY c.id DESC`,
+	domain.OrderNameAsc:     ` ORDER BY lower(c.name) ASC, c.id ASC`,
+	domain.OrderNameDesc:    ` ORDER BY lower(c.name) DESC, c.id DESC`,
+	domain.OrderCreatedAsc:  ` ORDER BY c.created_at ASC, c.id ASC`,
+	domain.OrderCreatedDesc: ` ORDER BY c.created_at DESC, c.id DESC`,
 }
 
-const countQuery = `SELECT count(*)` + listWhere
+// listQueries are the six fixed list queries without `query`, one per
+// order, each walking its index: the first rows of the order are the page.
+var listQueries = fixedQueries(`SELECT `+contactCols+listWhere, ` LIMIT $5 OFFSET $6`)
+
+// searchQueries are the six fixed `query` lists. They return the page and,
+// in count(*) OVER (), the number of all matches, in one pass over the
+// matches (the count needs them all anyway).
+var searchQueries = fixedQueries(`SELECT `+contactCols+`, count(*) OVER () FROM (`+searchMatches+`) c`, ` LIMIT $6 OFFSET $7`)
+
+func fixedQueries(head, tail string) map[domain.Order]string {
+	out := make(map[domain.Order]string, len(orderBy))
+	for o, by := range orderBy {
+		out[o] = head + by + tail
+	}
+	return out
+}
+
+// shortSearchQueries are the six fixed `query` lists of short patterns.
+var shortSearchQueries = fixedQueries(`SELECT `+contactCols+shortSearchWhere, ` LIMIT $6 OFFSET $7`)
+
+const (
+	countQuery            = `SELECT count(*)` + listWhere
+	countSearchQuery      = `SELECT count(*) FROM (` + searchMatches + `) c`
+	countShortSearchQuery = `SELECT count(*)` + shortSearchWhere
+)
+
+// hasTrigram tells whether LIKE can look s up in the trigram index: pg_trgm
+// takes trigrams from runs of letters and digits, and a pattern needs a run
+// of three for one.
+func hasTrigram(s string) bool {
+	run := 0
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			run++
+			if run == 3 {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+// searchPlanner and searchPlannerReset bracket the statements of a
+// `query` list. The planner costs word_similarity (procost 1) like an
+// equality although it takes ~5 µs a row, so when it expects many matches
+// it finds reading the company's contacts in the page's order (the pkey or
+// name index), or all of them sequentially, and testing every one cheaper
+// than the trigram index. That plan made fuzzy searches slow (p95 535 ms at
+// 100,000 contacts, docs/contacts-search.md): a typo matches few contacts,
+// so the walk went through all of them. With plain index scans and
+// sequential scans off, each arm of searchMatches is a bitmap scan: of the
+// trigram index where the pattern has trigrams, else (the cheap LIKE arm
+// of a short pattern) of the company's contacts. JIT is off as well: its
+// threshold would count the penalty of the disabled paths as work. So are
+// parallel workers: the planner chose two for some names, and starting
+// them took ~40 ms, ten times the scan of a few thousand matches. The
+// reset puts the session's own values back for the queries that follow.
+const (
+	searchPlanner = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
+		set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`
+	searchPlannerReset = `SELECT set_config(name, reset_val, true) FROM pg_settings
+		WHERE name IN ('enable_seqscan', 'enable_indexscan', 'jit', 'max_parallel_workers_per_gather')`
+)
+
+// searchThreshold is the word_similarity a fuzzy match needs: pg_trgm's
+// default, pinned so a server setting cannot change what `query` finds.
+const searchThreshold = "0.6"
 
 // likePattern makes a substring pattern of s with LIKE's wildcards escaped.
 func likePattern(s string) string {
@@ -74,44 +172,110 @@ func likePattern(s string) string {
 
 // ListContacts implements app.Repository.
 func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter) ([]domain.Contact, int64, error) {
-	q, ok := listQueries[f.Order]
-	if !ok {
+	if _, ok := orderBy[f.Order]; !ok {
 		return nil, 0, fmt.Errorf("list contacts: unknown order %d", f.Order)
 	}
 	tags := f.Tags
 	if tags == nil {
 		tags = []int64{}
 	}
-	pattern := ""
-	if f.Search != "" {
-		pattern = likePattern(f.Search)
-	}
-	args := []any{company, f.WithGroups, tags, f.Search, pattern, f.Phone}
 	var out []domain.Contact
 	var total int64
 	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
 		// A generic plan would keep every optional filter; a custom one
 		// drops the unused ones and can use the trigram and order indexes.
-		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
+		_, err := tx.Exec(ctx, `SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
+			set_config('pg_trgm.word_similarity_threshold', $1, true)`, searchThreshold)
+		if err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, countQuery, args...).Scan(&total); err != nil {
-			return fmt.Errorf("count contacts: %w", err)
+		switch {
+		case f.Search != "" && hasTrigram(f.Search):
+			out, total, err = searchContacts(ctx, tx, company, tags, f)
+		case f.Search != "":
+			out, total, err = shortSearchContacts(ctx, tx, company, tags, f)
+		default:
+			out, total, err = listContacts(ctx, tx, company, tags, f)
 		}
-		rows, err := tx.Query(ctx, q, append(args, f.Limit, f.Offset)...)
 		if err != nil {
-			return fmt.Errorf("list contacts: %w", err)
+			return err
 		}
-		out, err = pgx.CollectRows(rows, scanContact)
-		if err != nil {
-			return fmt.Errorf("list contacts: %w", err)
-		}
-		return loadDetails(ctx, tx, out)
+		return loadDetails(ctx, tx, company, out)
 	})
 	if out == nil {
 		out = []domain.Contact{}
 	}
 	return out, total, err
+}
+
+// listContacts counts, then reads the page by walking the order's index.
+func listContacts(ctx context.Context, tx pgx.Tx, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+	args := []any{company, f.WithGroups, tags, f.Phone}
+	var total int64
+	if err := tx.QueryRow(ctx, countQuery, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count contacts: %w", err)
+	}
+	rows, err := tx.Query(ctx, listQueries[f.Order], append(args, f.Limit, f.Offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list contacts: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanContact)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list contacts: %w", err)
+	}
+	return out, total, nil
+}
+
+// shortSearchContacts counts, then reads the page of a short pattern in
+// the page's order (shortSearchWhere).
+func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+	args := []any{company, f.WithGroups, tags, likePattern(f.Search), f.Search}
+	var total int64
+	if err := tx.QueryRow(ctx, countShortSearchQuery, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count contacts: %w", err)
+	}
+	rows, err := tx.Query(ctx, shortSearchQueries[f.Order], append(args, f.Limit, f.Offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("search contacts: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanContact)
+	if err != nil {
+		return nil, 0, fmt.Errorf("search contacts: %w", err)
+	}
+	return out, total, nil
+}
+
+// searchContacts reads the page and the count of a `query` list in one
+// statement; only a page past the last match (no row to carry the count)
+// costs a second, counting statement.
+func searchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+	args := []any{company, f.WithGroups, tags, likePattern(f.Search), f.Search}
+	if _, err := tx.Exec(ctx, searchPlanner); err != nil {
+		return nil, 0, fmt.Errorf("search contacts: %w", err)
+	}
+	rows, err := tx.Query(ctx, searchQueries[f.Order], append(args, f.Limit, f.Offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("search contacts: %w", err)
+	}
+	var total int64
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Contact, error) {
+		var c domain.Contact
+		err := row.Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt, &total)
+		c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+		return c, err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("search contacts: %w", err)
+	}
+	if len(out) == 0 && f.Offset > 0 {
+		if err := tx.QueryRow(ctx, countSearchQuery, args...).Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("count contacts: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, searchPlannerReset); err != nil {
+		return nil, 0, fmt.Errorf("search contacts: %w", err)
+	}
+	return out, total, nil
 }
 
 func scanContact(row pgx.CollectableRow) (domain.Contact, error) {
@@ -121,12 +285,23 @@ func scanContact(row pgx.CollectableRow) (domain.Contact, error) {
 	return c, err
 }
 
-// loadDetails fills phones, emails, tags, notes and chats of cs, five
-// queries whatever their number.
-func loadDetails(ctx context.Context, q querier, cs []domain.Contact) error {
+// loadDetails fills phones, emails, tags, notes and chats of cs: five
+// queries whatever their number, sent together in one round trip.
+func loadDetails(ctx context.Context, q querier, company int64, cs []domain.Contact) error {
 	if len(cs) == 0 {
 		return nil
 	}
+	b := &pgx.Batch{}
+	queueDetails(b, company, cs)
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("contact details: %w", err)
+	}
+	return nil
+}
+
+// queueDetails queues on b the five reads that fill the details of cs (of
+// company: the reads take only its contacts' rows).
+func queueDetails(b *pgx.Batch, company int64, cs []domain.Contact) {
 	ids := make([]int64, len(cs))
 	at := make(map[int64]*domain.Contact, len(cs))
 	for i := range cs {
@@ -135,21 +310,20 @@ func loadDetails(ctx context.Context, q querier, cs []domain.Contact) error {
 		cs[i].Phones, cs[i].Emails, cs[i].Tags = []domain.Phone{}, []domain.Email{}, []int64{}
 		cs[i].Notes, cs[i].Chats = []domain.Note{}, []domain.Chat{}
 	}
-	each := func(sql string, scan func(pgx.Rows) error) error {
-		rows, err := q.Query(ctx, sql, ids)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := scan(rows); err != nil {
-				return err
+	each := func(sql string, scan func(pgx.Rows) error) {
+		b.Queue(sql, ids, company).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				if err := scan(rows); err != nil {
+					return err
+				}
 			}
-		}
-		return rows.Err()
+			return rows.Err()
+		})
 	}
 	var id int64
-	err := each(`SELECT contact_id, type, phone FROM contact_phones WHERE contact_id = ANY($1) ORDER BY contact_id, position`,
+	each(`SELECT contact_id, type, phone FROM contact_phones
+		WHERE contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))
+		ORDER BY contact_id, position`,
 		func(rows pgx.Rows) error {
 			var p domain.Phone
 			if err := rows.Scan(&id, &p.Type, &p.Phone); err != nil {
@@ -158,54 +332,50 @@ func loadDetails(ctx context.Context, q querier, cs []domain.Contact) error {
 			at[id].Phones = append(at[id].Phones, p)
 			return nil
 		})
-	if err == nil {
-		err = each(`SELECT contact_id, type, email FROM contact_emails WHERE contact_id = ANY($1) ORDER BY contact_id, position`,
-			func(rows pgx.Rows) error {
-				var e domain.Email
-				if err := rows.Scan(&id, &e.Type, &e.Email); err != nil {
-					return err
-				}
-				at[id].Emails = append(at[id].Emails, e)
-				return nil
-			})
-	}
-	if err == nil {
-		err = each(`SELECT contact_id, tag_id FROM contact_tags WHERE contact_id = ANY($1) ORDER BY contact_id, tag_id`,
-			func(rows pgx.Rows) error {
-				var t int64
-				if err := rows.Scan(&id, &t); err != nil {
-					return err
-				}
-				at[id].Tags = append(at[id].Tags, t)
-				return nil
-			})
-	}
-	if err == nil {
-		err = each(`SELECT `+noteCols+` FROM notes WHERE contact_id = ANY($1) ORDER BY updated_at DESC, id DESC`,
-			func(rows pgx.Rows) error {
-				n, err := scanNote(rows)
-				if err != nil {
-					return err
-				}
-				at[n.ContactID].Notes = append(at[n.ContactID].Notes, n)
-				return nil
-			})
-	}
-	if err == nil {
-		err = each(`SELECT contact_id, `+chatCols+` FROM contact_chats WHERE contact_id = ANY($1) ORDER BY created_at, chat_id`,
-			func(rows pgx.Rows) error {
-				var c domain.Chat
-				if err := rows.Scan(append([]any{&id}, chatDest(&c)...)...); err != nil {
-					return err
-				}
-				at[id].Chats = append(at[id].Chats, c)
-				return nil
-			})
-	}
-	if err != nil {
-		return fmt.Errorf("contact details: %w", err)
-	}
-	return nil
+	each(`SELECT contact_id, type, email FROM contact_emails
+		WHERE contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))
+		ORDER BY contact_id, position`,
+		func(rows pgx.Rows) error {
+			var e domain.Email
+			if err := rows.Scan(&id, &e.Type, &e.Email); err != nil {
+				return err
+			}
+			at[id].Emails = append(at[id].Emails, e)
+			return nil
+		})
+	each(`SELECT contact_id, tag_id FROM contact_tags
+		WHERE contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))
+		ORDER BY contact_id, tag_id`,
+		func(rows pgx.Rows) error {
+			var t int64
+			if err := rows.Scan(&id, &t); err != nil {
+				return err
+			}
+			at[id].Tags = append(at[id].Tags, t)
+			return nil
+		})
+	each(`SELECT `+noteCols+` FROM notes
+		WHERE contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))
+		ORDER BY updated_at DESC, id DESC`,
+		func(rows pgx.Rows) error {
+			n, err := scanNote(rows)
+			if err != nil {
+				return err
+			}
+			at[n.ContactID].Notes = append(at[n.ContactID].Notes, n)
+			return nil
+		})
+	each(`SELECT contact_id, `+chatCols+` FROM contact_chats
+		WHERE contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))
+		ORDER BY created_at, chat_id`,
+		func(rows pgx.Rows) error {
+			var c domain.Chat
+			if err := rows.Scan(append([]any{&id}, chatDest(&c)...)...); err != nil {
+				return err
+			}
+			at[id].Chats = append(at[id].Chats, c)
+			return nil
+		})
 }
 
 const noteCols = `id, contact_id, type, text, created_by, updated_by, created_at, updated_at`
@@ -228,24 +398,34 @@ func chatDest(c *domain.Chat) []any {
 		&c.Phone, &c.Username, &c.UserID, &c.Name, &c.ProfileLink, &c.IsGroup}
 }
 
+// getContact reads a contact and its details in one round trip (with
+// lock, its row is locked for the transaction q is in).
 func getContact(ctx context.Context, q querier, company, id int64, lock bool) (domain.Contact, error) {
 	sql := `SELECT id, company_id, name, is_group, created_at, updated_at FROM contacts WHERE company_id = $1 AND id = $2`
 	if lock {
 		sql += ` FOR UPDATE`
 	}
-	rows, err := q.Query(ctx, sql, company, id)
-	if err != nil {
+	// The details are read for id whether or not it is the company's (they
+	// are read only for the company's contacts, so none for another's),
+	// and thrown away if the contact is not found.
+	cs := []domain.Contact{{ID: id}}
+	found := false
+	b := &pgx.Batch{}
+	b.Queue(sql, company, id).Query(func(rows pgx.Rows) error {
+		got, err := pgx.CollectRows(rows, scanContact)
+		if err == nil && len(got) == 1 {
+			found = true
+			cs[0].CompanyID, cs[0].Name, cs[0].IsGroup = got[0].CompanyID, got[0].Name, got[0].IsGroup
+			cs[0].CreatedAt, cs[0].UpdatedAt = got[0].CreatedAt, got[0].UpdatedAt
+		}
+		return err
+	})
+	queueDetails(b, company, cs)
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return domain.Contact{}, fmt.Errorf("get contact: %w", err)
 	}
-	cs, err := pgx.CollectRows(rows, scanContact)
-	if err != nil {
-		return domain.Contact{}, fmt.Errorf("get contact: %w", err)
-	}
-	if len(cs) == 0 {
+	if !found {
 		return domain.Contact{}, domain.ErrNotFound
-	}
-	if err := loadDetails(ctx, q, cs); err != nil {
-		return domain.Contact{}, err
 	}
 	return cs[0], nil
 }

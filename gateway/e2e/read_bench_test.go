@@ -1,0 +1,365 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"switchboard.dev/pkg/auth"
+	"switchboard.dev/pkg/postgres"
+	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
+	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
+	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
+)
+
+// Issue 12: single-row reads (a contact, the company card, a connection)
+// through the gateway and over direct gRPC to the owning service, each
+// beside pgbench's select-only run (`pgbench -S`: one primary-key SELECT per
+// transaction) on the same PostgreSQL. The runs alternate, pgbench before
+// and after every round of reads, so a noisy neighbour slows both sides and
+// the ratio (reads/s ÷ the bracketing pgbench runs' mean tps, pgbench's
+// rate taken after a warm-up: see pgbenchSelect) stays comparable between
+// machines. Run with `make bench BENCH=Reads`; plain `go
+// test` never runs it, and under -bench the stack runs with
+// SWITCHBOARD_KEY_RATE=0 (main_test.go).
+//
+// SWITCHBOARD_READ_BENCH_DURATION (a Go duration, 5s by default) lengthens
+// each run, for instance to take a CPU profile through the processes'
+// pprof ports (SWITCHBOARD_PPROF_BASE_PORT, README "Profiling").
+const (
+	readBenchClients  = 32
+	readBenchRounds   = 2
+	readBenchContacts = 100
+	readBenchScale    = 10
+	// readBenchPgWarmUp is run by pgbench before each measured run (see
+	// pgbenchSelect).
+	readBenchPgWarmUp = 10 * time.Second
+)
+
+// readKind is one measured read: the same request through the gateway
+// (path) and straight to the service (call, on one worker's connection).
+type readKind struct {
+	name    string
+	service string
+	path    func(i int) string
+	call    func(ctx context.Context, conn *grpc.ClientConn, i int) error
+}
+
+// readRun is one timed run of one kind over one transport.
+type readRun struct {
+	rate float64
+	lat  []time.Duration
+}
+
+func BenchmarkReads(b *testing.B) {
+	duration := 5 * time.Second
+	if v := os.Getenv("SWITCHBOARD_READ_BENCH_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(b, err, "SWITCHBOARD_READ_BENCH_DURATION")
+		duration = d
+	}
+	c := newCompany(b, nil)
+	connID := idOf(createTelegram(b, c, newPhone()))
+	contacts := make([]int64, readBenchContacts)
+	for i := range contacts {
+		contacts[i] = idOf(mustContactB(b, c, map[string]any{
+			"name":   p("Reader %d", i),
+			"phones": []any{map[string]any{"phone": newPhone()}},
+		}))
+	}
+	pgbenchDSN := pgbenchInit(b)
+
+	withKey := func(ctx context.Context) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, auth.HeaderAPIKey, c.Key)
+	}
+	kinds := []readKind{
+		{
+			name: "contact", service: "contacts",
+			path: func(i int) string { return cpath(c, "/contacts/%d", contacts[i%len(contacts)]) },
+			call: func(ctx context.Context, conn *grpc.ClientConn, i int) error {
+				_, err := contactsv1.NewContactsServiceClient(conn).GetContact(withKey(ctx),
+					&contactsv1.GetContactRequest{CompanyId: c.ID, ContactId: contacts[i%len(contacts)]})
+				return err
+			},
+		},
+		{
+			name: "company_card", service: "identity",
+			path: func(int) string { return cpath(c, "") },
+			call: func(ctx context.Context, conn *grpc.ClientConn, _ int) error {
+				_, err := identityv1.NewIdentityServiceClient(conn).GetCompany(withKey(ctx),
+					&identityv1.GetCompanyRequest{CompanyId: c.ID})
+				return err
+			},
+		},
+		{
+			name: "connection", service: "connections",
+			path: func(int) string { return cpath(c, "/connections/%d", connID) },
+			call: func(ctx context.Context, conn *grpc.ClientConn, _ int) error {
+				_, err := connectionsv1.NewConnectionsServiceClient(conn).GetConnection(withKey(ctx),
+					&connectionsv1.GetConnectionRequest{CompanyId: c.ID, ConnectionId: connID})
+				return err
+			},
+		},
+	}
+
+	// Each worker keeps its own connection, HTTP or gRPC, as each pgbench
+	// client does: 32 clients, 32 connections.
+	httpClient := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConnsPerHost: readBenchClients, MaxConnsPerHost: readBenchClients,
+	}}
+	grpcConns := map[string][]*grpc.ClientConn{}
+	for _, k := range kinds {
+		for range readBenchClients {
+			conn, err := grpc.NewClient(stack.Addrs[k.service], grpc.WithTransportCredentials(insecure.NewCredentials()))
+			require.NoError(b, err)
+			b.Cleanup(func() { conn.Close() })
+			grpcConns[k.service] = append(grpcConns[k.service], conn)
+		}
+	}
+	httpRun := func(k readKind, d time.Duration) readRun {
+		return loadRun(b, d, func(_, i int) error { return readGet(httpClient, stack.BaseURL+k.path(i), c.Key) })
+	}
+	grpcRun := func(k readKind, d time.Duration) readRun {
+		conns := grpcConns[k.service]
+		return loadRun(b, d, func(w, i int) error { return k.call(context.Background(), conns[w], i) })
+	}
+
+	// Warm up: connections open, keys cached, plans prepared.
+	for _, k := range kinds {
+		httpRun(k, time.Second)
+		grpcRun(k, time.Second)
+	}
+	if stack.PprofAddrs != nil {
+		fmt.Printf("pprof: %v\n", stack.PprofAddrs)
+	}
+
+	type series struct {
+		runs   []readRun
+		ratios []float64
+	}
+	results := map[string]*series{}
+	var tps, cold []float64
+	pgbench := func() {
+		warm, whole := pgbenchSelect(b, pgbenchDSN, duration)
+		tps, cold = append(tps, warm), append(cold, whole)
+	}
+	pgbench()
+	for round := range readBenchRounds {
+		var pending []struct {
+			name string
+			run  readRun
+		}
+		for _, k := range kinds {
+			for _, t := range []struct {
+				suffix string
+				run    func(readKind, time.Duration) readRun
+			}{{"http", httpRun}, {"grpc", grpcRun}} {
+				name := k.name + "_" + t.suffix
+				fmt.Printf("round %d: %s for %v\n", round+1, name, duration)
+				pending = append(pending, struct {
+					name string
+					run  readRun
+				}{name, t.run(k, duration)})
+			}
+		}
+		pgbench()
+		ref := (tps[len(tps)-2] + tps[len(tps)-1]) / 2
+		for _, r := range pending {
+			s := results[r.name]
+			if s == nil {
+				s = &series{}
+				results[r.name] = s
+			}
+			s.runs = append(s.runs, r.run)
+			s.ratios = append(s.ratios, r.run.rate/ref)
+		}
+	}
+
+	var out strings.Builder
+	fmt.Fprintf(&out, "%d clients, %v per run, %d rounds; pgbench -S scale %d on the same PostgreSQL: %s tps after a %v warm-up (mean %.0f; whole runs, warm-up included: %s, mean %.0f)\n",
+		readBenchClients, duration, readBenchRounds, readBenchScale, joinFloats(tps), readBenchPgWarmUp, mean(tps), joinFloats(cold), mean(cold))
+	fmt.Fprintf(&out, "%-18s %10s %8s %8s %8s %8s  %s\n", "read", "req/s", "p50 ms", "p95 ms", "p99 ms", "ratio", "ratio per round")
+	for _, k := range kinds {
+		for _, suffix := range []string{"http", "grpc"} {
+			name := k.name + "_" + suffix
+			s := results[name]
+			var lat []time.Duration
+			var rates []float64
+			for _, r := range s.runs {
+				lat = append(lat, r.lat...)
+				rates = append(rates, r.rate)
+			}
+			slices.Sort(lat)
+			ratio := mean(s.ratios)
+			fmt.Fprintf(&out, "%-18s %10.0f %8.2f %8.2f %8.2f %8.3f  %s\n", name, mean(rates),
+				ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 99)), ratio, joinFloats(s.ratios))
+			b.ReportMetric(ratio, name+"_ratio")
+			b.ReportMetric(mean(rates), name+"_req/s")
+			b.ReportMetric(ms(percentile(lat, 99)), name+"_p99_ms")
+		}
+	}
+	b.ReportMetric(mean(tps), "pgbench_tps")
+	fmt.Print("\n" + out.String())
+}
+
+// loadRun makes readBenchClients workers call do back to back for d and
+// answers the rate and the sorted latencies. do gets the worker's number
+// and a running request number.
+func loadRun(b *testing.B, d time.Duration, do func(worker, i int) error) readRun {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := range readBenchClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := make([]time.Duration, 0, 4096)
+			var err error
+			for i := w; time.Now().Before(deadline); i += readBenchClients {
+				t0 := time.Now()
+				if err = do(w, i); err != nil {
+					break
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	require.NoError(b, firstErr)
+	slices.Sort(lat)
+	return readRun{rate: float64(len(lat)) / elapsed.Seconds(), lat: lat}
+}
+
+// pgbenchInit makes pgbench's own tables in a scratch database beside the
+// stack's, dropped when the benchmark ends.
+func pgbenchInit(b *testing.B) string {
+	ctx := context.Background()
+	name := dbPrefix + "_pgbench"
+	require.NoError(b, postgres.EnsureDatabase(ctx, adminDSN, name))
+	b.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, adminDSN)
+		if err != nil {
+			b.Log(err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			b.Log(err)
+		}
+	})
+	dsn, err := postgres.DSNWithDatabase(adminDSN, name)
+	require.NoError(b, err)
+	out, err := exec.Command("pgbench", "-i", "-q", "-s", strconv.Itoa(readBenchScale), dsn).CombinedOutput()
+	require.NoError(b, err, "%s", out)
+	return dsn
+}
+
+// pgbenchProgress is one line of pgbench -P 1.
+var pgbenchProgress = regexp.MustCompile(`progress: ([0-9.]+) s, ([0-9.]+) tps`)
+
+// pgbenchSelect runs pgbench's built-in select-only script for the warm-up
+// and then d, and answers the tps of the d after the warm-up (the mean of
+// its per-second progress) and of the whole run. Every pgbench run opens
+// 32 fresh backends, and a fresh backend is slow until it has touched the
+// shared buffers it reads (page faults on first touch): on a 2-CPU machine
+// the rate climbs for several seconds (5k -> 18k tps). The services' pools
+// are long-lived and the reads are warmed up, so the ratio compares them
+// with pgbench's warm rate; the whole-run figure is printed beside it.
+func pgbenchSelect(b *testing.B, dsn string, d time.Duration) (warm, whole float64) {
+	fmt.Printf("pgbench -S for %v after %v warm-up\n", d, readBenchPgWarmUp)
+	threads := min(runtime.NumCPU(), readBenchClients)
+	total := max(int((readBenchPgWarmUp + d).Seconds()), 2)
+	out, err := exec.Command("pgbench", "-S", "-n", "-P", "1", "-c", strconv.Itoa(readBenchClients), "-j", strconv.Itoa(threads),
+		"-T", strconv.Itoa(total), dsn).CombinedOutput()
+	require.NoError(b, err, "%s", out)
+	m := pgbenchTPS.FindSubmatch(out)
+	require.NotNil(b, m, "%s", out)
+	whole, err = strconv.ParseFloat(string(m[1]), 64)
+	require.NoError(b, err)
+	var after []float64
+	for _, line := range pgbenchProgress.FindAllSubmatch(out, -1) {
+		at, _ := strconv.ParseFloat(string(line[1]), 64)
+		tps, _ := strconv.ParseFloat(string(line[2]), 64)
+		if at > readBenchPgWarmUp.Seconds() {
+			after = append(after, tps)
+		}
+	}
+	require.NotEmpty(b, after, "no progress after the warm-up:\n%s", out)
+	return mean(after), whole
+}
+
+// readGet is one GET answered 200 and read to the end; the body is not
+// decoded, so the load generator spends little of the machine's CPU.
+func readGet(client *http.Client, u, apiKey string) error {
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Api-Key", apiKey)
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(res.Body)
+		return fmt.Errorf("GET %s: %d %s", u, res.StatusCode, body)
+	}
+	_, err = io.Copy(io.Discard, res.Body)
+	return err
+}
+
+// mustContactB is mustContact for a benchmark.
+func mustContactB(b *testing.B, c company, body map[string]any) map[string]any {
+	b.Helper()
+	r := api(b, "POST", cpath(c, "/contacts/"), body, key(c.Key)...)
+	require.Equal(b, 200, r.Status, "%s", r.Body)
+	return r.JSON(b)
+}
+
+func mean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+func joinFloats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		if x >= 100 {
+			parts[i] = strconv.FormatFloat(x, 'f', 0, 64)
+		} else {
+			parts[i] = strconv.FormatFloat(x, 'f', 3, 64)
+		}
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,187 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/pkg/pgtest"
+	"switchboard.dev/services/contacts/internal/domain"
+	"switchboard.dev/services/contacts/migrations"
+)
+
+// legacyWhere and legacyOrder are the `query` list as it was before the
+// search was made fast (docs/contacts-search.md): one OR of the substring
+// and the fuzzy match, planned freely. The recall test holds the new
+// statements to its answers.
+const legacyWhere = `
+	FROM contacts c
+	WHERE c.company_id = $1
+	  AND ($2::bool OR NOT c.is_group)
+	  AND (cardinality($3::bigint[]) = 0 OR EXISTS (
+	        SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag_id = ANY($3::bigint[])))
+	  AND ($4::text = '' OR c.search LIKE $5::text OR $4::text <% c.search)`
+
+var legacyOrder = map[domain.Order]string{
+	domain.OrderIDAsc:       ` ORDER BY c.id ASC`,
+	domain.OrderIDDesc:      ` ORDER BY c.id DESC`,
+	domain.OrderNameAsc:     ` ORDER BY lower(c.name) ASC, c.id ASC`,
+	domain.OrderNameDesc:    ` ORDER BY lower(c.name) DESC, c.id DESC`,
+	domain.OrderCreatedAsc:  ` ORDER BY c.created_at ASC, c.id ASC`,
+	domain.OrderCreatedDesc: ` ORDER BY c.created_at DESC, c.id DESC`,
+}
+
+// legacyList answers f the old way: the page's ids and the count.
+func legacyList(t *testing.T, ctx context.Context, db pgx.Tx, company int64, f domain.Filter) ([]int64, int64) {
+	t.Helper()
+	tags := f.Tags
+	if tags == nil {
+		tags = []int64{}
+	}
+	args := []any{company, f.WithGroups, tags, f.Search, likePattern(f.Search)}
+	var total int64
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*)`+legacyWhere, args...).Scan(&total))
+	rows, err := db.Query(ctx, `SELECT c.id`+legacyWhere+legacyOrder[f.Order]+` LIMIT $6 OFFSET $7`, append(args, f.Limit, f.Offset)...)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	if ids == nil {
+		ids = []int64{}
+	}
+	return ids, total
+}
+
+// TestSearchRecall: every `query` list answers exactly what the old
+// statement answered (the same contacts, count and order, so no match is
+// lost), over 1,500 contacts like the benchmark's and queries of every
+// kind: typos of full names, parts of names, phone digits, email parts,
+// patterns too short for trigrams, LIKE wildcards, with each order, tags,
+// group contacts and pages. Another company's look-alikes must never show.
+func TestSearchRecall(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	r := New(db)
+	const company, other = int64(7), int64(8)
+
+	first := []string{"Ivan", "Alexander", "Dmitry", "Sergey", "Pavel", "Anna", "Maria", "Elena", "Olga", "Tatiana",
+		"John", "Michael", "Sarah", "Laura", "Sophie", "Иван", "Дмитрий", "Анна", "Мария", "Наталья"}
+	last := []string{"Ivanov", "Smirnov", "Kuznetsov", "Popov", "Petrov", "Pavlov", "Morozov", "Alekseev", "Nikitin", "Zaitsev",
+		"Smith", "Johnson", "Williams", "Wilson", "Jones", "Иванов", "Смирнов", "Кузнецов", "Попов", "Фёдоров"}
+	rng := rand.New(rand.NewPCG(12, 3000))
+	var names, phones, emails []string
+	var tagID int64
+	require.NoError(t, db.QueryRow(ctx, `INSERT INTO tags (company_id, name) VALUES ($1, 'vip') RETURNING id`, company).Scan(&tagID))
+	var rows [][]any
+	for i := range 1500 {
+		fn, ln := first[rng.IntN(len(first))], last[rng.IntN(len(last))]
+		name := fn + " " + ln
+		ph := []domain.Phone{{Type: "mobile", Phone: fmt.Sprintf("+79%09d", (int64(i)*387_420_489+123_456_789)%1_000_000_000)}}
+		var em []domain.Email
+		if i%2 == 0 {
+			em = append(em, domain.Email{Type: "work", Email: fmt.Sprintf("%s.%s%d@example.com", strings.ToLower(fn), strings.ToLower(ln), i)})
+		}
+		comp := company
+		if i%10 == 0 {
+			comp = other
+		}
+		rows = append(rows, []any{int64(i + 1), comp, name, i%50 == 0, domain.SearchText(name, ph, em)})
+		names, phones = append(names, name), append(phones, ph[0].Phone)
+		if len(em) > 0 {
+			emails = append(emails, em[0].Email)
+		}
+	}
+	_, err := db.CopyFrom(ctx, pgx.Identifier{"contacts"}, []string{"id", "company_id", "name", "is_group", "search"}, pgx.CopyFromRows(rows))
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `INSERT INTO contact_tags SELECT id, $1 FROM contacts WHERE company_id = $2 AND id % 3 = 0`, tagID, company)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `UPDATE contacts SET created_at = now() - (id % 97) * interval '1 hour'`)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `ANALYZE contacts, contact_tags`)
+	require.NoError(t, err)
+
+	typo := func(s string) string {
+		rs := []rune(s)
+		for {
+			i := 1 + rng.IntN(len(rs)-1)
+			if rs[i] != ' ' && rs[i-1] != ' ' {
+				rs[i] = 'x'
+				return string(rs)
+			}
+		}
+	}
+	queries := []string{"ivan smirnov", "смирн", "pav", "pavl", "ivan", "smi", "ivx", "79", "7", "a", "xz", "a b", "%", "_", "example",
+		"anna.petrov", "john smyth", "сергей", "zzzzzz", "-", "..."}
+	for range 10 {
+		n := names[rng.IntN(len(names))]
+		l := []rune(strings.Fields(n)[1])
+		d := strings.TrimPrefix(phones[rng.IntN(len(phones))], "+7")
+		e := emails[rng.IntN(len(emails))]
+		queries = append(queries, typo(n), strings.ToUpper(n), string(l[:len(l)-2]), d[1:4]+" "+d[4:6]+"-"+d[6:8], d[3:9], e[2:12])
+	}
+
+	filters := []domain.Filter{
+		{Limit: 100},
+		{Limit: 100, Order: domain.OrderIDDesc},
+		{Limit: 7, Order: domain.OrderNameAsc},
+		{Limit: 7, Order: domain.OrderNameDesc, WithGroups: true},
+		{Limit: 20, Order: domain.OrderCreatedAsc, Offset: 15},
+		{Limit: 20, Order: domain.OrderCreatedDesc, Tags: []int64{tagID}},
+		{Limit: 5, Offset: 100_000},
+	}
+	var fuzzyOnly, likeOnly int
+	for _, q := range queries {
+		for _, f := range filters {
+			f.Search = domain.SearchQuery(q)
+			got, total, err := r.ListContacts(ctx, company, f)
+			require.NoError(t, err)
+			var want []int64
+			var wantTotal int64
+			require.NoError(t, pgxTx(ctx, db, func(tx pgx.Tx) {
+				want, wantTotal = legacyList(t, ctx, tx, company, f)
+			}))
+			gotIDs := []int64{}
+			for _, c := range got {
+				gotIDs = append(gotIDs, c.ID)
+				require.Equal(t, company, c.CompanyID, "query %q", q)
+			}
+			require.Equal(t, want, gotIDs, "query %q, filter %+v", q, f)
+			require.Equal(t, wantTotal, total, "query %q, filter %+v", q, f)
+		}
+		// Which arm found what: the test must cover both.
+		var fuzzy, like int
+		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE search NOT LIKE $2 AND word_similarity($1, search) >= 0.6),
+			count(*) FILTER (WHERE search LIKE $2 AND word_similarity($1, search) < 0.6) FROM contacts WHERE company_id = $3`,
+			domain.SearchQuery(q), likePattern(domain.SearchQuery(q)), company).Scan(&fuzzy, &like))
+		fuzzyOnly += fuzzy
+		likeOnly += like
+	}
+	require.Positive(t, fuzzyOnly, "no query found a contact by word_similarity alone")
+	require.Positive(t, likeOnly, "no query found a contact by substring alone")
+}
+
+// pgxTx runs fn in a transaction with custom plans, as ListContacts did.
+func pgxTx(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, fn func(pgx.Tx)) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
+		return err
+	}
+	fn(tx)
+	return nil
+}
+
+func TestHasTrigram(t *testing.T) {
+	for s, want := range map[string]bool{"": false, "79": false, "a b": false, "a.bc": false, "abc": true, "ёжи": true, "x 123": true, "%%%": false} {
+		require.Equal(t, want, hasTrigram(s), s)
+	}
+}
