@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,6 +68,66 @@ type readKind struct {
 type readRun struct {
 	rate float64
 	lat  []time.Duration
+	// cpu is the CPU time each part used per request: the gateway, the
+	// service, PostgreSQL (every postgres process) and this process (the
+	// load generator).
+	cpu [4]time.Duration
+}
+
+// cpuParts names readRun.cpu's entries.
+var cpuParts = [4]string{"gateway", "service", "postgres", "client"}
+
+// procCPU is the CPU time (user + system) the processes named by comm have
+// used so far; ticks are 1/100 s on Linux.
+func procCPU(b *testing.B, match func(comm string, pid int) bool) time.Duration {
+	b.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(b, err)
+	var ticks int64
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(p("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// comm is in parentheses and may hold spaces; fields follow the last ')'.
+		open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+		if open < 0 || end < 0 || !match(string(stat[open+1:end]), pid) {
+			continue
+		}
+		f := strings.Fields(string(stat[end+2:]))
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += utime + stime
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// cpuNow reads the four parts' CPU time for a read of service.
+func cpuNow(b *testing.B, service string) [4]time.Duration {
+	self := os.Getpid()
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return [4]time.Duration{
+		procCPU(b, func(comm string, _ int) bool { return comm == "gateway" }),
+		procCPU(b, func(comm string, _ int) bool { return comm == service }),
+		procCPU(b, func(comm string, pid int) bool { return comm == "postgres" && pid != self }),
+		time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+	}
+}
+
+// withCPU runs run and fills in its CPU per request.
+func withCPU(b *testing.B, service string, run func() readRun) readRun {
+	before := cpuNow(b, service)
+	r := run()
+	after := cpuNow(b, service)
+	for i := range r.cpu {
+		r.cpu[i] = (after[i] - before[i]) / time.Duration(max(len(r.lat), 1))
+	}
+	return r
 }
 
 func BenchmarkReads(b *testing.B) {
@@ -134,11 +196,15 @@ func BenchmarkReads(b *testing.B) {
 		}
 	}
 	httpRun := func(k readKind, d time.Duration) readRun {
-		return loadRun(b, d, func(_, i int) error { return readGet(httpClient, stack.BaseURL+k.path(i), c.Key) })
+		return withCPU(b, k.service, func() readRun {
+			return loadRun(b, d, func(_, i int) error { return readGet(httpClient, stack.BaseURL+k.path(i), c.Key) })
+		})
 	}
 	grpcRun := func(k readKind, d time.Duration) readRun {
 		conns := grpcConns[k.service]
-		return loadRun(b, d, func(w, i int) error { return k.call(context.Background(), conns[w], i) })
+		return withCPU(b, k.service, func() readRun {
+			return loadRun(b, d, func(w, i int) error { return k.call(context.Background(), conns[w], i) })
+		})
 	}
 
 	// Warm up: connections open, keys cached, plans prepared.
@@ -195,21 +261,27 @@ func BenchmarkReads(b *testing.B) {
 	var out strings.Builder
 	fmt.Fprintf(&out, "%d clients, %v per run, %d rounds; pgbench -S scale %d on the same PostgreSQL: %s tps after a %v warm-up (mean %.0f; whole runs, warm-up included: %s, mean %.0f)\n",
 		readBenchClients, duration, readBenchRounds, readBenchScale, joinFloats(tps), readBenchPgWarmUp, mean(tps), joinFloats(cold), mean(cold))
-	fmt.Fprintf(&out, "%-18s %10s %8s %8s %8s %8s  %s\n", "read", "req/s", "p50 ms", "p95 ms", "p99 ms", "ratio", "ratio per round")
+	fmt.Fprintf(&out, "%-18s %10s %8s %8s %8s %8s  %-13s  %s\n", "read", "req/s", "p50 ms", "p95 ms", "p99 ms", "ratio", "per round",
+		"CPU µs per request: "+strings.Join(cpuParts[:], " / "))
 	for _, k := range kinds {
 		for _, suffix := range []string{"http", "grpc"} {
 			name := k.name + "_" + suffix
 			s := results[name]
 			var lat []time.Duration
 			var rates []float64
+			var cpu [4]float64
 			for _, r := range s.runs {
 				lat = append(lat, r.lat...)
 				rates = append(rates, r.rate)
+				for i, d := range r.cpu {
+					cpu[i] += float64(d.Microseconds()) / float64(len(s.runs))
+				}
 			}
 			slices.Sort(lat)
 			ratio := mean(s.ratios)
-			fmt.Fprintf(&out, "%-18s %10.0f %8.2f %8.2f %8.2f %8.3f  %s\n", name, mean(rates),
-				ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 99)), ratio, joinFloats(s.ratios))
+			fmt.Fprintf(&out, "%-18s %10.0f %8.2f %8.2f %8.2f %8.3f  %-13s  %.0f / %.0f / %.0f / %.0f\n", name, mean(rates),
+				ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 99)), ratio, joinFloats(s.ratios),
+				cpu[0], cpu[1], cpu[2], cpu[3])
 			b.ReportMetric(ratio, name+"_ratio")
 			b.ReportMetric(mean(rates), name+"_req/s")
 			b.ReportMetric(ms(percentile(lat, 99)), name+"_p99_ms")

@@ -200,7 +200,7 @@ func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter)
 		if err != nil {
 			return err
 		}
-		return loadDetails(ctx, tx, company, out)
+		return loadDetails(ctx, tx, out)
 	})
 	if out == nil {
 		out = []domain.Contact{}
@@ -285,23 +285,33 @@ func scanContact(row pgx.CollectableRow) (domain.Contact, error) {
 	return c, err
 }
 
-// loadDetails fills phones, emails, tags, notes and chats of cs: five
-// queries whatever their number, sent together in one round trip.
-func loadDetails(ctx context.Context, q querier, company int64, cs []domain.Contact) error {
+// loadDetails fills phones, emails, tags, notes and chats of cs, which a
+// query scoped to their company found: five queries whatever their number,
+// sent together in one round trip.
+func loadDetails(ctx context.Context, q querier, cs []domain.Contact) error {
 	if len(cs) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
-	queueDetails(b, company, cs)
+	queueDetails(b, ofListedContacts, 0, cs)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("contact details: %w", err)
 	}
 	return nil
 }
 
-// queueDetails queues on b the five reads that fill the details of cs (of
-// company: the reads take only its contacts' rows).
-func queueDetails(b *pgx.Batch, company int64, cs []domain.Contact) {
+// ofContacts picks the detail rows of the contacts $1: ofCompanyContacts
+// when the ids come from the request (only those of company $2 count),
+// ofListedContacts when a query scoped to the company found them (checking
+// again cost 500 primary-key probes per page of 100).
+const (
+	ofCompanyContacts = `contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))`
+	ofListedContacts  = `contact_id = ANY($1)`
+)
+
+// queueDetails queues on b the five reads that fill the details of cs;
+// of is ofCompanyContacts with company, or ofListedContacts.
+func queueDetails(b *pgx.Batch, of string, company int64, cs []domain.Contact) {
 	ids := make([]int64, len(cs))
 	at := make(map[int64]*domain.Contact, len(cs))
 	for i := range cs {
@@ -311,7 +321,11 @@ func queueDetails(b *pgx.Batch, company int64, cs []domain.Contact) {
 		cs[i].Notes, cs[i].Chats = []domain.Note{}, []domain.Chat{}
 	}
 	each := func(sql string, scan func(pgx.Rows) error) {
-		b.Queue(sql, ids, company).Query(func(rows pgx.Rows) error {
+		args := []any{ids}
+		if of == ofCompanyContacts {
+			args = append(args, company)
+		}
+		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				if err := scan(rows); err != nil {
 					return err
@@ -322,7 +336,7 @@ func queueDetails(b *pgx.Batch, company int64, cs []domain.Contact) {
 	}
 	var id int64
 	each(`SELECT contact_id, type, phone FROM contact_phones
-		WHERE contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))
+		WHERE `+of+`
 		ORDER BY contact_id, position`,
 		func(rows pgx.Rows) error {
 			var p domain.Phone
@@ -333,7 +347,7 @@ func queueDetails(b *pgx.Batch, company int64, cs []domain.Contact) {
 			return nil
 		})
 	each(`SELECT contact_id, type, email FROM contact_emails
-		WHERE contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))
+		WHERE `+of+`
 		ORDER BY contact_id, position`,
 		func(rows pgx.Rows) error {
 			var e domain.Email
@@ -344,7 +358,7 @@ func queueDetails(b *pgx.Batch, company int64, cs []domain.Contact) {
 			return nil
 		})
 	each(`SELECT contact_id, tag_id FROM contact_tags
-		WHERE contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))
+		WHERE `+of+`
 		ORDER BY contact_id, tag_id`,
 		func(rows pgx.Rows) error {
 			var t int64
@@ -355,7 +369,7 @@ func queueDetails(b *pgx.Batch, company int64, cs []domain.Contact) {
 			return nil
 		})
 	each(`SELECT `+noteCols+` FROM notes
-		WHERE contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))
+		WHERE `+of+`
 		ORDER BY updated_at DESC, id DESC`,
 		func(rows pgx.Rows) error {
 			n, err := scanNote(rows)
@@ -366,7 +380,7 @@ func queueDetails(b *pgx.Batch, company int64, cs []domain.Contact) {
 			return nil
 		})
 	each(`SELECT contact_id, `+chatCols+` FROM contact_chats
-		WHERE contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))
+		WHERE `+of+`
 		ORDER BY created_at, chat_id`,
 		func(rows pgx.Rows) error {
 			var c domain.Chat
@@ -420,7 +434,7 @@ func getContact(ctx context.Context, q querier, company, id int64, lock bool) (d
 		}
 		return err
 	})
-	queueDetails(b, company, cs)
+	queueDetails(b, ofCompanyContacts, company, cs)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return domain.Contact{}, fmt.Errorf("get contact: %w", err)
 	}
