@@ -5,6 +5,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -293,25 +294,17 @@ func loadDetails(ctx context.Context, q querier, cs []domain.Contact) error {
 		return nil
 	}
 	b := &pgx.Batch{}
-	queueDetails(b, ofListedContacts, 0, cs)
+	queueDetails(b, cs)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("contact details: %w", err)
 	}
 	return nil
 }
 
-// ofContacts picks the detail rows of the contacts $1: ofCompanyContacts
-// when the ids come from the request (only those of company $2 count),
-// ofListedContacts when a query scoped to the company found them (checking
-// again cost 500 primary-key probes per page of 100).
-const (
-	ofCompanyContacts = `contact_id = ANY(ARRAY(SELECT id FROM contacts WHERE company_id = $2 AND id = ANY($1)))`
-	ofListedContacts  = `contact_id = ANY($1)`
-)
-
-// queueDetails queues on b the five reads that fill the details of cs;
-// of is ofCompanyContacts with company, or ofListedContacts.
-func queueDetails(b *pgx.Batch, of string, company int64, cs []domain.Contact) {
+// queueDetails queues on b the five reads that fill the details of cs,
+// which a query scoped to their company found (so the ids alone select
+// their rows).
+func queueDetails(b *pgx.Batch, cs []domain.Contact) {
 	ids := make([]int64, len(cs))
 	at := make(map[int64]*domain.Contact, len(cs))
 	for i := range cs {
@@ -321,11 +314,7 @@ func queueDetails(b *pgx.Batch, of string, company int64, cs []domain.Contact) {
 		cs[i].Notes, cs[i].Chats = []domain.Note{}, []domain.Chat{}
 	}
 	each := func(sql string, scan func(pgx.Rows) error) {
-		args := []any{ids}
-		if of == ofCompanyContacts {
-			args = append(args, company)
-		}
-		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		b.Queue(sql, ids).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				if err := scan(rows); err != nil {
 					return err
@@ -336,7 +325,7 @@ func queueDetails(b *pgx.Batch, of string, company int64, cs []domain.Contact) {
 	}
 	var id int64
 	each(`SELECT contact_id, type, phone FROM contact_phones
-		WHERE `+of+`
+		WHERE contact_id = ANY($1)
 		ORDER BY contact_id, position`,
 		func(rows pgx.Rows) error {
 			var p domain.Phone
@@ -347,7 +336,7 @@ func queueDetails(b *pgx.Batch, of string, company int64, cs []domain.Contact) {
 			return nil
 		})
 	each(`SELECT contact_id, type, email FROM contact_emails
-		WHERE `+of+`
+		WHERE contact_id = ANY($1)
 		ORDER BY contact_id, position`,
 		func(rows pgx.Rows) error {
 			var e domain.Email
@@ -358,7 +347,7 @@ func queueDetails(b *pgx.Batch, of string, company int64, cs []domain.Contact) {
 			return nil
 		})
 	each(`SELECT contact_id, tag_id FROM contact_tags
-		WHERE `+of+`
+		WHERE contact_id = ANY($1)
 		ORDER BY contact_id, tag_id`,
 		func(rows pgx.Rows) error {
 			var t int64
@@ -369,7 +358,7 @@ func queueDetails(b *pgx.Batch, of string, company int64, cs []domain.Contact) {
 			return nil
 		})
 	each(`SELECT `+noteCols+` FROM notes
-		WHERE `+of+`
+		WHERE contact_id = ANY($1)
 		ORDER BY updated_at DESC, id DESC`,
 		func(rows pgx.Rows) error {
 			n, err := scanNote(rows)
@@ -380,7 +369,7 @@ func queueDetails(b *pgx.Batch, of string, company int64, cs []domain.Contact) {
 			return nil
 		})
 	each(`SELECT contact_id, `+chatCols+` FROM contact_chats
-		WHERE `+of+`
+		WHERE contact_id = ANY($1)
 		ORDER BY created_at, chat_id`,
 		func(rows pgx.Rows) error {
 			var c domain.Chat
@@ -412,36 +401,86 @@ func chatDest(c *domain.Chat) []any {
 		&c.Phone, &c.Username, &c.UserID, &c.Name, &c.ProfileLink, &c.IsGroup}
 }
 
-// getContact reads a contact and its details in one round trip (with
-// lock, its row is locked for the transaction q is in).
+// contactWithDetails reads a contact of company $1 and all its details in
+// one statement: each child table's rows as one JSON array, in the order
+// the lists use. One statement instead of six (first six round trips,
+// then six statements pipelined) is one executor start and one snapshot:
+// PostgreSQL's CPU per contact read went from 170 to 148 µs in the read
+// benchmark. The columns of each array are those of the list reads
+// (scanNote, chatDest).
+const contactWithDetails = `SELECT c.id, c.company_id, c.name, c.is_group, c.created_at, c.updated_at,
+	coalesce((SELECT json_agg(json_build_array(p.type, p.phone) ORDER BY p.position)
+		FROM contact_phones p WHERE p.contact_id = c.id), '[]'),
+	coalesce((SELECT json_agg(json_build_array(e.type, e.email) ORDER BY e.position)
+		FROM contact_emails e WHERE e.contact_id = c.id), '[]'),
+	coalesce((SELECT json_agg(t.tag_id ORDER BY t.tag_id)
+		FROM contact_tags t WHERE t.contact_id = c.id), '[]'),
+	coalesce((SELECT json_agg(json_build_array(n.id, n.contact_id, n.type, n.text, n.created_by, n.updated_by,
+			n.created_at, n.updated_at) ORDER BY n.updated_at DESC, n.id DESC)
+		FROM notes n WHERE n.contact_id = c.id), '[]'),
+	coalesce((SELECT json_agg(json_build_array(ch.company_id, ch.connection_id, ch.connection_type, ch.chat_id,
+			ch.source_chat_id, ch.phone, ch.username, ch.messenger_user_id, ch.name, ch.profile_link, ch.is_group)
+			ORDER BY ch.created_at, ch.chat_id)
+		FROM contact_chats ch WHERE ch.contact_id = c.id), '[]')
+	FROM contacts c WHERE c.company_id = $1 AND c.id = $2`
+
+// getContact reads a contact and its details in one statement (with lock,
+// its row is locked for the transaction q is in).
 func getContact(ctx context.Context, q querier, company, id int64, lock bool) (domain.Contact, error) {
-	sql := `SELECT id, company_id, name, is_group, created_at, updated_at FROM contacts WHERE company_id = $1 AND id = $2`
+	sql := contactWithDetails
 	if lock {
-		sql += ` FOR UPDATE`
+		sql += ` FOR UPDATE OF c`
 	}
-	// The details are read for id whether or not it is the company's (they
-	// are read only for the company's contacts, so none for another's),
-	// and thrown away if the contact is not found.
-	cs := []domain.Contact{{ID: id}}
-	found := false
-	b := &pgx.Batch{}
-	b.Queue(sql, company, id).Query(func(rows pgx.Rows) error {
-		got, err := pgx.CollectRows(rows, scanContact)
-		if err == nil && len(got) == 1 {
-			found = true
-			cs[0].CompanyID, cs[0].Name, cs[0].IsGroup = got[0].CompanyID, got[0].Name, got[0].IsGroup
-			cs[0].CreatedAt, cs[0].UpdatedAt = got[0].CreatedAt, got[0].UpdatedAt
-		}
-		return err
-	})
-	queueDetails(b, ofCompanyContacts, company, cs)
-	if err := q.SendBatch(ctx, b).Close(); err != nil {
-		return domain.Contact{}, fmt.Errorf("get contact: %w", err)
-	}
-	if !found {
+	var c domain.Contact
+	var phones, emails, tags, notes, chats []byte
+	err := q.QueryRow(ctx, sql, company, id).Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt,
+		&phones, &emails, &tags, &notes, &chats)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Contact{}, domain.ErrNotFound
 	}
-	return cs[0], nil
+	if err != nil {
+		return domain.Contact{}, fmt.Errorf("get contact: %w", err)
+	}
+	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	c.Tags = []int64{}
+	err = errors.Join(
+		jsonRows(phones, &c.Phones, func(p *domain.Phone) []any { return []any{&p.Type, &p.Phone} }),
+		jsonRows(emails, &c.Emails, func(e *domain.Email) []any { return []any{&e.Type, &e.Email} }),
+		json.Unmarshal(tags, &c.Tags),
+		jsonRows(notes, &c.Notes, func(n *domain.Note) []any {
+			return []any{&n.ID, &n.ContactID, &n.Type, &n.Text, &n.CreatedBy, &n.UpdatedBy, &n.CreatedAt, &n.UpdatedAt}
+		}),
+		jsonRows(chats, &c.Chats, chatDest),
+	)
+	if err != nil {
+		return domain.Contact{}, fmt.Errorf("get contact %d: details: %w", id, err)
+	}
+	for i := range c.Notes {
+		c.Notes[i].CreatedAt, c.Notes[i].UpdatedAt = c.Notes[i].CreatedAt.UTC(), c.Notes[i].UpdatedAt.UTC()
+	}
+	return c, nil
+}
+
+// jsonRows decodes a JSON array of rows (each an array of columns) into
+// *out, each row's columns into the fields dest points at.
+func jsonRows[T any](raw []byte, out *[]T, dest func(*T) []any) error {
+	var rows [][]json.RawMessage
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return err
+	}
+	*out = make([]T, len(rows))
+	for i, row := range rows {
+		fields := dest(&(*out)[i])
+		if len(row) != len(fields) {
+			return fmt.Errorf("%d columns, want %d", len(row), len(fields))
+		}
+		for j, col := range row {
+			if err := json.Unmarshal(col, fields[j]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // GetContact implements app.Repository.
