@@ -77,13 +77,13 @@ type readRun struct {
 // cpuParts names readRun.cpu's entries.
 var cpuParts = [4]string{"gateway", "service", "postgres", "client"}
 
-// procCPU is the CPU time (user + system) the processes named by comm have
-// used so far; ticks are 1/100 s on Linux.
-func procCPU(b *testing.B, match func(comm string, pid int) bool) time.Duration {
+// procTicks is the CPU time (user + system, in 1/100 s ticks on Linux)
+// each process whose comm matches has used so far, by pid.
+func procTicks(b *testing.B, match func(comm string) bool) map[int]int64 {
 	b.Helper()
 	entries, err := os.ReadDir("/proc")
 	require.NoError(b, err)
-	var ticks int64
+	out := map[int]int64{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -95,38 +95,54 @@ func procCPU(b *testing.B, match func(comm string, pid int) bool) time.Duration 
 		}
 		// comm is in parentheses and may hold spaces; fields follow the last ')'.
 		open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-		if open < 0 || end < 0 || !match(string(stat[open+1:end]), pid) {
+		if open < 0 || end < 0 || !match(string(stat[open+1:end])) {
 			continue
 		}
 		f := strings.Fields(string(stat[end+2:]))
 		utime, _ := strconv.ParseInt(f[11], 10, 64)
 		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += utime + stime
+		out[pid] = utime + stime
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return out
 }
 
-// cpuNow reads the four parts' CPU time for a read of service.
-func cpuNow(b *testing.B, service string) [4]time.Duration {
-	self := os.Getpid()
+// cpuSnapshot is the four parts' CPU time at one moment, per process.
+type cpuSnapshot struct {
+	procs [3]map[int]int64 // gateway, service, postgres
+	self  time.Duration
+}
+
+func cpuNow(b *testing.B, service string) cpuSnapshot {
 	var ru syscall.Rusage
 	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return [4]time.Duration{
-		procCPU(b, func(comm string, _ int) bool { return comm == "gateway" }),
-		procCPU(b, func(comm string, _ int) bool { return comm == service }),
-		procCPU(b, func(comm string, pid int) bool { return comm == "postgres" && pid != self }),
-		time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+	return cpuSnapshot{
+		procs: [3]map[int]int64{
+			procTicks(b, func(comm string) bool { return comm == "gateway" }),
+			procTicks(b, func(comm string) bool { return comm == service }),
+			procTicks(b, func(comm string) bool { return comm == "postgres" }),
+		},
+		self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
 	}
 }
 
-// withCPU runs run and fills in its CPU per request.
+// withCPU runs run and fills in its CPU per request. A process counts only
+// if it lived through the whole run: pgbench's backends, still exiting when
+// a read starts, would otherwise subtract their whole life from it.
 func withCPU(b *testing.B, service string, run func() readRun) readRun {
 	before := cpuNow(b, service)
 	r := run()
 	after := cpuNow(b, service)
-	for i := range r.cpu {
-		r.cpu[i] = (after[i] - before[i]) / time.Duration(max(len(r.lat), 1))
+	n := time.Duration(max(len(r.lat), 1))
+	for i := range before.procs {
+		var ticks int64
+		for pid, t := range after.procs[i] {
+			if t0, ok := before.procs[i][pid]; ok {
+				ticks += t - t0
+			}
+		}
+		r.cpu[i] = time.Duration(ticks) * 10 * time.Millisecond / n
 	}
+	r.cpu[3] = (after.self - before.self) / n
 	return r
 }
 
