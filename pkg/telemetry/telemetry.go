@@ -28,7 +28,7 @@ func Setup(ctx context.Context, service string) (func(), error) {
 		res = resource.Default()
 	}
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
-	if exporting() {
+	if Exporting() {
 		exp, err := autoexport.NewSpanExporter(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("trace exporter: %w", err)
@@ -50,9 +50,9 @@ func Setup(ctx context.Context, service string) (func(), error) {
 	}, nil
 }
 
-// exporting: only when the deployment asked for an exporter, so local runs
+// Exporting: only when the deployment asked for an exporter, so local runs
 // and tests do not try to reach a collector that is not there.
-func exporting() bool {
+func Exporting() bool {
 	if v := os.Getenv("OTEL_TRACES_EXPORTER"); v != "" {
 		return v != "none"
 	}

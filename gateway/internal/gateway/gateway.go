@@ -12,14 +12,13 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"switchboard.dev/gateway/internal/files"
 	"switchboard.dev/gateway/internal/httpapi"
+	"switchboard.dev/pkg/telemetry"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
@@ -97,10 +96,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 	mux := httpapi.NewServeMux()
 	g := &Gateway{conns: map[string]*grpc.ClientConn{}}
 	for _, b := range backends(cfg) {
-		conn, err := grpc.NewClient(b.addr,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
-		)
+		conn, err := grpc.NewClient(b.addr, append(telemetry.DialOptions(),
+			grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 		if err != nil {
 			g.Close()
 			return nil, fmt.Errorf("backend %s: %w", b.name, err)
@@ -135,8 +132,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 		return nil, err
 	}
 	root := httpapi.Handler(mux, files.OwnsBody)
-	g.handler = otelhttp.NewHandler(accessLog(log, root), "gateway",
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+	g.handler = telemetry.HTTPHandler(accessLog(log, root), "gateway",
+		func(r *http.Request) string { return r.Method + " " + r.URL.Path })
 	return g, nil
 }
 
