@@ -47,7 +47,11 @@ func run(ctx context.Context) error {
 	if err := env.Parse(&cfg); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	log := logging.New(os.Stdout, "gateway", cfg.LogLevel)
+	// One line per request: buffered, written out at least every 100 ms
+	// and on exit (logging.Buffered).
+	out := logging.NewBuffered(os.Stdout, 64<<10, 100*time.Millisecond)
+	defer func() { _ = out.Close() }()
+	log := logging.New(out, "gateway", cfg.LogLevel)
 	shutdownTracing, err := telemetry.Setup(ctx, "gateway")
 	if err != nil {
 		return err
