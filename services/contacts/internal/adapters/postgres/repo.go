@@ -58,22 +58,34 @@ const listWhere = listFrom + `
 	  AND ($4::text = '' OR c.id = (
 	        SELECT p.contact_id FROM contact_phones p WHERE p.company_id = $1 AND p.phone = $4::text))`
 
-// searchMatches are the contacts a `query` list finds ($4 the LIKE pattern
-// of the search text, $5 the search text): those whose search text holds
-// it, then the others whose word_similarity with it reaches
-// pg_trgm.word_similarity_threshold (pinned to searchThreshold). The two
-// arms are disjoint, so UNION ALL needs no de-duplication, and each is one
-// operator of the trigram GIN index, so each is a bitmap scan of its own
-// candidates. In the second arm NOT LIKE comes first: quals of equal cost
-// run in the order written, and it spares word_similarity (~5 µs a row) on
-// the substring matches, which the first arm has already returned.
+// searchWhere is the filter of a `query` list ($4 the LIKE pattern of the
+// search text, $5 the search text, $6 the name keys that match it): the
+// contacts whose search text holds the text, or whose word_similarity with
+// it reaches pg_trgm.word_similarity_threshold (pinned to searchThreshold).
+// It is one bitmap scan: each arm of the OR is an index scan (LIKE and %>
+// of the trigram GIN index on search, = ANY of the btree on name_key) and
+// the OR, the scan's recheck, is tested once per candidate, left to right.
+// word_similarity on the whole search text (~5 µs a row) is then only
+// computed for a contact that neither holds the text nor has a name_key
+// that matches: q <% name_key implies q <% search (name_key, a generated
+// column, is the lower-cased name when search starts with it and a space,
+// so a prefix of search ending between words: pg_trgm reads search's
+// trigrams in order and stops at the threshold, and reads name_key's the
+// same way; migrations/0002_search_name_keys.sql). So the name_key arm
+// finds no contact the search arm would not, and spares word_similarity
+// on the many contacts of a common name: each distinct name_key of the
+// company was tested once, in searchNameKeys. The operators are written
+// with the column on the left (%>, not <%): with the commuted form the
+// planner rechecks the OR and filters on it again, computing it twice.
 // Patterns without a trigram take shortSearchWhere instead.
-const searchMatches = `
-	SELECT ` + contactCols + listFrom + `
-	  AND c.search LIKE $4::text
-	UNION ALL
-	SELECT ` + contactCols + listFrom + `
-	  AND c.search NOT LIKE $4::text AND $5::text <% c.search`
+const searchWhere = listFrom + `
+	  AND (c.search LIKE $4::text OR c.name_key = ANY($6::text[]) OR c.search %> $5::text)`
+
+// searchNameKeys are the name keys of the company whose word_similarity
+// with $2 reaches the threshold, found in the trigram index of
+// contact_name_keys.
+const searchNameKeys = `SELECT coalesce(array_agg(name_key), '{}') FROM contact_name_keys
+	WHERE company_id = $1 AND name_key %> $2::text`
 
 // shortSearchWhere is the filter of a `query` whose pattern has no three
 // letters or digits in a row ("79", "a b"): LIKE then has no trigram to
@@ -102,7 +114,7 @@ var listQueries = fixedQueries(`SELECT `+contactCols+listWhere, ` LIMIT $5 OFFSE
 // searchQueries are the six fixed `query` lists. They return the page and,
 // in count(*) OVER (), the number of all matches, in one pass over the
 // matches (the count needs them all anyway).
-var searchQueries = fixedQueries(`SELECT `+contactCols+`, count(*) OVER () FROM (`+searchMatches+`) c`, ` LIMIT $6 OFFSET $7`)
+var searchQueries = fixedQueries(`SELECT `+contactCols+`, count(*) OVER ()`+searchWhere, ` LIMIT $7 OFFSET $8`)
 
 func fixedQueries(head, tail string) map[domain.Order]string {
 	out := make(map[domain.Order]string, len(orderBy))
@@ -117,7 +129,7 @@ var shortSearchQueries = fixedQueries(`SELECT `+contactCols+shortSearchWhere, ` 
 
 const (
 	countQuery            = `SELECT count(*)` + listWhere
-	countSearchQuery      = `SELECT count(*) FROM (` + searchMatches + `) c`
+	countSearchQuery      = `SELECT count(*)` + searchWhere
 	countShortSearchQuery = `SELECT count(*)` + shortSearchWhere
 )
 
@@ -139,26 +151,46 @@ func hasTrigram(s string) bool {
 	return false
 }
 
-// searchPlanner and searchPlannerReset bracket the statements of a
-// `query` list. The planner costs word_similarity (procost 1) like an
-// equality although it takes ~5 µs a row, so when it expects many matches
-// it finds reading the company's contacts in the page's order (the pkey or
-// name index), or all of them sequentially, and testing every one cheaper
-// than the trigram index. That plan made fuzzy searches slow (p95 535 ms at
-// 100,000 contacts, docs/contacts-search.md): a typo matches few contacts,
-// so the walk went through all of them. With plain index scans and
-// sequential scans off, each arm of searchMatches is a bitmap scan: of the
-// trigram index where the pattern has trigrams, else (the cheap LIKE arm
-// of a short pattern) of the company's contacts. JIT is off as well: its
-// threshold would count the penalty of the disabled paths as work. So are
-// parallel workers: the planner chose two for some names, and starting
-// them took ~40 ms, ten times the scan of a few thousand matches. The
-// reset puts the session's own values back for the queries that follow.
+// listSettings starts every list: a generic plan would keep every
+// optional filter; a custom one drops the unused ones and can use the
+// trigram and order indexes. The threshold is pinned for the fuzzy match.
+const listSettings = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
+	set_config('pg_trgm.word_similarity_threshold', $1, true)`
+
+// searchPlanner starts a `query` list with a trigram instead: listSettings,
+// and planner settings for searchNameKeys and searchQueries, returning the
+// values they replace. The planner costs word_similarity (procost 1) like
+// an equality although it takes ~5 µs a row, so when it expects many
+// matches it finds reading the company's contacts in the page's order (the
+// pkey or name index), or all of them sequentially, and testing every one
+// cheaper than the trigram index. That plan made fuzzy searches slow (p95
+// 535 ms at 100,000 contacts, docs/contacts-search.md): a typo matches few
+// contacts, so the walk went through all of them. With plain index scans
+// and sequential scans off, searchWhere is a bitmap scan of its three
+// indexes, and searchNameKeys one of the trigram index of the keys (not a
+// sequential scan testing every key). JIT is off as well: its threshold
+// would count the penalty of the disabled paths as work. So are parallel
+// workers: the planner chose two for some names, and starting them took
+// longer than the scan of a few thousand matches.
+//
+// The old values are read in a subquery (OFFSET 0 keeps it one, evaluated
+// before the outer list that sets) and searchPlannerReset puts them back,
+// in the details' batch, for the queries that follow: the values the
+// transaction started with, whatever set them. RESET or SET LOCAL ... TO
+// DEFAULT would put back the server's default instead, dropping a
+// session's own SET, as did the former reset to pg_settings.reset_val,
+// whose read of pg_settings cost ~0.44 ms a search.
 const (
-	searchPlanner = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
-		set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`
-	searchPlannerReset = `SELECT set_config(name, reset_val, true) FROM pg_settings
-		WHERE name IN ('enable_seqscan', 'enable_indexscan', 'jit', 'max_parallel_workers_per_gather')`
+	searchPlanner = `SELECT o.seqscan, o.indexscan, o.jit, o.workers, concat(
+		set_config('plan_cache_mode', 'force_custom_plan', true),
+		set_config('pg_trgm.word_similarity_threshold', $1, true),
+		set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
+		set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true))
+	FROM (SELECT current_setting('enable_seqscan') AS seqscan, current_setting('enable_indexscan') AS indexscan,
+		current_setting('jit') AS jit, current_setting('max_parallel_workers_per_gather') AS workers
+		OFFSET 0) o`
+	searchPlannerReset = `SELECT set_config('enable_seqscan', $1, true), set_config('enable_indexscan', $2, true),
+		set_config('jit', $3, true), set_config('max_parallel_workers_per_gather', $4, true)`
 )
 
 // searchThreshold is the word_similarity a fuzzy match needs: pg_trgm's
@@ -183,25 +215,35 @@ func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter)
 	var out []domain.Contact
 	var total int64
 	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
-		// A generic plan would keep every optional filter; a custom one
-		// drops the unused ones and can use the trigram and order indexes.
-		_, err := tx.Exec(ctx, `SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
-			set_config('pg_trgm.word_similarity_threshold', $1, true)`, searchThreshold)
-		if err != nil {
-			return err
-		}
+		var err error
+		var reset []any
 		switch {
 		case f.Search != "" && hasTrigram(f.Search):
-			out, total, err = searchContacts(ctx, tx, company, tags, f)
+			out, total, reset, err = searchContacts(ctx, tx, company, tags, f)
 		case f.Search != "":
+			if _, err = tx.Exec(ctx, listSettings, searchThreshold); err != nil {
+				return err
+			}
 			out, total, err = shortSearchContacts(ctx, tx, company, tags, f)
 		default:
+			if _, err = tx.Exec(ctx, listSettings, searchThreshold); err != nil {
+				return err
+			}
 			out, total, err = listContacts(ctx, tx, company, tags, f)
 		}
-		if err != nil {
+		if err != nil || len(out) == 0 {
+			// Nothing follows in the transaction: its settings end with it.
 			return err
 		}
-		return loadDetails(ctx, tx, out)
+		b := &pgx.Batch{}
+		if reset != nil {
+			b.Queue(searchPlannerReset, reset...)
+		}
+		queueDetails(b, out)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("contact details: %w", err)
+		}
+		return nil
 	})
 	if out == nil {
 		out = []domain.Contact{}
@@ -246,17 +288,27 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 	return out, total, nil
 }
 
-// searchContacts reads the page and the count of a `query` list in one
+// searchContacts sets the planner (searchPlanner) and reads the name keys
+// that match in one round trip, then the page and the count in one
 // statement; only a page past the last match (no row to carry the count)
-// costs a second, counting statement.
-func searchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
-	args := []any{company, f.WithGroups, tags, likePattern(f.Search), f.Search}
-	if _, err := tx.Exec(ctx, searchPlanner); err != nil {
-		return nil, 0, fmt.Errorf("search contacts: %w", err)
+// costs a third, counting statement. It returns the arguments of
+// searchPlannerReset.
+func searchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, []any, error) {
+	var seqscan, indexscan, jit, workers, set string
+	var keys []string
+	b := &pgx.Batch{}
+	b.Queue(searchPlanner, searchThreshold).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&seqscan, &indexscan, &jit, &workers, &set)
+	})
+	b.Queue(searchNameKeys, company, f.Search).QueryRow(func(row pgx.Row) error { return row.Scan(&keys) })
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, 0, nil, fmt.Errorf("search name keys: %w", err)
 	}
+	reset := []any{seqscan, indexscan, jit, workers}
+	args := []any{company, f.WithGroups, tags, likePattern(f.Search), f.Search, keys}
 	rows, err := tx.Query(ctx, searchQueries[f.Order], append(args, f.Limit, f.Offset)...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("search contacts: %w", err)
+		return nil, 0, nil, fmt.Errorf("search contacts: %w", err)
 	}
 	var total int64
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Contact, error) {
@@ -266,17 +318,14 @@ func searchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []int64,
 		return c, err
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("search contacts: %w", err)
+		return nil, 0, nil, fmt.Errorf("search contacts: %w", err)
 	}
 	if len(out) == 0 && f.Offset > 0 {
 		if err := tx.QueryRow(ctx, countSearchQuery, args...).Scan(&total); err != nil {
-			return nil, 0, fmt.Errorf("count contacts: %w", err)
+			return nil, 0, nil, fmt.Errorf("count contacts: %w", err)
 		}
 	}
-	if _, err := tx.Exec(ctx, searchPlannerReset); err != nil {
-		return nil, 0, fmt.Errorf("search contacts: %w", err)
-	}
-	return out, total, nil
+	return out, total, reset, nil
 }
 
 func scanContact(row pgx.CollectableRow) (domain.Contact, error) {
@@ -286,24 +335,10 @@ func scanContact(row pgx.CollectableRow) (domain.Contact, error) {
 	return c, err
 }
 
-// loadDetails fills phones, emails, tags, notes and chats of cs, which a
-// query scoped to their company found: five queries whatever their number,
+// queueDetails queues on b the five reads that fill the phones, emails,
+// tags, notes and chats of cs, which a query scoped to their company found
+// (so the ids alone select their rows): five queries whatever their number,
 // sent together in one round trip.
-func loadDetails(ctx context.Context, q querier, cs []domain.Contact) error {
-	if len(cs) == 0 {
-		return nil
-	}
-	b := &pgx.Batch{}
-	queueDetails(b, cs)
-	if err := q.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("contact details: %w", err)
-	}
-	return nil
-}
-
-// queueDetails queues on b the five reads that fill the details of cs,
-// which a query scoped to their company found (so the ids alone select
-// their rows).
 func queueDetails(b *pgx.Batch, cs []domain.Contact) {
 	ids := make([]int64, len(cs))
 	at := make(map[int64]*domain.Contact, len(cs))

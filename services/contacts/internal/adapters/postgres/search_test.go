@@ -133,7 +133,7 @@ func TestSearchRecall(t *testing.T) {
 		{Limit: 20, Order: domain.OrderCreatedDesc, Tags: []int64{tagID}},
 		{Limit: 5, Offset: 100_000},
 	}
-	var fuzzyOnly, likeOnly int
+	var fuzzyOnly, likeOnly, keyOnly, wholeOnly int
 	for _, q := range queries {
 		for _, f := range filters {
 			f.Search = domain.SearchQuery(q)
@@ -152,16 +152,31 @@ func TestSearchRecall(t *testing.T) {
 			require.Equal(t, want, gotIDs, "query %q, filter %+v", q, f)
 			require.Equal(t, wantTotal, total, "query %q, filter %+v", q, f)
 		}
-		// Which arm found what: the test must cover both.
-		var fuzzy, like int
+		// Which arm found what: the test must cover each. byKey: by the
+		// name key (word_similarity on the name alone), not by substring;
+		// searchOnly: by word_similarity on the whole search text only.
+		var fuzzy, like, byKey, searchOnly int
 		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE search NOT LIKE $2 AND word_similarity($1, search) >= 0.6),
-			count(*) FILTER (WHERE search LIKE $2 AND word_similarity($1, search) < 0.6) FROM contacts WHERE company_id = $3`,
-			domain.SearchQuery(q), likePattern(domain.SearchQuery(q)), company).Scan(&fuzzy, &like))
+			count(*) FILTER (WHERE search LIKE $2 AND word_similarity($1, search) < 0.6),
+			count(*) FILTER (WHERE search NOT LIKE $2 AND word_similarity($1, name_key) >= 0.6),
+			count(*) FILTER (WHERE search NOT LIKE $2 AND word_similarity($1, name_key) < 0.6 AND word_similarity($1, search) >= 0.6)
+			FROM contacts WHERE company_id = $3`,
+			domain.SearchQuery(q), likePattern(domain.SearchQuery(q)), company).Scan(&fuzzy, &like, &byKey, &searchOnly))
 		fuzzyOnly += fuzzy
 		likeOnly += like
+		keyOnly += byKey
+		wholeOnly += searchOnly
 	}
 	require.Positive(t, fuzzyOnly, "no query found a contact by word_similarity alone")
 	require.Positive(t, likeOnly, "no query found a contact by substring alone")
+	require.Positive(t, keyOnly, "no query found a contact by its name key")
+	require.Positive(t, wholeOnly, "no query found a contact by word_similarity on its whole search text only")
+	var keys, missing int
+	require.NoError(t, db.QueryRow(ctx, `SELECT (SELECT count(*) FROM contact_name_keys),
+		(SELECT count(*) FROM contacts c WHERE NOT EXISTS (
+			SELECT 1 FROM contact_name_keys k WHERE k.company_id = c.company_id AND k.name_key = c.name_key))`).Scan(&keys, &missing))
+	require.Positive(t, keys, "COPY left contact_name_keys empty")
+	require.Zero(t, missing, "contacts whose name key is not in contact_name_keys")
 }
 
 // pgxTx runs fn in a transaction with custom plans, as ListContacts did.
