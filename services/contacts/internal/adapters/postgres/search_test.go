@@ -200,3 +200,26 @@ func TestHasTrigram(t *testing.T) {
 		require.Equal(t, want, hasTrigram(s), s)
 	}
 }
+
+// A renamed contact's new name key reaches contact_name_keys (the update
+// trigger), and a typo of the new name finds it.
+func TestNameKeysFollowRenames(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	r := New(db)
+	const company = int64(9)
+	var id int64
+	require.NoError(t, db.QueryRow(ctx, `INSERT INTO contacts (company_id, name, search) VALUES ($1, 'Zed Quill', $2) RETURNING id`,
+		company, domain.SearchText("Zed Quill", nil, nil)).Scan(&id))
+	_, err := db.Exec(ctx, `UPDATE contacts SET name = 'Yaroslava Nosova', search = $2 WHERE id = $1`,
+		id, domain.SearchText("Yaroslava Nosova", nil, nil))
+	require.NoError(t, err)
+	var keys []string
+	require.NoError(t, db.QueryRow(ctx, `SELECT array_agg(name_key ORDER BY name_key) FROM contact_name_keys WHERE company_id = $1`, company).Scan(&keys))
+	require.Equal(t, []string{"yaroslava nosova", "zed quill"}, keys, "the old key stays, the new one is added")
+	got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: domain.SearchQuery("yaroslava nosvoa"), Limit: 10})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, total)
+	require.Len(t, got, 1)
+	require.Equal(t, id, got[0].ID)
+}
