@@ -35,7 +35,7 @@ func (g *gatedIdentity) Authenticate(ctx context.Context, hash string) (*identit
 func replica(t *testing.T, rdb redis.UniversalClient, src Source) *Local {
 	t.Helper()
 	l := NewLocal(NewCache(rdb, src, time.Minute), time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	l.ping = 200 * time.Millisecond
+	l.c.Ping = 200 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -46,7 +46,7 @@ func replica(t *testing.T, rdb redis.UniversalClient, src Source) *Local {
 		cancel()
 		<-done
 	})
-	require.Eventually(t, l.live.Load, 5*time.Second, 5*time.Millisecond, "subscription never confirmed")
+	require.Eventually(t, l.c.Live, 5*time.Second, 5*time.Millisecond, "subscription never confirmed")
 	return l
 }
 
@@ -102,9 +102,9 @@ func TestLocalFillRacingRevocation(t *testing.T) {
 	}()
 	// The lookup is under way (waiting in the store); the reset goes by.
 	<-src.entered
-	gen := l.gen.Load()
+	gen := l.c.Generation()
 	require.NoError(t, Revoke(ctx, rdb, hash, time.Minute))
-	require.Eventually(t, func() bool { return l.gen.Load() > gen }, 2*time.Second, time.Millisecond, "announcement not heard")
+	require.Eventually(t, func() bool { return l.c.Generation() > gen }, 2*time.Second, time.Millisecond, "announcement not heard")
 	src.gate <- struct{}{}
 	require.NoError(t, <-answered)
 
@@ -142,7 +142,7 @@ func TestLocalFailsClosed(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, killed, "the subscription's connection not found in CLIENT LIST:\n%s", list)
-	require.Eventually(t, func() bool { return !l.live.Load() }, 5*time.Second, time.Millisecond, "loss not noticed")
+	require.Eventually(t, func() bool { return !l.c.Live() }, 5*time.Second, time.Millisecond, "loss not noticed")
 	// A revocation whose announcement nobody heard: only the tombstone.
 	require.NoError(t, shared.Set(ctx, cacheKey(hash), revoked, time.Minute).Err())
 	_, err = l.Authenticate(ctx, hash)
@@ -150,7 +150,7 @@ func TestLocalFailsClosed(t *testing.T) {
 
 	// Back: subscribed again, and memory serves (the store is asked once
 	// more, then not again).
-	require.Eventually(t, l.live.Load, 10*time.Second, 5*time.Millisecond, "never resubscribed")
+	require.Eventually(t, l.c.Live, 10*time.Second, 5*time.Millisecond, "never resubscribed")
 	require.NoError(t, shared.Del(ctx, cacheKey(hash)).Err())
 	calls := src.calls.Load()
 	for range 3 {

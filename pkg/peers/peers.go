@@ -16,6 +16,12 @@ import (
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 )
 
+// SubscriptionsChannel is the Redis pub/sub channel billing announces a
+// company's id on (in decimal) once a change to the company's
+// subscriptions is stored, so that copies other services keep of them
+// (pkg/localcache) are dropped at once.
+const SubscriptionsChannel = "sb:billing:subscriptions"
+
 // ErrNotFound is a connection that does not exist.
 var ErrNotFound = errors.New("not found")
 

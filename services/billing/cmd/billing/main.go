@@ -14,6 +14,7 @@ import (
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
+	"switchboard.dev/services/billing/internal/adapters/announce"
 	"switchboard.dev/services/billing/internal/adapters/connections"
 	"switchboard.dev/services/billing/internal/adapters/postgres"
 	"switchboard.dev/services/billing/internal/app"
@@ -60,7 +61,7 @@ func spec(s settings) service.Spec {
 				return nil, err
 			}
 			a := app.New(postgres.New(d.DB), connections.New(conn), peers.NewCompanies(identityConn),
-				app.Config{TestPeriod: s.TestPeriod})
+				app.Config{TestPeriod: s.TestPeriod, Announcer: announce.New(d.Redis, d.Log)})
 			return registrar{grpcport.New(a)}, nil
 		},
 	}

@@ -93,6 +93,42 @@ type Config struct {
 	TestPeriod time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Announcer hears of every stored subscription change; nil when no
+	// other process keeps copies (tests).
+	Announcer Announcer
+}
+
+// Announcer tells the other services that a company's subscriptions
+// changed (adapters/announce), so the copies they keep for display
+// (connections shows a summary with every connection) are dropped. It is
+// told after the change is stored; failing to announce only leaves copies
+// stale until they expire, so it reports no error.
+type Announcer interface {
+	SubscriptionsChanged(ctx context.Context, companyID int64)
+}
+
+// announcing is a Repository that announces every write it stores. Every
+// write to subscriptions goes through EnsureSubscription or
+// UpdateSubscription, so none goes unannounced.
+type announcing struct {
+	Repository
+	a Announcer
+}
+
+func (r announcing) EnsureSubscription(ctx context.Context, fresh domain.Subscription) (domain.Subscription, error) {
+	sub, err := r.Repository.EnsureSubscription(ctx, fresh)
+	if err == nil {
+		r.a.SubscriptionsChanged(ctx, fresh.CompanyID)
+	}
+	return sub, err
+}
+
+func (r announcing) UpdateSubscription(ctx context.Context, companyID, id int64, update func(*domain.Subscription) error) (domain.Subscription, error) {
+	sub, err := r.Repository.UpdateSubscription(ctx, companyID, id, update)
+	if err == nil {
+		r.a.SubscriptionsChanged(ctx, companyID)
+	}
+	return sub, err
 }
 
 // Service is the use cases.
@@ -107,6 +143,9 @@ type Service struct {
 func New(repo Repository, conns Connections, companies Companies, cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Announcer != nil {
+		repo = announcing{Repository: repo, a: cfg.Announcer}
 	}
 	return &Service{repo: repo, conns: conns, companies: companies, cfg: cfg}
 }

@@ -72,6 +72,13 @@ func spec(s settings) service.Spec {
 				Route(domain.TopicIdentity, identity.New(identityConn, d.Log)).
 				Route(domain.TopicWebhooks, webhookspub.New(webhooksConn))
 			d.Background("outbox relay", relay.Run)
+			// Subscription summaries shown with connections, kept in
+			// memory while billing's announcements are heard.
+			summaries := billing.NewSummaries(d.Log)
+			d.Background("subscription announcements", func(ctx context.Context) error {
+				summaries.Run(ctx, d.Redis)
+				return nil
+			})
 			cfg := app.DefaultConfig()
 			cfg.SessionTTL = s.SessionTTL
 			cfg.QRLifetime = s.QRLifetime
@@ -81,7 +88,7 @@ func spec(s settings) service.Spec {
 			cfg.AllowPrivateTargets = s.AllowPrivateTargets
 			deps := app.Deps{
 				Repo:      postgres.New(d.DB),
-				Billing:   billing.New(conn),
+				Billing:   billing.New(conn).WithSummaries(summaries),
 				Logins:    logins.New(d.Redis),
 				Pictures:  picture.New(s.AllowPrivateTargets),
 				Companies: peers.NewCompanies(identityConn),

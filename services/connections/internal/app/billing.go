@@ -15,6 +15,12 @@ type Billing interface {
 	// GetSubscriptions are the company's subscriptions, all of them or those
 	// with the given ids.
 	GetSubscriptions(ctx context.Context, companyID int64, ids []int64) ([]Subscription, error)
+	// SubscriptionSummaries are all the company's subscriptions, for
+	// showing with connections. They may come from a copy in process
+	// memory that billing's announcements keep current, so limits never
+	// use them (GetSubscriptions asks billing). The slice is shared: read
+	// it, do not change it.
+	SubscriptionSummaries(ctx context.Context, companyID int64) ([]Subscription, error)
 }
 
 // Subscription is what this service needs of a billing subscription.

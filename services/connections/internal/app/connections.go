@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"switchboard.dev/pkg/apierr"
@@ -207,20 +208,13 @@ func (s *Service) AttachSubscription(ctx context.Context, c domain.Connection) (
 }
 
 // attachSubscriptions fills the subscription summaries of connections of
-// one company with one billing call (none when no connection has one).
+// one company from billing's summaries (not asked when no connection has a
+// subscription).
 func (s *Service) attachSubscriptions(ctx context.Context, companyID int64, list []domain.Connection) error {
-	var ids []int64
-	seen := map[int64]bool{}
-	for _, c := range list {
-		if c.SubscriptionID != nil && !seen[*c.SubscriptionID] {
-			seen[*c.SubscriptionID] = true
-			ids = append(ids, *c.SubscriptionID)
-		}
-	}
-	if len(ids) == 0 {
+	if !slices.ContainsFunc(list, func(c domain.Connection) bool { return c.SubscriptionID != nil }) {
 		return nil
 	}
-	subs, err := s.billing.GetSubscriptions(ctx, companyID, ids)
+	subs, err := s.billing.SubscriptionSummaries(ctx, companyID)
 	if err != nil {
 		return fmt.Errorf("get subscriptions: %w", err)
 	}

@@ -78,6 +78,10 @@ func (b *coreBilling) EnsureSubscription(_ context.Context, companyID int64, typ
 	return b.ensureLocked(companyID, typ), nil
 }
 
+func (b *coreBilling) SubscriptionSummaries(ctx context.Context, companyID int64) ([]app.Subscription, error) {
+	return b.GetSubscriptions(ctx, companyID, nil)
+}
+
 func (b *coreBilling) GetSubscriptions(_ context.Context, companyID int64, ids []int64) ([]app.Subscription, error) {
 	b.gets.Add(1)
 	b.mu.Lock()

@@ -55,6 +55,10 @@ func (b *loginBilling) EnsureSubscription(_ context.Context, companyID int64, ty
 	return sub, nil
 }
 
+func (b *loginBilling) SubscriptionSummaries(ctx context.Context, companyID int64) ([]app.Subscription, error) {
+	return b.GetSubscriptions(ctx, companyID, nil)
+}
+
 func (b *loginBilling) GetSubscriptions(ctx context.Context, companyID int64, ids []int64) ([]app.Subscription, error) {
 	// Every type has its roomy subscription from the start, so the limit
 	// check before a create finds room too.

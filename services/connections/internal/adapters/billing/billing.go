@@ -4,11 +4,16 @@ package billing
 
 import (
 	"context"
+	"log/slog"
+	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/localcache"
+	"switchboard.dev/pkg/peers"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	"switchboard.dev/services/connections/internal/app"
 )
@@ -16,6 +21,9 @@ import (
 // Client implements app.Billing.
 type Client struct {
 	api billingv1.BillingInternalServiceClient
+	// summaries keeps SubscriptionSummaries' answers by company id; nil
+	// keeps none.
+	summaries *localcache.Cache[[]app.Subscription]
 }
 
 var _ app.Billing = (*Client)(nil)
@@ -23,6 +31,28 @@ var _ app.Billing = (*Client)(nil)
 // New uses conn, which must carry the internal token (server.DialInternal).
 func New(conn grpc.ClientConnInterface) *Client {
 	return &Client{api: billingv1.NewBillingInternalServiceClient(conn)}
+}
+
+// NewSummaries is the cache for WithSummaries: one entry per company,
+// dropped when billing announces a change on peers.SubscriptionsChannel.
+// The TTL bounds how stale an entry can get if an announcement is lost
+// (billing stopped between storing a change and announcing it).
+func NewSummaries(log *slog.Logger) *localcache.Cache[[]app.Subscription] {
+	return localcache.New[[]app.Subscription]("subscription summaries", peers.SubscriptionsChannel,
+		summariesSize, summariesTTL, log)
+}
+
+const (
+	summariesSize = 10000
+	summariesTTL  = time.Minute
+)
+
+// WithSummaries answers SubscriptionSummaries from cache, which answers
+// from memory only while its Run is subscribed. A connection read then
+// costs no call to billing: that call was most of its cost (issue 12).
+func (c *Client) WithSummaries(cache *localcache.Cache[[]app.Subscription]) *Client {
+	c.summaries = cache
+	return c
 }
 
 // EnsureSubscription implements app.Billing.
@@ -47,6 +77,15 @@ func (c *Client) GetSubscriptions(ctx context.Context, companyID int64, ids []in
 		out = append(out, subscription(s))
 	}
 	return out, nil
+}
+
+// SubscriptionSummaries implements app.Billing.
+func (c *Client) SubscriptionSummaries(ctx context.Context, companyID int64) ([]app.Subscription, error) {
+	load := func(ctx context.Context) ([]app.Subscription, error) { return c.GetSubscriptions(ctx, companyID, nil) }
+	if c.summaries == nil {
+		return load(ctx)
+	}
+	return c.summaries.Get(ctx, strconv.FormatInt(companyID, 10), load)
 }
 
 func subscription(s *billingv1.SubscriptionInfo) app.Subscription {

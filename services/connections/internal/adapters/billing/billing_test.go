@@ -2,7 +2,10 @@ package billing_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,6 +17,9 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/localcache"
+	"switchboard.dev/pkg/peers"
+	"switchboard.dev/pkg/redisx/redistest"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	"switchboard.dev/services/connections/internal/adapters/billing"
 	"switchboard.dev/services/connections/internal/app"
@@ -105,4 +111,60 @@ func TestClientErrors(t *testing.T) {
 	_, ok = apierr.FromError(err)
 	require.False(t, ok)
 	require.ErrorContains(t, err, "boom")
+}
+
+// TestSummariesKeptUntilAnnounced: summaries come from memory while the
+// cache listens, and from billing again once billing announces a change
+// of the company; another company's announcement leaves them kept.
+func TestSummariesKeptUntilAnnounced(t *testing.T) {
+	rdb, _ := redistest.New(t)
+	ctx := context.Background()
+	f := &fakeBilling{}
+	cache := billing.NewSummaries(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache.Ping = 200 * time.Millisecond
+	c := serve(t, f).WithSummaries(cache)
+	run, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cache.Run(run, rdb)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+	require.Eventually(t, cache.Live, 5*time.Second, 5*time.Millisecond)
+
+	// Other tests announce on the shared channel too: company ids of our
+	// own tell ours apart.
+	company := time.Now().UnixNano()
+	want := []app.Subscription{{ID: 11, Type: "CONNECTION_WHATSAPP", Plan: "STANDARD", MaxSize: 4, PaidUntil: &paid}}
+	for range 3 {
+		subs, err := c.SubscriptionSummaries(ctx, company)
+		require.NoError(t, err)
+		require.Equal(t, want, subs)
+	}
+	require.Len(t, f.got, 1, "asked billing again though nothing changed")
+	require.Equal(t, company, f.got[0].GetCompanyId())
+	require.Empty(t, f.got[0].GetIds(), "summaries are all the company's subscriptions")
+
+	heard := func(key int64) {
+		gen := cache.Generation()
+		require.NoError(t, localcache.Announce(ctx, rdb, peers.SubscriptionsChannel, strconv.FormatInt(key, 10)))
+		require.Eventually(t, func() bool { return cache.Generation() > gen }, 2*time.Second, time.Millisecond)
+	}
+	heard(company + 1)
+	_, err := c.SubscriptionSummaries(ctx, company)
+	require.NoError(t, err)
+	require.Len(t, f.got, 1)
+
+	heard(company)
+	_, err = c.SubscriptionSummaries(ctx, company)
+	require.NoError(t, err)
+	require.Len(t, f.got, 2, "an announced change did not drop the company's summaries")
+
+	// Limits never come from the copy.
+	_, err = c.GetSubscriptions(ctx, company, nil)
+	require.NoError(t, err)
+	require.Len(t, f.got, 3)
 }

@@ -1,0 +1,125 @@
+package localcache_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/pkg/localcache"
+	"switchboard.dev/pkg/redisx/redistest"
+)
+
+// counter is a load that counts its calls and answers the count.
+type counter struct{ n int }
+
+func (c *counter) load(context.Context) (int, error) {
+	c.n++
+	return c.n, nil
+}
+
+// running starts c's Run and waits until its subscription is confirmed.
+func running(t *testing.T, c *localcache.Cache[int], rdb redis.UniversalClient) {
+	t.Helper()
+	// A receive does not end with its context, only at its timeout: a
+	// short Ping lets the cleanup finish soon.
+	c.Ping = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx, rdb)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	require.Eventually(t, c.Live, 5*time.Second, 5*time.Millisecond, "subscription never confirmed")
+}
+
+func TestGetKeepsUntilItsKeyIsAnnounced(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	ctx := context.Background()
+	channel := prefix + "changes"
+	c := localcache.New[int]("test", channel, 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+	// Not running: nothing is answered from memory.
+	a := &counter{}
+	for range 2 {
+		_, err := c.Get(ctx, "a", a.load)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 2, a.n)
+
+	running(t, c, rdb)
+	b := &counter{}
+	for range 3 {
+		v, err := c.Get(ctx, "a", a.load)
+		require.NoError(t, err)
+		require.Equal(t, 3, v)
+		v, err = c.Get(ctx, "b", b.load)
+		require.NoError(t, err)
+		require.Equal(t, 1, v)
+	}
+
+	// An announcement of a drops a, and only a.
+	gen := c.Generation()
+	require.NoError(t, localcache.Announce(ctx, rdb, channel, "a"))
+	require.Eventually(t, func() bool { return c.Generation() > gen }, 2*time.Second, time.Millisecond)
+	v, err := c.Get(ctx, "a", a.load)
+	require.NoError(t, err)
+	require.Equal(t, 4, v)
+	v, err = c.Get(ctx, "b", b.load)
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+
+	// Another channel's announcements do not reach it.
+	gen = c.Generation()
+	require.NoError(t, localcache.Announce(ctx, rdb, prefix+"other", "b"))
+	v, err = c.Get(ctx, "b", b.load)
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+	require.Equal(t, gen, c.Generation())
+}
+
+func TestGetKeepsNoError(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	ctx := context.Background()
+	c := localcache.New[int]("test", prefix+"changes", 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	running(t, c, rdb)
+
+	boom := errors.New("boom")
+	calls := 0
+	fail := func(context.Context) (int, error) {
+		calls++
+		return 0, boom
+	}
+	for range 2 {
+		_, err := c.Get(ctx, "k", fail)
+		require.ErrorIs(t, err, boom)
+	}
+	require.Equal(t, 2, calls)
+	a := &counter{}
+	v, err := c.Get(ctx, "k", a.load)
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+}
+
+func TestTTLEnds(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	ctx := context.Background()
+	c := localcache.New[int]("test", prefix+"changes", 100, 50*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	running(t, c, rdb)
+	a := &counter{}
+	_, err := c.Get(ctx, "k", a.load)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, err := c.Get(ctx, "k", a.load)
+		return err == nil && v > 1
+	}, 2*time.Second, 10*time.Millisecond, "an entry outlived its TTL")
+}
