@@ -37,7 +37,8 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-const contactCols = `c.id, c.company_id, c.name, c.is_group, c.created_at, c.updated_at`
+// contactCols are a contact's columns with its details (contactDetails).
+const contactCols = `c.id, c.company_id, c.name, c.is_group, c.created_at, c.updated_at, c.details`
 
 // listFrom is what every contact list filters on: the company, groups and
 // tags ($1..$3). Unused filters are their zero values; lists run with custom
@@ -158,40 +159,29 @@ const listSettings = `SELECT set_config('plan_cache_mode', 'force_custom_plan', 
 	set_config('pg_trgm.word_similarity_threshold', $1, true)`
 
 // searchPlanner starts a `query` list with a trigram instead: listSettings,
-// and planner settings for searchNameKeys and searchQueries, returning the
-// values they replace. The planner costs word_similarity (procost 1) like
-// an equality although it takes ~5 µs a row, so when it expects many
-// matches it finds reading the company's contacts in the page's order (the
-// pkey or name index), or all of them sequentially, and testing every one
-// cheaper than the trigram index. That plan made fuzzy searches slow (p95
-// 535 ms at 100,000 contacts, docs/contacts-search.md): a typo matches few
-// contacts, so the walk went through all of them. With plain index scans
-// and sequential scans off, searchWhere is a bitmap scan of its three
-// indexes, and searchNameKeys one of the trigram index of the keys (not a
-// sequential scan testing every key). JIT is off as well: its threshold
-// would count the penalty of the disabled paths as work. So are parallel
-// workers: the planner chose two for some names, and starting them took
-// longer than the scan of a few thousand matches.
+// and planner settings for searchNameKeys and searchQueries. The planner
+// costs word_similarity (procost 1) like an equality although it takes
+// ~5 µs a row, so when it expects many matches it finds reading the
+// company's contacts in the page's order (the pkey or name index), or all
+// of them sequentially, and testing every one cheaper than the trigram
+// index. That plan made fuzzy searches slow (p95 535 ms at 100,000
+// contacts, docs/contacts-search.md): a typo matches few contacts, so the
+// walk went through all of them. With plain index scans and sequential
+// scans off, searchWhere is a bitmap scan of its three indexes, and
+// searchNameKeys one of the trigram index of the keys (not a sequential
+// scan testing every key). JIT is off as well: its threshold would count
+// the penalty of the disabled paths as work. So are parallel workers: the
+// planner chose two for some names, and starting them took longer than
+// the scan of a few thousand matches.
 //
-// The old values are read in a subquery (OFFSET 0 keeps it one, evaluated
-// before the outer list that sets) and searchPlannerReset puts them back,
-// in the details' batch, for the queries that follow: the values the
-// transaction started with, whatever set them. RESET or SET LOCAL ... TO
-// DEFAULT would put back the server's default instead, dropping a
-// session's own SET, as did the former reset to pg_settings.reset_val,
-// whose read of pg_settings cost ~0.44 ms a search.
-const (
-	searchPlanner = `SELECT o.seqscan, o.indexscan, o.jit, o.workers, concat(
-		set_config('plan_cache_mode', 'force_custom_plan', true),
-		set_config('pg_trgm.word_similarity_threshold', $1, true),
-		set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
-		set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true))
-	FROM (SELECT current_setting('enable_seqscan') AS seqscan, current_setting('enable_indexscan') AS indexscan,
-		current_setting('jit') AS jit, current_setting('max_parallel_workers_per_gather') AS workers
-		OFFSET 0) o`
-	searchPlannerReset = `SELECT set_config('enable_seqscan', $1, true), set_config('enable_indexscan', $2, true),
-		set_config('jit', $3, true), set_config('max_parallel_workers_per_gather', $4, true)`
-)
+// The settings are local to the list's transaction, and the list is its
+// last statement (the details are columns of the page's rows), so nothing
+// else runs under them.
+const searchPlanner = `SELECT concat(
+	set_config('plan_cache_mode', 'force_custom_plan', true),
+	set_config('pg_trgm.word_similarity_threshold', $1, true),
+	set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
+	set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true))`
 
 // searchThreshold is the word_similarity a fuzzy match needs: pg_trgm's
 // default, pinned so a server setting cannot change what `query` finds.
@@ -216,10 +206,9 @@ func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter)
 	var total int64
 	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
 		var err error
-		var reset []any
 		switch {
 		case f.Search != "" && hasTrigram(f.Search):
-			out, total, reset, err = searchContacts(ctx, tx, company, tags, f)
+			out, total, err = searchContacts(ctx, tx, company, tags, f)
 		case f.Search != "":
 			if _, err = tx.Exec(ctx, listSettings, searchThreshold); err != nil {
 				return err
@@ -231,19 +220,9 @@ func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter)
 			}
 			out, total, err = listContacts(ctx, tx, company, tags, f)
 		}
-		if err != nil || len(out) == 0 {
-			// Nothing follows in the transaction: its settings end with it.
-			return err
-		}
-		b := &pgx.Batch{}
-		if reset != nil {
-			b.Queue(searchPlannerReset, reset...)
-		}
-		queueDetails(b, out)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("contact details: %w", err)
-		}
-		return nil
+		// The details came with the page (contacts.details): nothing
+		// follows in the transaction, so its settings end with it.
+		return err
 	})
 	if out == nil {
 		out = []domain.Contact{}
@@ -291,129 +270,48 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 // searchContacts sets the planner (searchPlanner) and reads the name keys
 // that match in one round trip, then the page and the count in one
 // statement; only a page past the last match (no row to carry the count)
-// costs a third, counting statement. It returns the arguments of
-// searchPlannerReset.
-func searchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, []any, error) {
-	var seqscan, indexscan, jit, workers, set string
+// costs a third, counting statement.
+func searchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+	var set string
 	var keys []string
 	b := &pgx.Batch{}
-	b.Queue(searchPlanner, searchThreshold).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&seqscan, &indexscan, &jit, &workers, &set)
-	})
+	b.Queue(searchPlanner, searchThreshold).QueryRow(func(row pgx.Row) error { return row.Scan(&set) })
 	b.Queue(searchNameKeys, company, f.Search).QueryRow(func(row pgx.Row) error { return row.Scan(&keys) })
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, 0, nil, fmt.Errorf("search name keys: %w", err)
+		return nil, 0, fmt.Errorf("search name keys: %w", err)
 	}
-	reset := []any{seqscan, indexscan, jit, workers}
 	args := []any{company, f.WithGroups, tags, likePattern(f.Search), f.Search, keys}
 	rows, err := tx.Query(ctx, searchQueries[f.Order], append(args, f.Limit, f.Offset)...)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("search contacts: %w", err)
+		return nil, 0, fmt.Errorf("search contacts: %w", err)
 	}
 	var total int64
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Contact, error) {
 		var c domain.Contact
-		err := row.Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt, &total)
-		c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
-		return c, err
+		var details []byte
+		if err := row.Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt, &details, &total); err != nil {
+			return c, err
+		}
+		return c, decodeContact(&c, details)
 	})
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("search contacts: %w", err)
+		return nil, 0, fmt.Errorf("search contacts: %w", err)
 	}
 	if len(out) == 0 && f.Offset > 0 {
 		if err := tx.QueryRow(ctx, countSearchQuery, args...).Scan(&total); err != nil {
-			return nil, 0, nil, fmt.Errorf("count contacts: %w", err)
+			return nil, 0, fmt.Errorf("count contacts: %w", err)
 		}
 	}
-	return out, total, reset, nil
+	return out, total, nil
 }
 
 func scanContact(row pgx.CollectableRow) (domain.Contact, error) {
 	var c domain.Contact
-	err := row.Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt)
-	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
-	return c, err
-}
-
-// queueDetails queues on b the five reads that fill the phones, emails,
-// tags, notes and chats of cs, which a query scoped to their company found
-// (so the ids alone select their rows): five queries whatever their number,
-// sent together in one round trip.
-func queueDetails(b *pgx.Batch, cs []domain.Contact) {
-	ids := make([]int64, len(cs))
-	at := make(map[int64]*domain.Contact, len(cs))
-	for i := range cs {
-		ids[i] = cs[i].ID
-		at[cs[i].ID] = &cs[i]
-		cs[i].Phones, cs[i].Emails, cs[i].Tags = []domain.Phone{}, []domain.Email{}, []int64{}
-		cs[i].Notes, cs[i].Chats = []domain.Note{}, []domain.Chat{}
+	var details []byte
+	if err := row.Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt, &details); err != nil {
+		return c, err
 	}
-	each := func(sql string, scan func(pgx.Rows) error) {
-		b.Queue(sql, ids).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				if err := scan(rows); err != nil {
-					return err
-				}
-			}
-			return rows.Err()
-		})
-	}
-	var id int64
-	each(`SELECT contact_id, type, phone FROM contact_phones
-		WHERE contact_id = ANY($1)
-		ORDER BY contact_id, position`,
-		func(rows pgx.Rows) error {
-			var p domain.Phone
-			if err := rows.Scan(&id, &p.Type, &p.Phone); err != nil {
-				return err
-			}
-			at[id].Phones = append(at[id].Phones, p)
-			return nil
-		})
-	each(`SELECT contact_id, type, email FROM contact_emails
-		WHERE contact_id = ANY($1)
-		ORDER BY contact_id, position`,
-		func(rows pgx.Rows) error {
-			var e domain.Email
-			if err := rows.Scan(&id, &e.Type, &e.Email); err != nil {
-				return err
-			}
-			at[id].Emails = append(at[id].Emails, e)
-			return nil
-		})
-	each(`SELECT contact_id, tag_id FROM contact_tags
-		WHERE contact_id = ANY($1)
-		ORDER BY contact_id, tag_id`,
-		func(rows pgx.Rows) error {
-			var t int64
-			if err := rows.Scan(&id, &t); err != nil {
-				return err
-			}
-			at[id].Tags = append(at[id].Tags, t)
-			return nil
-		})
-	each(`SELECT `+noteCols+` FROM notes
-		WHERE contact_id = ANY($1)
-		ORDER BY updated_at DESC, id DESC`,
-		func(rows pgx.Rows) error {
-			n, err := scanNote(rows)
-			if err != nil {
-				return err
-			}
-			at[n.ContactID].Notes = append(at[n.ContactID].Notes, n)
-			return nil
-		})
-	each(`SELECT contact_id, `+chatCols+` FROM contact_chats
-		WHERE contact_id = ANY($1)
-		ORDER BY created_at, chat_id`,
-		func(rows pgx.Rows) error {
-			var c domain.Chat
-			if err := rows.Scan(append([]any{&id}, chatDest(&c)...)...); err != nil {
-				return err
-			}
-			at[id].Chats = append(at[id].Chats, c)
-			return nil
-		})
+	return c, decodeContact(&c, details)
 }
 
 const noteCols = `id, contact_id, type, text, created_by, updated_by, created_at, updated_at`
@@ -436,64 +334,60 @@ func chatDest(c *domain.Chat) []any {
 		&c.Phone, &c.Username, &c.UserID, &c.Name, &c.ProfileLink, &c.IsGroup}
 }
 
-// contactWithDetails reads a contact of company $1 and all its details in
-// one statement: each child table's rows as one JSON array, in the order
-// the lists use. One statement instead of six (first six round trips,
-// then six statements pipelined) is one executor start and one snapshot:
-// PostgreSQL's CPU per contact read went from 170 to 148 µs in the read
-// benchmark. The columns of each array are those of the list reads
-// (scanNote, chatDest).
-const contactWithDetails = `SELECT c.id, c.company_id, c.name, c.is_group, c.created_at, c.updated_at,
-	coalesce((SELECT json_agg(json_build_array(p.type, p.phone) ORDER BY p.position)
-		FROM contact_phones p WHERE p.contact_id = c.id), '[]'),
-	coalesce((SELECT json_agg(json_build_array(e.type, e.email) ORDER BY e.position)
-		FROM contact_emails e WHERE e.contact_id = c.id), '[]'),
-	coalesce((SELECT json_agg(t.tag_id ORDER BY t.tag_id)
-		FROM contact_tags t WHERE t.contact_id = c.id), '[]'),
-	coalesce((SELECT json_agg(json_build_array(n.id, n.contact_id, n.type, n.text, n.created_by, n.updated_by,
-			n.created_at, n.updated_at) ORDER BY n.updated_at DESC, n.id DESC)
-		FROM notes n WHERE n.contact_id = c.id), '[]'),
-	coalesce((SELECT json_agg(json_build_array(ch.company_id, ch.connection_id, ch.connection_type, ch.chat_id,
-			ch.source_chat_id, ch.phone, ch.username, ch.messenger_user_id, ch.name, ch.profile_link, ch.is_group)
-			ORDER BY ch.created_at, ch.chat_id)
-		FROM contact_chats ch WHERE ch.contact_id = c.id), '[]')
-	FROM contacts c WHERE c.company_id = $1 AND c.id = $2`
-
-// getContact reads a contact and its details in one statement (with lock,
-// its row is locked for the transaction q is in).
+// getContact reads a contact with its details (with lock, its row is
+// locked for the transaction q is in). The details are a column of the
+// row (migrations/0003_contact_details.sql): reading the five child
+// tables, even empty ones, was half of PostgreSQL's work per contact read.
 func getContact(ctx context.Context, q querier, company, id int64, lock bool) (domain.Contact, error) {
-	sql := contactWithDetails
+	sql := `SELECT ` + contactCols + ` FROM contacts c WHERE c.company_id = $1 AND c.id = $2`
 	if lock {
-		sql += ` FOR UPDATE OF c`
+		sql += ` FOR UPDATE`
 	}
 	var c domain.Contact
-	var phones, emails, tags, notes, chats []byte
-	err := q.QueryRow(ctx, sql, company, id).Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt,
-		&phones, &emails, &tags, &notes, &chats)
+	var details []byte
+	err := q.QueryRow(ctx, sql, company, id).Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt, &details)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Contact{}, domain.ErrNotFound
 	}
 	if err != nil {
 		return domain.Contact{}, fmt.Errorf("get contact: %w", err)
 	}
+	if err := decodeContact(&c, details); err != nil {
+		return domain.Contact{}, fmt.Errorf("get contact: %w", err)
+	}
+	return c, nil
+}
+
+// decodeContact fills c's details from contacts.details, the JSON array
+// of five arrays contact_details() builds (phones, emails, tag ids, notes,
+// chats, each row an array of the columns scanNote and chatDest read), and
+// puts its times in UTC.
+func decodeContact(c *domain.Contact, details []byte) error {
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	var parts []json.RawMessage
+	if err := json.Unmarshal(details, &parts); err != nil {
+		return fmt.Errorf("contact %d: details: %w", c.ID, err)
+	}
+	if len(parts) != 5 {
+		return fmt.Errorf("contact %d: details: %d parts, want 5", c.ID, len(parts))
+	}
 	c.Tags = []int64{}
-	err = errors.Join(
-		jsonRows(phones, &c.Phones, func(p *domain.Phone) []any { return []any{&p.Type, &p.Phone} }),
-		jsonRows(emails, &c.Emails, func(e *domain.Email) []any { return []any{&e.Type, &e.Email} }),
-		json.Unmarshal(tags, &c.Tags),
-		jsonRows(notes, &c.Notes, func(n *domain.Note) []any {
+	err := errors.Join(
+		jsonRows(parts[0], &c.Phones, func(p *domain.Phone) []any { return []any{&p.Type, &p.Phone} }),
+		jsonRows(parts[1], &c.Emails, func(e *domain.Email) []any { return []any{&e.Type, &e.Email} }),
+		json.Unmarshal(parts[2], &c.Tags),
+		jsonRows(parts[3], &c.Notes, func(n *domain.Note) []any {
 			return []any{&n.ID, &n.ContactID, &n.Type, &n.Text, &n.CreatedBy, &n.UpdatedBy, &n.CreatedAt, &n.UpdatedAt}
 		}),
-		jsonRows(chats, &c.Chats, chatDest),
+		jsonRows(parts[4], &c.Chats, chatDest),
 	)
 	if err != nil {
-		return domain.Contact{}, fmt.Errorf("get contact %d: details: %w", id, err)
+		return fmt.Errorf("contact %d: details: %w", c.ID, err)
 	}
 	for i := range c.Notes {
 		c.Notes[i].CreatedAt, c.Notes[i].UpdatedAt = c.Notes[i].CreatedAt.UTC(), c.Notes[i].UpdatedAt.UTC()
 	}
-	return c, nil
+	return nil
 }
 
 // jsonRows decodes a JSON array of rows (each an array of columns) into
@@ -565,18 +459,27 @@ func writeLists(ctx context.Context, tx pgx.Tx, company, id int64, phones []doma
 	if _, err := tx.Exec(ctx, `DELETE FROM contact_emails WHERE contact_id = $1`, id); err != nil {
 		return fmt.Errorf("clear emails: %w", err)
 	}
-	for i, p := range phones {
-		_, err := tx.Exec(ctx, `INSERT INTO contact_phones (contact_id, company_id, position, type, phone) VALUES ($1, $2, $3, $4, $5)`,
-			id, company, i, p.Type, p.Phone)
-		if err != nil {
-			return conflict(err, "insert phone")
+	// One statement per list: each fires the details trigger once.
+	if len(phones) > 0 {
+		types, values := make([]string, len(phones)), make([]string, len(phones))
+		for i, p := range phones {
+			types[i], values[i] = p.Type, p.Phone
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO contact_phones (contact_id, company_id, position, type, phone)
+			SELECT $1, $2, l.ord::int - 1, l.type, l.value FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS l(type, value, ord)`,
+			id, company, types, values); err != nil {
+			return conflict(err, "insert phones")
 		}
 	}
-	for i, e := range emails {
-		_, err := tx.Exec(ctx, `INSERT INTO contact_emails (contact_id, company_id, position, type, email) VALUES ($1, $2, $3, $4, $5)`,
-			id, company, i, e.Type, e.Email)
-		if err != nil {
-			return conflict(err, "insert email")
+	if len(emails) > 0 {
+		types, values := make([]string, len(emails)), make([]string, len(emails))
+		for i, e := range emails {
+			types[i], values[i] = e.Type, e.Email
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO contact_emails (contact_id, company_id, position, type, email)
+			SELECT $1, $2, l.ord::int - 1, l.type, l.value FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS l(type, value, ord)`,
+			id, company, types, values); err != nil {
+			return conflict(err, "insert emails")
 		}
 	}
 	return nil

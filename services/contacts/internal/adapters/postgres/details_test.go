@@ -1,0 +1,158 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/pkg/pgtest"
+	"switchboard.dev/services/contacts/internal/app"
+	"switchboard.dev/services/contacts/internal/domain"
+	"switchboard.dev/services/contacts/migrations"
+)
+
+// requireDetailsExact fails when any contact's stored details differ from
+// what its child tables hold now.
+func requireDetailsExact(t *testing.T, db *pgxpool.Pool, step string) {
+	t.Helper()
+	var stale []int64
+	require.NoError(t, db.QueryRow(context.Background(), `SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM contacts
+		WHERE details::text IS DISTINCT FROM contact_details(id)::text`).Scan(&stale))
+	require.Empty(t, stale, "after %s: contacts whose stored details are stale", step)
+}
+
+// TestDetailsFollowEveryWrite drives every write path to the child tables
+// (a create with its lists, an update replacing them, notes, a chat bound
+// from messaging, a tag's delete cascading) and checks after each that
+// every contact's stored details are exactly what the tables hold, and
+// that a read shows them.
+func TestDetailsFollowEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	r := New(db)
+	const company = int64(5)
+
+	vip, err := r.CreateTag(ctx, company, "vip")
+	require.NoError(t, err)
+	lead, err := r.CreateTag(ctx, company, "lead")
+	require.NoError(t, err)
+
+	c, err := r.CreateContact(ctx, domain.Contact{
+		CompanyID: company, Name: "Anna",
+		Phones: []domain.Phone{{Type: "mobile", Phone: "+79990000001"}, {Type: "work", Phone: "+79990000002"}},
+		Emails: []domain.Email{{Type: "work", Email: "anna@example.com"}},
+		Tags:   []int64{lead.ID, vip.ID},
+		Notes:  []domain.Note{{Type: domain.NoteText, Text: "first", CreatedBy: 1, UpdatedBy: 1}},
+	})
+	require.NoError(t, err)
+	other, err := r.CreateContact(ctx, domain.Contact{CompanyID: company, Name: "Boris", Tags: []int64{vip.ID}})
+	require.NoError(t, err)
+	requireDetailsExact(t, db, "create")
+	got, err := r.GetContact(ctx, company, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, []domain.Phone{{Type: "mobile", Phone: "+79990000001"}, {Type: "work", Phone: "+79990000002"}}, got.Phones)
+	require.Equal(t, []domain.Email{{Type: "work", Email: "anna@example.com"}}, got.Emails)
+	require.ElementsMatch(t, []int64{lead.ID, vip.ID}, got.Tags)
+	require.Len(t, got.Notes, 1)
+	require.Equal(t, "first", got.Notes[0].Text)
+
+	_, err = r.UpdateContact(ctx, company, c.ID, func(c *domain.Contact) error {
+		c.Phones = []domain.Phone{{Type: "home", Phone: "+79990000003"}}
+		c.Emails = nil
+		c.Tags = []int64{vip.ID}
+		return nil
+	})
+	require.NoError(t, err)
+	requireDetailsExact(t, db, "update")
+
+	n, err := r.CreateNote(ctx, company, domain.Note{ContactID: c.ID, Type: domain.NoteText, Text: "second", CreatedBy: 2, UpdatedBy: 2})
+	require.NoError(t, err)
+	requireDetailsExact(t, db, "create note")
+	_, err = r.UpdateNote(ctx, company, c.ID, n.ID, "second, edited", 3)
+	require.NoError(t, err)
+	requireDetailsExact(t, db, "update note")
+	got, err = r.GetContact(ctx, company, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, "second, edited", got.Notes[0].Text, "notes newest first")
+	require.NoError(t, r.DeleteNote(ctx, company, c.ID, n.ID))
+	requireDetailsExact(t, db, "delete note")
+
+	name := "Anna in Telegram"
+	require.NoError(t, r.Bind(ctx, company, func(tx app.BindTx) error {
+		return tx.InsertChat(ctx, c.ID, domain.Chat{CompanyID: company, ConnectionID: 40, ConnectionType: "telegram",
+			ChatID: 7, SourceChatID: "tg-7", Name: &name})
+	}))
+	requireDetailsExact(t, db, "bind a chat")
+	got, err = r.GetContact(ctx, company, c.ID)
+	require.NoError(t, err)
+	require.Len(t, got.Chats, 1)
+	require.Equal(t, "tg-7", got.Chats[0].SourceChatID)
+	require.Equal(t, &name, got.Chats[0].Name)
+
+	// Deleting a tag cascades to contact_tags: both contacts lose it.
+	require.NoError(t, r.DeleteTag(ctx, company, vip.ID))
+	requireDetailsExact(t, db, "delete a tag")
+	for _, id := range []int64{c.ID, other.ID} {
+		got, err = r.GetContact(ctx, company, id)
+		require.NoError(t, err)
+		require.Empty(t, got.Tags)
+	}
+
+	// Lists carry the same details.
+	list, _, err := r.ListContacts(ctx, company, domain.Filter{Order: domain.OrderIDAsc, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	got, err = r.GetContact(ctx, company, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, got, list[0])
+}
+
+// TestDetailsKeepConcurrentWrites: notes of one contact edited at once
+// by many transactions (an edit does not lock the contact) all reach its
+// details. Each refresh waits for the contact's lock and then reads with a
+// fresh snapshot, so no writer's change is lost to another's refresh.
+func TestDetailsKeepConcurrentWrites(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	r := New(db)
+	const company = int64(6)
+	const writers = 16
+	notes := make([]domain.Note, writers)
+	for i := range notes {
+		notes[i] = domain.Note{Type: domain.NoteText, Text: fmt.Sprintf("note %d", i), CreatedBy: 1, UpdatedBy: 1}
+	}
+	c, err := r.CreateContact(ctx, domain.Contact{CompanyID: company, Name: "Busy", Notes: notes})
+	require.NoError(t, err)
+	require.Len(t, c.Notes, writers)
+
+	for round := range 5 {
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		start := make(chan struct{})
+		for _, n := range c.Notes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, err := r.UpdateNote(ctx, company, c.ID, n.ID, fmt.Sprintf("%s, edit %d", n.Text, round), 2)
+				errs <- err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		requireDetailsExact(t, db, fmt.Sprintf("concurrent edits, round %d", round))
+		got, err := r.GetContact(ctx, company, c.ID)
+		require.NoError(t, err)
+		for _, n := range got.Notes {
+			require.Contains(t, n.Text, fmt.Sprintf("edit %d", round))
+		}
+	}
+}
