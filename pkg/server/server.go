@@ -185,10 +185,8 @@ func writeCall(ctx context.Context, log *slog.Logger, level slog.Level, method s
 	} else if err != nil {
 		attrs = append(attrs, "error", err.Error())
 	}
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get("x-request-id"); len(v) > 0 {
-			attrs = append(attrs, "request_id", v[0])
-		}
+	if v := metadata.ValueFromIncomingContext(ctx, "x-request-id"); len(v) > 0 {
+		attrs = append(attrs, "request_id", v[0])
 	}
 	if p, ok := auth.PrincipalFrom(ctx); ok {
 		attrs = append(attrs, "company_id", p.GetCompanyId(), "integration_id", p.GetIntegrationId())

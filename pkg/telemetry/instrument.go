@@ -74,9 +74,7 @@ func DialOptions() []grpc.DialOption {
 }
 
 func serverSpan(ctx context.Context, method string) (context.Context, trace.Span) {
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		ctx = otel.GetTextMapPropagator().Extract(ctx, mdCarrier(md))
-	}
+	ctx = otel.GetTextMapPropagator().Extract(ctx, incomingCarrier{ctx})
 	return tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
 }
 
@@ -113,6 +111,26 @@ func (c mdCarrier) Keys() []string {
 		keys = append(keys, k)
 	}
 	return keys
+}
+
+// incomingCarrier lets a propagator read a call's incoming metadata one
+// key at a time, without the copy of the whole map FromIncomingContext
+// makes.
+type incomingCarrier struct{ ctx context.Context }
+
+func (c incomingCarrier) Get(key string) string {
+	if v := metadata.ValueFromIncomingContext(c.ctx, key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Set is never called: extraction only reads.
+func (incomingCarrier) Set(string, string) {}
+
+func (c incomingCarrier) Keys() []string {
+	md, _ := metadata.FromIncomingContext(c.ctx)
+	return mdCarrier(md).Keys()
 }
 
 type contextStream struct {
