@@ -1,19 +1,27 @@
 -- +goose Up
 SET lock_timeout = '5s';
 
--- A contact's details (phones, emails, tags, notes, chats) kept on its row
--- as one JSON array of five arrays, in the order and columns the
--- repository reads (contactDetails in adapters/postgres), so a contact
--- read touches one table instead of six (issue 12: reading the five child
--- tables, even empty ones, doubled PostgreSQL's work per contact read).
--- Triggers on the child tables keep it exact: every write to them, the
--- cascades of a tag's delete included, refreshes the contacts it touched
--- in the same transaction.
-ALTER TABLE contacts ADD COLUMN details json NOT NULL DEFAULT '[[],[],[],[],[]]';
+-- A contact's details (phones, emails, tags, notes, chats) kept as one JSON
+-- array of five arrays, in the order and columns the repository reads
+-- (decodeContact in adapters/postgres), so a contact read touches two
+-- tables instead of six (issue 12: reading the five child tables, even
+-- empty ones, doubled PostgreSQL's work per contact read). Triggers on the
+-- child tables keep it exact: every write to them, the cascades of a tag's
+-- delete included, refreshes the contacts it touched in the same
+-- transaction. A contact without a row here has no details.
+--
+-- Its own table, not a column of contacts: a refresh then writes one
+-- narrow row with one index, where a new version of the contacts row would
+-- be written into all of contacts' indexes (the trigram GIN among them)
+-- and a bulk load of phones would leave contacts twice its size.
+CREATE TABLE contact_details (
+    contact_id bigint PRIMARY KEY REFERENCES contacts (id) ON DELETE CASCADE,
+    details    json NOT NULL
+);
 
--- contact_details is the details of a contact as stored in the tables.
+-- contact_details_of is the details of a contact as its tables hold them.
 -- +goose StatementBegin
-CREATE FUNCTION contact_details(contact bigint) RETURNS json LANGUAGE sql STABLE AS $$
+CREATE FUNCTION contact_details_of(contact bigint) RETURNS json LANGUAGE sql STABLE AS $$
     SELECT json_build_array(
         coalesce((SELECT json_agg(json_build_array(p.type, p.phone) ORDER BY p.position)
             FROM contact_phones p WHERE p.contact_id = contact), '[]'),
@@ -33,20 +41,24 @@ $$;
 
 -- refresh_contact_details recomputes the details of the given contacts.
 -- It locks their rows first (in id order, so concurrent refreshes never
--- wait in a cycle) and computes in a second statement: under READ
--- COMMITTED each statement of a function takes a fresh snapshot, so a
--- concurrent writer of the same contact, which held the lock, has
--- committed by then and its rows are in the result. Computing in the
--- locking statement would use a snapshot taken before the wait and drop
--- that writer's rows.
+-- wait in a cycle; FOR NO KEY UPDATE, which the foreign key checks of
+-- child rows being written do not wait for) and computes in a second
+-- statement: under READ COMMITTED each statement of a function takes a
+-- fresh snapshot, so a concurrent writer of the same contact, which held
+-- the lock, has committed by then and its rows are in the result.
+-- Computing in the locking statement would use a snapshot taken before
+-- the wait and drop that writer's rows. Contacts deleted meanwhile (a
+-- cascade) are skipped.
 -- +goose StatementBegin
 CREATE FUNCTION refresh_contact_details(ids bigint[]) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     IF cardinality(ids) = 0 THEN
         RETURN;
     END IF;
-    PERFORM 1 FROM contacts WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
-    UPDATE contacts SET details = contact_details(id) WHERE id = ANY(ids);
+    PERFORM 1 FROM contacts WHERE id = ANY(ids) ORDER BY id FOR NO KEY UPDATE;
+    INSERT INTO contact_details (contact_id, details)
+    SELECT id, contact_details_of(id) FROM contacts WHERE id = ANY(ids)
+    ON CONFLICT (contact_id) DO UPDATE SET details = excluded.details;
 END
 $$;
 -- +goose StatementEnd
@@ -114,8 +126,9 @@ CREATE TRIGGER contact_chats_details_update AFTER UPDATE ON contact_chats
 CREATE TRIGGER contact_chats_details_delete AFTER DELETE ON contact_chats
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION contact_details_deleted();
 
--- Existing contacts: only those with any detail differ from the default.
-UPDATE contacts c SET details = contact_details(c.id)
+-- Existing contacts: those with any detail.
+INSERT INTO contact_details (contact_id, details)
+SELECT c.id, contact_details_of(c.id) FROM contacts c
 WHERE EXISTS (SELECT FROM contact_phones p WHERE p.contact_id = c.id)
    OR EXISTS (SELECT FROM contact_emails e WHERE e.contact_id = c.id)
    OR EXISTS (SELECT FROM contact_tags t WHERE t.contact_id = c.id)
@@ -142,5 +155,5 @@ DROP FUNCTION contact_details_updated();
 DROP FUNCTION contact_details_deleted();
 DROP FUNCTION contact_details_inserted();
 DROP FUNCTION refresh_contact_details(bigint[]);
-DROP FUNCTION contact_details(bigint);
-ALTER TABLE contacts DROP COLUMN details;
+DROP FUNCTION contact_details_of(bigint);
+DROP TABLE contact_details;
