@@ -10,6 +10,7 @@ import (
 	"switchboard.dev/pkg/auth"
 	"switchboard.dev/pkg/service"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
+	"switchboard.dev/services/identity/internal/adapters/companycache"
 	"switchboard.dev/services/identity/internal/adapters/postgres"
 	"switchboard.dev/services/identity/internal/app"
 	grpcport "switchboard.dev/services/identity/internal/ports/grpc"
@@ -26,7 +27,14 @@ func spec() service.Spec {
 		DefaultAddr: "127.0.0.1:9101",
 		Migrations:  migrations.FS,
 		Build: func(_ context.Context, d *service.Deps) (service.Registrar, error) {
-			a := app.New(postgres.New(d.DB), revoker{d})
+			// Companies in memory, dropped when any replica announces a
+			// change (the card is the hottest read identity serves).
+			repo := companycache.New(postgres.New(d.DB), d.Redis, companycache.Channel, d.Log)
+			d.Background("company announcements", func(ctx context.Context) error {
+				repo.Run(ctx)
+				return nil
+			})
+			a := app.New(repo, revoker{d})
 			return identity{app: a, grpc: grpcport.New(a)}, nil
 		},
 	}
