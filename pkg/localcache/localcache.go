@@ -90,12 +90,25 @@ func (c *Cache[V]) Live() bool { return c.live.Load() }
 // announcement was heard.
 func (c *Cache[V]) Generation() uint64 { return c.gen.Load() }
 
-// Announce tells every Cache on channel to forget key. The caller's change
-// must already be durable: a load that starts after the announcement must
-// see it.
-func Announce(ctx context.Context, rdb redis.UniversalClient, channel, key string) error {
-	return rdb.Publish(ctx, channel, key).Err()
+// Announce tells every Cache on channel to forget keys, in one round trip.
+// The caller's change must already be durable: a load that starts after
+// the announcement must see it. Since the change is stored, the
+// announcement goes out even when ctx has ended (the caller gone away),
+// bounded by a timeout of its own; an error means copies elsewhere stay
+// stale until their TTL ends.
+func Announce(ctx context.Context, rdb redis.UniversalClient, channel string, keys ...string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
+	defer cancel()
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Publish(ctx, channel, k)
+		}
+		return nil
+	})
+	return err
 }
+
+const announceTimeout = 2 * time.Second
 
 // Run listens for announcements until ctx ends, resubscribing (with a
 // growing pause, up to 5 s) whenever the subscription is lost.

@@ -89,18 +89,13 @@ func (r *Repo) MarkHadConnections(ctx context.Context, companyIDs []int64) ([]in
 	return unknown, err
 }
 
-// announce tells every replica to drop the companies; the change is
-// stored already, so it goes out even if the caller has gone away.
+// announce tells every replica to drop the companies.
 func (r *Repo) announce(ctx context.Context, ids ...int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, id := range ids {
-			p.Publish(ctx, r.channel, strconv.FormatInt(id, 10))
-		}
-		return nil
-	})
-	if err != nil {
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = strconv.FormatInt(id, 10)
+	}
+	if err := localcache.Announce(ctx, r.rdb, r.channel, keys...); err != nil {
 		r.log.WarnContext(ctx, "companycache: a company changed, but the announcement failed; other replicas' copies stay stale until they expire",
 			"company_ids", ids, "err", err)
 	}
