@@ -200,9 +200,9 @@ const listSettings = `SELECT set_config('plan_cache_mode', 'force_custom_plan', 
 // planner chose two for some names, and starting them took longer than
 // the scan of a few thousand matches.
 //
-// The settings are local to the list's transaction, and the list is its
-// last statement (the details are columns of the page's rows), so nothing
-// else runs under them.
+// The settings are local to the list's transaction. Only the page's
+// details follow the search under them, read by id (searchDetails), a
+// bitmap scan they allow; then the transaction, and the settings, end.
 const searchPlanner = `SELECT concat(
 	set_config('plan_cache_mode', 'force_custom_plan', true),
 	set_config('pg_trgm.word_similarity_threshold', $1, true),
@@ -246,8 +246,9 @@ func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter)
 			}
 			out, total, err = listContacts(ctx, tx, company, tags, f)
 		}
-		// The details came with the page (withDetails): nothing follows
-		// in the transaction, so its settings end with it.
+		// The details came with the page (withDetails; a trigram search
+		// reads them after it): nothing follows in the transaction, so
+		// its settings end with it.
 		return err
 	})
 	if out == nil {
