@@ -168,6 +168,10 @@ type fzFixtures struct {
 	// webhook has a delivery (its ping); victimWebhook is for the DELETE.
 	webhook, victimWebhook string
 	delivery               int64
+	// template is an account template; wabaTemplate a business template of
+	// the waba connection.
+	template     int64
+	wabaTemplate string
 }
 
 func fzSetup(t *testing.T) *fzFixtures {
@@ -214,6 +218,10 @@ func fzSetup(t *testing.T) *fzFixtures {
 	fx.victimTag = num(post("/tags/", map[string]any{"name": "fuzz victim"})["id"])
 	fx.note = num(post(p("/contacts/%d/notes/", fx.contact), map[string]any{"text": "fuzz"})["id"])
 	fx.victimNote = num(post(p("/contacts/%d/notes/", fx.contact), map[string]any{"text": "fuzz victim"})["id"])
+
+	fx.template = num(post("/messaging/templates/", map[string]any{"type": "text", "name": "fuzz", "text": "fuzz"})["id"])
+	fx.wabaTemplate = post("/messaging/templates/waba_templates/", map[string]any{"connection_id": fx.waba, "custom_name": "fuzz",
+		"category": "UTILITY", "template_locale": "en", "components": []any{map[string]any{"type": "BODY", "text": "fuzz"}}})["name"].(string)
 
 	fx.tgSession = post("/telegram/init", map[string]any{"auth_type": "qr"})["session_id"].(string)
 	fx.maxSession = post("/max_personal/init", map[string]any{"phone": "+79997000002"})["session_id"].(string)
@@ -280,6 +288,10 @@ func (fx *fzFixtures) pathValue(rt route, name string) (string, bool) {
 		return d(fx.c.IntegID)
 	case "session_id":
 		return fx.tgSession, true
+	case "template_id":
+		return d(fx.template)
+	case "name":
+		return fx.wabaTemplate, true
 	case "limit_type":
 		return "connections_telegram_bot", true
 	case "code":

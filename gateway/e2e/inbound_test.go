@@ -38,7 +38,7 @@ func authorisedWhatsapp(t *testing.T, c company) int64 {
 
 // inboundMessageJSON is a whole inbound message of the API: every content
 // field present, null except the one of its type.
-func inboundMessageJSON(sourceID, sourceChatID, typ string, content, author, replyTo any) map[string]any {
+func inboundMessageJSON(sourceID any, sourceChatID, typ string, content, author, replyTo any) map[string]any {
 	m := map[string]any{
 		"message_id": anyUUID, "source_message_id": sourceID, "chat_id": sourceChatID, "direction": "inbound",
 		"message_type": typ, "author": author, "created_at": anyTime, "delivered_at": nil, "read_at": nil,
@@ -152,7 +152,7 @@ func TestInboundWhatsapp(t *testing.T) {
 	list = inboundMessages(t, c, chat["id"])
 	require.Len(t, list, 2)
 	requireValue(t, inboundMessageJSON(voiceID, source, "voice",
-		map[string]any{"caption": nil, "name": nil, "size": nil, "mime_type": "audio/ogg", "url": "https://cdn.example/v.ogg"},
+		map[string]any{"caption": nil, "name": nil, "size": nil, "mime_type": "audio/ogg", "url": "https://cdn.example/v.ogg", "waba_referred_product": nil},
 		nil, map[string]any{"source_message_id": "wamid.A1", "message_id": msg["message_id"]}), list[0])
 	after := inboundChat(t, c, wa, source)
 	require.EqualValues(t, 1, after["unanswered_count"])

@@ -54,6 +54,7 @@ var (
 	IntegrationCRMResponsibleUserNotFound = Def{13007, "INTEGRATION_CRM_RESPONSIBLE_USER_NOT_FOUND", 400, "responsible user not found in the crm account"}
 
 	MessagingChatNotFound         = Def{15000, "MESSAGING_CHAT_NOT_FOUND", 404, "chat not found"}
+	MessagingTemplateNotFound     = Def{15005, "MESSAGING_TEMPLATE_NOT_FOUND", 404, "template not found"}
 	MessagingWabaTemplateNotFound = Def{15010, "MESSAGING_WABA_TEMPLATE_NOT_FOUND", 400, "business template not found"}
 	MessagingFileURLNotSupported  = Def{15011, "MESSAGING_FILE_URL_NOT_SUPPORTED", 400, "file url is not supported"}
 	// The codes design/messaging.md adds to the family.
@@ -111,7 +112,7 @@ func Catalogue() []Def {
 		ConnectionIncorrectVKGroupScopes, ConnectionWhatsappProviderUnsupported,
 		ConnectionWhatsappAlreadyAuthorized, ConnectionWhatsappNoPendingLogin,
 		IntegrationCRMResponsibleUserNotFound,
-		MessagingChatNotFound, MessagingWabaTemplateNotFound, MessagingFileURLNotSupported,
+		MessagingChatNotFound, MessagingTemplateNotFound, MessagingWabaTemplateNotFound, MessagingFileURLNotSupported,
 		MessagingWabaDialogSessionClosed, MessagingIdempotencyKeyReused,
 		TelegramGenericError, TelegramSessionNotFound, TelegramInvalidCode, TelegramInvalidPassword,
 		InvoiceProviderError,

@@ -45,6 +45,14 @@ func (e *Error) WithDetail(detail any) *Error {
 	return e
 }
 
+// WithStatus answers the error with another HTTP status, for a code whose
+// meaning differs by route (15010 is 400 on a send, 404 on the template
+// routes; docs/architecture.md lists both).
+func (e *Error) WithStatus(status int) *Error {
+	e.Status = status
+	return e
+}
+
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s (%d): %s", e.Name, e.Code, e.Message)
 }

@@ -77,6 +77,11 @@ func backends(cfg Config) []backend {
 			messagingv1.RegisterBlacklistServiceHandler,
 			messagingv1.RegisterMessagesServiceHandler,
 			messagingv1.RegisterMessagingSandboxServiceHandler,
+			// Before WabaTemplatesService: its literal
+			// /messaging/templates/waba_templates/... must win over
+			// /messaging/templates/{template_id}.
+			messagingv1.RegisterTemplatesServiceHandler,
+			messagingv1.RegisterWabaTemplatesServiceHandler,
 		}},
 		{"webhooks", cfg.WebhooksAddr, []registerFunc{
 			webhooksv1.RegisterWebhooksServiceHandler,

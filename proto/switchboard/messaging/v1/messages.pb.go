@@ -175,7 +175,7 @@ type Message struct {
 	Image           *MediaContent    `protobuf:"bytes,16,opt,name=image,proto3" json:"image,omitempty"`
 	Audio           *MediaContent    `protobuf:"bytes,17,opt,name=audio,proto3" json:"audio,omitempty"`
 	Video           *MediaContent    `protobuf:"bytes,18,opt,name=video,proto3" json:"video,omitempty"`
-	Voice           *MediaContent    `protobuf:"bytes,19,opt,name=voice,proto3" json:"voice,omitempty"`
+	Voice           *VoiceContent    `protobuf:"bytes,19,opt,name=voice,proto3" json:"voice,omitempty"`
 	WabaTemplate    *structpb.Struct `protobuf:"bytes,20,opt,name=waba_template,json=wabaTemplate,proto3" json:"waba_template,omitempty"`
 	WabaInteractive *structpb.Struct `protobuf:"bytes,21,opt,name=waba_interactive,json=wabaInteractive,proto3" json:"waba_interactive,omitempty"`
 	ServiceOrder    *structpb.Struct `protobuf:"bytes,22,opt,name=service_order,json=serviceOrder,proto3" json:"service_order,omitempty"`
@@ -340,7 +340,7 @@ func (x *Message) GetVideo() *MediaContent {
 	return nil
 }
 
-func (x *Message) GetVoice() *MediaContent {
+func (x *Message) GetVoice() *VoiceContent {
 	if x != nil {
 		return x.Voice
 	}
@@ -626,6 +626,147 @@ func (x *MediaContent) GetUrl() string {
 	return ""
 }
 
+// voice content: the media fields, and the product a business channel's
+// voice message refers to.
+type VoiceContent struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Caption  *string                `protobuf:"bytes,1,opt,name=caption,proto3,oneof" json:"caption,omitempty"`
+	Name     *string                `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	Size     *int64                 `protobuf:"varint,3,opt,name=size,proto3,oneof" json:"size,omitempty"`
+	MimeType *string                `protobuf:"bytes,4,opt,name=mime_type,json=mimeType,proto3,oneof" json:"mime_type,omitempty"`
+	Url      string                 `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
+	// waba only: the catalogue product the person asked about; null
+	// otherwise.
+	WabaReferredProduct *ReferredProduct `protobuf:"bytes,6,opt,name=waba_referred_product,json=wabaReferredProduct,proto3" json:"waba_referred_product,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *VoiceContent) Reset() {
+	*x = VoiceContent{}
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VoiceContent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VoiceContent) ProtoMessage() {}
+
+func (x *VoiceContent) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VoiceContent.ProtoReflect.Descriptor instead.
+func (*VoiceContent) Descriptor() ([]byte, []int) {
+	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *VoiceContent) GetCaption() string {
+	if x != nil && x.Caption != nil {
+		return *x.Caption
+	}
+	return ""
+}
+
+func (x *VoiceContent) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *VoiceContent) GetSize() int64 {
+	if x != nil && x.Size != nil {
+		return *x.Size
+	}
+	return 0
+}
+
+func (x *VoiceContent) GetMimeType() string {
+	if x != nil && x.MimeType != nil {
+		return *x.MimeType
+	}
+	return ""
+}
+
+func (x *VoiceContent) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *VoiceContent) GetWabaReferredProduct() *ReferredProduct {
+	if x != nil {
+		return x.WabaReferredProduct
+	}
+	return nil
+}
+
+// A product of the business's catalogue that a message refers to.
+type ReferredProduct struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	CatalogId         string                 `protobuf:"bytes,1,opt,name=catalog_id,json=catalogId,proto3" json:"catalog_id,omitempty"`
+	ProductRetailerId string                 `protobuf:"bytes,2,opt,name=product_retailer_id,json=productRetailerId,proto3" json:"product_retailer_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ReferredProduct) Reset() {
+	*x = ReferredProduct{}
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReferredProduct) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReferredProduct) ProtoMessage() {}
+
+func (x *ReferredProduct) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReferredProduct.ProtoReflect.Descriptor instead.
+func (*ReferredProduct) Descriptor() ([]byte, []int) {
+	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ReferredProduct) GetCatalogId() string {
+	if x != nil {
+		return x.CatalogId
+	}
+	return ""
+}
+
+func (x *ReferredProduct) GetProductRetailerId() string {
+	if x != nil {
+		return x.ProductRetailerId
+	}
+	return ""
+}
+
 type ListMessagesRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
@@ -639,7 +780,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[5]
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +792,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[5]
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +805,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{5}
+	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListMessagesRequest) GetCompanyId() int64 {
@@ -704,7 +845,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[6]
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +857,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[6]
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +870,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{6}
+	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*Message {
@@ -748,7 +889,7 @@ type SendReplyTo struct {
 
 func (x *SendReplyTo) Reset() {
 	*x = SendReplyTo{}
-	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[7]
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -760,7 +901,7 @@ func (x *SendReplyTo) String() string {
 func (*SendReplyTo) ProtoMessage() {}
 
 func (x *SendReplyTo) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[7]
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -773,7 +914,7 @@ func (x *SendReplyTo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendReplyTo.ProtoReflect.Descriptor instead.
 func (*SendReplyTo) Descriptor() ([]byte, []int) {
-	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{7}
+	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SendReplyTo) GetMessageId() string {
@@ -808,7 +949,7 @@ type SendMessageRequest struct {
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[8]
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +961,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[8]
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +974,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{8}
+	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SendMessageRequest) GetCompanyId() int64 {
@@ -953,7 +1094,7 @@ type SendMessageResponse struct {
 
 func (x *SendMessageResponse) Reset() {
 	*x = SendMessageResponse{}
-	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[9]
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1106,7 @@ func (x *SendMessageResponse) String() string {
 func (*SendMessageResponse) ProtoMessage() {}
 
 func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[9]
+	mi := &file_switchboard_messaging_v1_messages_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1119,7 @@ func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageResponse.ProtoReflect.Descriptor instead.
 func (*SendMessageResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{9}
+	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SendMessageResponse) GetMode() string {
@@ -1032,7 +1173,7 @@ const file_switchboard_messaging_v1_messages_proto_rawDesc = "" +
 	"\x05image\x18\x10 \x01(\v2&.switchboard.messaging.v1.MediaContentR\x05image\x12<\n" +
 	"\x05audio\x18\x11 \x01(\v2&.switchboard.messaging.v1.MediaContentR\x05audio\x12<\n" +
 	"\x05video\x18\x12 \x01(\v2&.switchboard.messaging.v1.MediaContentR\x05video\x12<\n" +
-	"\x05voice\x18\x13 \x01(\v2&.switchboard.messaging.v1.MediaContentR\x05voice\x12<\n" +
+	"\x05voice\x18\x13 \x01(\v2&.switchboard.messaging.v1.VoiceContentR\x05voice\x12<\n" +
 	"\rwaba_template\x18\x14 \x01(\v2\x17.google.protobuf.StructR\fwabaTemplate\x12B\n" +
 	"\x10waba_interactive\x18\x15 \x01(\v2\x17.google.protobuf.StructR\x0fwabaInteractive\x12<\n" +
 	"\rservice_order\x18\x16 \x01(\v2\x17.google.protobuf.StructR\fserviceOrder\x126\n" +
@@ -1072,7 +1213,26 @@ const file_switchboard_messaging_v1_messages_proto_rawDesc = "" +
 	"\x05_nameB\a\n" +
 	"\x05_sizeB\f\n" +
 	"\n" +
-	"_mime_type\"\xb7\x01\n" +
+	"_mime_type\"\xcf\x02\n" +
+	"\fVoiceContent\x12'\n" +
+	"\acaption\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x00R\acaption\x88\x01\x01\x12!\n" +
+	"\x04name\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xff\x01H\x01R\x04name\x88\x01\x01\x12 \n" +
+	"\x04size\x18\x03 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x02R\x04size\x88\x01\x01\x12*\n" +
+	"\tmime_type\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xff\x01H\x03R\bmimeType\x88\x01\x01\x12\x1a\n" +
+	"\x03url\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x10R\x03url\x12]\n" +
+	"\x15waba_referred_product\x18\x06 \x01(\v2).switchboard.messaging.v1.ReferredProductR\x13wabaReferredProductB\n" +
+	"\n" +
+	"\b_captionB\a\n" +
+	"\x05_nameB\a\n" +
+	"\x05_sizeB\f\n" +
+	"\n" +
+	"_mime_type\"x\n" +
+	"\x0fReferredProduct\x12)\n" +
+	"\n" +
+	"catalog_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xff\x01R\tcatalogId\x12:\n" +
+	"\x13product_retailer_id\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xff\x01R\x11productRetailerId\"\xb7\x01\n" +
 	"\x13ListMessagesRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1f\n" +
@@ -1146,7 +1306,7 @@ func file_switchboard_messaging_v1_messages_proto_rawDescGZIP() []byte {
 }
 
 var file_switchboard_messaging_v1_messages_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_switchboard_messaging_v1_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_switchboard_messaging_v1_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_switchboard_messaging_v1_messages_proto_goTypes = []any{
 	(Direction)(0),                // 0: switchboard.messaging.v1.Direction
 	(MessageType)(0),              // 1: switchboard.messaging.v1.MessageType
@@ -1155,60 +1315,63 @@ var file_switchboard_messaging_v1_messages_proto_goTypes = []any{
 	(*ReplyTo)(nil),               // 4: switchboard.messaging.v1.ReplyTo
 	(*TextContent)(nil),           // 5: switchboard.messaging.v1.TextContent
 	(*MediaContent)(nil),          // 6: switchboard.messaging.v1.MediaContent
-	(*ListMessagesRequest)(nil),   // 7: switchboard.messaging.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),  // 8: switchboard.messaging.v1.ListMessagesResponse
-	(*SendReplyTo)(nil),           // 9: switchboard.messaging.v1.SendReplyTo
-	(*SendMessageRequest)(nil),    // 10: switchboard.messaging.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),   // 11: switchboard.messaging.v1.SendMessageResponse
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 13: google.protobuf.Struct
-	(*Chat)(nil),                  // 14: switchboard.messaging.v1.Chat
+	(*VoiceContent)(nil),          // 7: switchboard.messaging.v1.VoiceContent
+	(*ReferredProduct)(nil),       // 8: switchboard.messaging.v1.ReferredProduct
+	(*ListMessagesRequest)(nil),   // 9: switchboard.messaging.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),  // 10: switchboard.messaging.v1.ListMessagesResponse
+	(*SendReplyTo)(nil),           // 11: switchboard.messaging.v1.SendReplyTo
+	(*SendMessageRequest)(nil),    // 12: switchboard.messaging.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),   // 13: switchboard.messaging.v1.SendMessageResponse
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 15: google.protobuf.Struct
+	(*Chat)(nil),                  // 16: switchboard.messaging.v1.Chat
 }
 var file_switchboard_messaging_v1_messages_proto_depIdxs = []int32{
 	0,  // 0: switchboard.messaging.v1.Message.direction:type_name -> switchboard.messaging.v1.Direction
 	1,  // 1: switchboard.messaging.v1.Message.message_type:type_name -> switchboard.messaging.v1.MessageType
 	3,  // 2: switchboard.messaging.v1.Message.author:type_name -> switchboard.messaging.v1.Author
-	12, // 3: switchboard.messaging.v1.Message.created_at:type_name -> google.protobuf.Timestamp
-	12, // 4: switchboard.messaging.v1.Message.delivered_at:type_name -> google.protobuf.Timestamp
-	12, // 5: switchboard.messaging.v1.Message.read_at:type_name -> google.protobuf.Timestamp
-	12, // 6: switchboard.messaging.v1.Message.error_at:type_name -> google.protobuf.Timestamp
+	14, // 3: switchboard.messaging.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	14, // 4: switchboard.messaging.v1.Message.delivered_at:type_name -> google.protobuf.Timestamp
+	14, // 5: switchboard.messaging.v1.Message.read_at:type_name -> google.protobuf.Timestamp
+	14, // 6: switchboard.messaging.v1.Message.error_at:type_name -> google.protobuf.Timestamp
 	4,  // 7: switchboard.messaging.v1.Message.reply_to:type_name -> switchboard.messaging.v1.ReplyTo
 	5,  // 8: switchboard.messaging.v1.Message.text:type_name -> switchboard.messaging.v1.TextContent
 	6,  // 9: switchboard.messaging.v1.Message.file:type_name -> switchboard.messaging.v1.MediaContent
 	6,  // 10: switchboard.messaging.v1.Message.image:type_name -> switchboard.messaging.v1.MediaContent
 	6,  // 11: switchboard.messaging.v1.Message.audio:type_name -> switchboard.messaging.v1.MediaContent
 	6,  // 12: switchboard.messaging.v1.Message.video:type_name -> switchboard.messaging.v1.MediaContent
-	6,  // 13: switchboard.messaging.v1.Message.voice:type_name -> switchboard.messaging.v1.MediaContent
-	13, // 14: switchboard.messaging.v1.Message.waba_template:type_name -> google.protobuf.Struct
-	13, // 15: switchboard.messaging.v1.Message.waba_interactive:type_name -> google.protobuf.Struct
-	13, // 16: switchboard.messaging.v1.Message.service_order:type_name -> google.protobuf.Struct
-	13, // 17: switchboard.messaging.v1.Message.waba_order:type_name -> google.protobuf.Struct
-	12, // 18: switchboard.messaging.v1.ListMessagesRequest.until:type_name -> google.protobuf.Timestamp
-	2,  // 19: switchboard.messaging.v1.ListMessagesResponse.messages:type_name -> switchboard.messaging.v1.Message
-	1,  // 20: switchboard.messaging.v1.SendMessageRequest.message_type:type_name -> switchboard.messaging.v1.MessageType
-	5,  // 21: switchboard.messaging.v1.SendMessageRequest.text:type_name -> switchboard.messaging.v1.TextContent
-	6,  // 22: switchboard.messaging.v1.SendMessageRequest.file:type_name -> switchboard.messaging.v1.MediaContent
-	6,  // 23: switchboard.messaging.v1.SendMessageRequest.image:type_name -> switchboard.messaging.v1.MediaContent
-	6,  // 24: switchboard.messaging.v1.SendMessageRequest.audio:type_name -> switchboard.messaging.v1.MediaContent
-	6,  // 25: switchboard.messaging.v1.SendMessageRequest.video:type_name -> switchboard.messaging.v1.MediaContent
-	6,  // 26: switchboard.messaging.v1.SendMessageRequest.voice:type_name -> switchboard.messaging.v1.MediaContent
-	13, // 27: switchboard.messaging.v1.SendMessageRequest.waba_template:type_name -> google.protobuf.Struct
-	13, // 28: switchboard.messaging.v1.SendMessageRequest.waba_interactive:type_name -> google.protobuf.Struct
-	13, // 29: switchboard.messaging.v1.SendMessageRequest.service_order:type_name -> google.protobuf.Struct
-	13, // 30: switchboard.messaging.v1.SendMessageRequest.waba_order:type_name -> google.protobuf.Struct
-	9,  // 31: switchboard.messaging.v1.SendMessageRequest.reply_to:type_name -> switchboard.messaging.v1.SendReplyTo
-	13, // 32: switchboard.messaging.v1.SendMessageRequest.markup:type_name -> google.protobuf.Struct
-	14, // 33: switchboard.messaging.v1.SendMessageResponse.chat:type_name -> switchboard.messaging.v1.Chat
-	2,  // 34: switchboard.messaging.v1.SendMessageResponse.message:type_name -> switchboard.messaging.v1.Message
-	7,  // 35: switchboard.messaging.v1.MessagesService.ListMessages:input_type -> switchboard.messaging.v1.ListMessagesRequest
-	10, // 36: switchboard.messaging.v1.MessagesService.SendMessage:input_type -> switchboard.messaging.v1.SendMessageRequest
-	8,  // 37: switchboard.messaging.v1.MessagesService.ListMessages:output_type -> switchboard.messaging.v1.ListMessagesResponse
-	11, // 38: switchboard.messaging.v1.MessagesService.SendMessage:output_type -> switchboard.messaging.v1.SendMessageResponse
-	37, // [37:39] is the sub-list for method output_type
-	35, // [35:37] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	7,  // 13: switchboard.messaging.v1.Message.voice:type_name -> switchboard.messaging.v1.VoiceContent
+	15, // 14: switchboard.messaging.v1.Message.waba_template:type_name -> google.protobuf.Struct
+	15, // 15: switchboard.messaging.v1.Message.waba_interactive:type_name -> google.protobuf.Struct
+	15, // 16: switchboard.messaging.v1.Message.service_order:type_name -> google.protobuf.Struct
+	15, // 17: switchboard.messaging.v1.Message.waba_order:type_name -> google.protobuf.Struct
+	8,  // 18: switchboard.messaging.v1.VoiceContent.waba_referred_product:type_name -> switchboard.messaging.v1.ReferredProduct
+	14, // 19: switchboard.messaging.v1.ListMessagesRequest.until:type_name -> google.protobuf.Timestamp
+	2,  // 20: switchboard.messaging.v1.ListMessagesResponse.messages:type_name -> switchboard.messaging.v1.Message
+	1,  // 21: switchboard.messaging.v1.SendMessageRequest.message_type:type_name -> switchboard.messaging.v1.MessageType
+	5,  // 22: switchboard.messaging.v1.SendMessageRequest.text:type_name -> switchboard.messaging.v1.TextContent
+	6,  // 23: switchboard.messaging.v1.SendMessageRequest.file:type_name -> switchboard.messaging.v1.MediaContent
+	6,  // 24: switchboard.messaging.v1.SendMessageRequest.image:type_name -> switchboard.messaging.v1.MediaContent
+	6,  // 25: switchboard.messaging.v1.SendMessageRequest.audio:type_name -> switchboard.messaging.v1.MediaContent
+	6,  // 26: switchboard.messaging.v1.SendMessageRequest.video:type_name -> switchboard.messaging.v1.MediaContent
+	6,  // 27: switchboard.messaging.v1.SendMessageRequest.voice:type_name -> switchboard.messaging.v1.MediaContent
+	15, // 28: switchboard.messaging.v1.SendMessageRequest.waba_template:type_name -> google.protobuf.Struct
+	15, // 29: switchboard.messaging.v1.SendMessageRequest.waba_interactive:type_name -> google.protobuf.Struct
+	15, // 30: switchboard.messaging.v1.SendMessageRequest.service_order:type_name -> google.protobuf.Struct
+	15, // 31: switchboard.messaging.v1.SendMessageRequest.waba_order:type_name -> google.protobuf.Struct
+	11, // 32: switchboard.messaging.v1.SendMessageRequest.reply_to:type_name -> switchboard.messaging.v1.SendReplyTo
+	15, // 33: switchboard.messaging.v1.SendMessageRequest.markup:type_name -> google.protobuf.Struct
+	16, // 34: switchboard.messaging.v1.SendMessageResponse.chat:type_name -> switchboard.messaging.v1.Chat
+	2,  // 35: switchboard.messaging.v1.SendMessageResponse.message:type_name -> switchboard.messaging.v1.Message
+	9,  // 36: switchboard.messaging.v1.MessagesService.ListMessages:input_type -> switchboard.messaging.v1.ListMessagesRequest
+	12, // 37: switchboard.messaging.v1.MessagesService.SendMessage:input_type -> switchboard.messaging.v1.SendMessageRequest
+	10, // 38: switchboard.messaging.v1.MessagesService.ListMessages:output_type -> switchboard.messaging.v1.ListMessagesResponse
+	13, // 39: switchboard.messaging.v1.MessagesService.SendMessage:output_type -> switchboard.messaging.v1.SendMessageResponse
+	38, // [38:40] is the sub-list for method output_type
+	36, // [36:38] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_messaging_v1_messages_proto_init() }
@@ -1222,13 +1385,14 @@ func file_switchboard_messaging_v1_messages_proto_init() {
 	file_switchboard_messaging_v1_messages_proto_msgTypes[2].OneofWrappers = []any{}
 	file_switchboard_messaging_v1_messages_proto_msgTypes[4].OneofWrappers = []any{}
 	file_switchboard_messaging_v1_messages_proto_msgTypes[5].OneofWrappers = []any{}
+	file_switchboard_messaging_v1_messages_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_messaging_v1_messages_proto_rawDesc), len(file_switchboard_messaging_v1_messages_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

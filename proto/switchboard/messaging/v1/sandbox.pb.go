@@ -26,6 +26,85 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// The kinds of message a person may write: every message type, and
+// sticker, which the platform stores as image (image/webp unless the
+// sticker says otherwise).
+type InboundMessageType int32
+
+const (
+	InboundMessageType_INBOUND_MESSAGE_TYPE_UNSPECIFIED      InboundMessageType = 0
+	InboundMessageType_INBOUND_MESSAGE_TYPE_TEXT             InboundMessageType = 1
+	InboundMessageType_INBOUND_MESSAGE_TYPE_FILE             InboundMessageType = 2
+	InboundMessageType_INBOUND_MESSAGE_TYPE_IMAGE            InboundMessageType = 3
+	InboundMessageType_INBOUND_MESSAGE_TYPE_AUDIO            InboundMessageType = 4
+	InboundMessageType_INBOUND_MESSAGE_TYPE_VIDEO            InboundMessageType = 5
+	InboundMessageType_INBOUND_MESSAGE_TYPE_VOICE            InboundMessageType = 6
+	InboundMessageType_INBOUND_MESSAGE_TYPE_WABA_TEMPLATE    InboundMessageType = 7
+	InboundMessageType_INBOUND_MESSAGE_TYPE_WABA_INTERACTIVE InboundMessageType = 8
+	InboundMessageType_INBOUND_MESSAGE_TYPE_SERVICE_ORDER    InboundMessageType = 9
+	InboundMessageType_INBOUND_MESSAGE_TYPE_WABA_ORDER       InboundMessageType = 10
+	InboundMessageType_INBOUND_MESSAGE_TYPE_STICKER          InboundMessageType = 11
+)
+
+// Enum value maps for InboundMessageType.
+var (
+	InboundMessageType_name = map[int32]string{
+		0:  "INBOUND_MESSAGE_TYPE_UNSPECIFIED",
+		1:  "INBOUND_MESSAGE_TYPE_TEXT",
+		2:  "INBOUND_MESSAGE_TYPE_FILE",
+		3:  "INBOUND_MESSAGE_TYPE_IMAGE",
+		4:  "INBOUND_MESSAGE_TYPE_AUDIO",
+		5:  "INBOUND_MESSAGE_TYPE_VIDEO",
+		6:  "INBOUND_MESSAGE_TYPE_VOICE",
+		7:  "INBOUND_MESSAGE_TYPE_WABA_TEMPLATE",
+		8:  "INBOUND_MESSAGE_TYPE_WABA_INTERACTIVE",
+		9:  "INBOUND_MESSAGE_TYPE_SERVICE_ORDER",
+		10: "INBOUND_MESSAGE_TYPE_WABA_ORDER",
+		11: "INBOUND_MESSAGE_TYPE_STICKER",
+	}
+	InboundMessageType_value = map[string]int32{
+		"INBOUND_MESSAGE_TYPE_UNSPECIFIED":      0,
+		"INBOUND_MESSAGE_TYPE_TEXT":             1,
+		"INBOUND_MESSAGE_TYPE_FILE":             2,
+		"INBOUND_MESSAGE_TYPE_IMAGE":            3,
+		"INBOUND_MESSAGE_TYPE_AUDIO":            4,
+		"INBOUND_MESSAGE_TYPE_VIDEO":            5,
+		"INBOUND_MESSAGE_TYPE_VOICE":            6,
+		"INBOUND_MESSAGE_TYPE_WABA_TEMPLATE":    7,
+		"INBOUND_MESSAGE_TYPE_WABA_INTERACTIVE": 8,
+		"INBOUND_MESSAGE_TYPE_SERVICE_ORDER":    9,
+		"INBOUND_MESSAGE_TYPE_WABA_ORDER":       10,
+		"INBOUND_MESSAGE_TYPE_STICKER":          11,
+	}
+)
+
+func (x InboundMessageType) Enum() *InboundMessageType {
+	p := new(InboundMessageType)
+	*p = x
+	return p
+}
+
+func (x InboundMessageType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (InboundMessageType) Descriptor() protoreflect.EnumDescriptor {
+	return file_switchboard_messaging_v1_sandbox_proto_enumTypes[0].Descriptor()
+}
+
+func (InboundMessageType) Type() protoreflect.EnumType {
+	return &file_switchboard_messaging_v1_sandbox_proto_enumTypes[0]
+}
+
+func (x InboundMessageType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use InboundMessageType.Descriptor instead.
+func (InboundMessageType) EnumDescriptor() ([]byte, []int) {
+	return file_switchboard_messaging_v1_sandbox_proto_rawDescGZIP(), []int{0}
+}
+
 type OutboundBehaviour int32
 
 const (
@@ -65,11 +144,11 @@ func (x OutboundBehaviour) String() string {
 }
 
 func (OutboundBehaviour) Descriptor() protoreflect.EnumDescriptor {
-	return file_switchboard_messaging_v1_sandbox_proto_enumTypes[0].Descriptor()
+	return file_switchboard_messaging_v1_sandbox_proto_enumTypes[1].Descriptor()
 }
 
 func (OutboundBehaviour) Type() protoreflect.EnumType {
-	return &file_switchboard_messaging_v1_sandbox_proto_enumTypes[0]
+	return &file_switchboard_messaging_v1_sandbox_proto_enumTypes[1]
 }
 
 func (x OutboundBehaviour) Number() protoreflect.EnumNumber {
@@ -78,7 +157,7 @@ func (x OutboundBehaviour) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OutboundBehaviour.Descriptor instead.
 func (OutboundBehaviour) EnumDescriptor() ([]byte, []int) {
-	return file_switchboard_messaging_v1_sandbox_proto_rawDescGZIP(), []int{0}
+	return file_switchboard_messaging_v1_sandbox_proto_rawDescGZIP(), []int{1}
 }
 
 type ReceiptStatus int32
@@ -117,11 +196,11 @@ func (x ReceiptStatus) String() string {
 }
 
 func (ReceiptStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_switchboard_messaging_v1_sandbox_proto_enumTypes[1].Descriptor()
+	return file_switchboard_messaging_v1_sandbox_proto_enumTypes[2].Descriptor()
 }
 
 func (ReceiptStatus) Type() protoreflect.EnumType {
-	return &file_switchboard_messaging_v1_sandbox_proto_enumTypes[1]
+	return &file_switchboard_messaging_v1_sandbox_proto_enumTypes[2]
 }
 
 func (x ReceiptStatus) Number() protoreflect.EnumNumber {
@@ -130,7 +209,7 @@ func (x ReceiptStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ReceiptStatus.Descriptor instead.
 func (ReceiptStatus) EnumDescriptor() ([]byte, []int) {
-	return file_switchboard_messaging_v1_sandbox_proto_rawDescGZIP(), []int{1}
+	return file_switchboard_messaging_v1_sandbox_proto_rawDescGZIP(), []int{2}
 }
 
 type InboundRequest struct {
@@ -345,21 +424,27 @@ func (x *InboundAuthor) GetExternalId() string {
 	return ""
 }
 
+// A message as the messenger hands it over: the content object named like
+// its type. waba_interactive is the person's reply to buttons or a list
+// ({type: button_reply | list_reply, button_reply | list_reply: {id,
+// title, description?}}); waba_order an order from the catalogue (spec
+// 2.7); a waba voice may carry waba_referred_product.
 type InboundMessage struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
-	MessageType     MessageType            `protobuf:"varint,1,opt,name=message_type,json=messageType,proto3,enum=switchboard.messaging.v1.MessageType" json:"message_type,omitempty"`
+	MessageType     InboundMessageType     `protobuf:"varint,1,opt,name=message_type,json=messageType,proto3,enum=switchboard.messaging.v1.InboundMessageType" json:"message_type,omitempty"`
 	Text            *TextContent           `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
 	File            *MediaContent          `protobuf:"bytes,3,opt,name=file,proto3" json:"file,omitempty"`
 	Image           *MediaContent          `protobuf:"bytes,4,opt,name=image,proto3" json:"image,omitempty"`
 	Audio           *MediaContent          `protobuf:"bytes,5,opt,name=audio,proto3" json:"audio,omitempty"`
 	Video           *MediaContent          `protobuf:"bytes,6,opt,name=video,proto3" json:"video,omitempty"`
-	Voice           *MediaContent          `protobuf:"bytes,7,opt,name=voice,proto3" json:"voice,omitempty"`
+	Voice           *VoiceContent          `protobuf:"bytes,7,opt,name=voice,proto3" json:"voice,omitempty"`
 	WabaTemplate    *structpb.Struct       `protobuf:"bytes,8,opt,name=waba_template,json=wabaTemplate,proto3" json:"waba_template,omitempty"`
 	WabaInteractive *structpb.Struct       `protobuf:"bytes,9,opt,name=waba_interactive,json=wabaInteractive,proto3" json:"waba_interactive,omitempty"`
 	ServiceOrder    *structpb.Struct       `protobuf:"bytes,10,opt,name=service_order,json=serviceOrder,proto3" json:"service_order,omitempty"`
 	WabaOrder       *structpb.Struct       `protobuf:"bytes,11,opt,name=waba_order,json=wabaOrder,proto3" json:"waba_order,omitempty"`
 	SourceMessageId *string                `protobuf:"bytes,12,opt,name=source_message_id,json=sourceMessageId,proto3,oneof" json:"source_message_id,omitempty"`
 	ReplyTo         *InboundReplyTo        `protobuf:"bytes,13,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
+	Sticker         *MediaContent          `protobuf:"bytes,14,opt,name=sticker,proto3" json:"sticker,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -394,11 +479,11 @@ func (*InboundMessage) Descriptor() ([]byte, []int) {
 	return file_switchboard_messaging_v1_sandbox_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *InboundMessage) GetMessageType() MessageType {
+func (x *InboundMessage) GetMessageType() InboundMessageType {
 	if x != nil {
 		return x.MessageType
 	}
-	return MessageType_MESSAGE_TYPE_UNSPECIFIED
+	return InboundMessageType_INBOUND_MESSAGE_TYPE_UNSPECIFIED
 }
 
 func (x *InboundMessage) GetText() *TextContent {
@@ -436,7 +521,7 @@ func (x *InboundMessage) GetVideo() *MediaContent {
 	return nil
 }
 
-func (x *InboundMessage) GetVoice() *MediaContent {
+func (x *InboundMessage) GetVoice() *VoiceContent {
 	if x != nil {
 		return x.Voice
 	}
@@ -481,6 +566,13 @@ func (x *InboundMessage) GetSourceMessageId() string {
 func (x *InboundMessage) GetReplyTo() *InboundReplyTo {
 	if x != nil {
 		return x.ReplyTo
+	}
+	return nil
+}
+
+func (x *InboundMessage) GetSticker() *MediaContent {
+	if x != nil {
+		return x.Sticker
 	}
 	return nil
 }
@@ -876,11 +968,80 @@ func (x *OutboxResponse) GetMessages() []*OutboxMessage {
 	return nil
 }
 
+type ModerateWabaTemplateRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId int64                  `protobuf:"varint,1,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	Name         string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Status       string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	// Required with REJECTED, refused with any other status.
+	RejectedReason *string `protobuf:"bytes,4,opt,name=rejected_reason,json=rejectedReason,proto3,oneof" json:"rejected_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ModerateWabaTemplateRequest) Reset() {
+	*x = ModerateWabaTemplateRequest{}
+	mi := &file_switchboard_messaging_v1_sandbox_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModerateWabaTemplateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModerateWabaTemplateRequest) ProtoMessage() {}
+
+func (x *ModerateWabaTemplateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_messaging_v1_sandbox_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModerateWabaTemplateRequest.ProtoReflect.Descriptor instead.
+func (*ModerateWabaTemplateRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_messaging_v1_sandbox_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ModerateWabaTemplateRequest) GetConnectionId() int64 {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return 0
+}
+
+func (x *ModerateWabaTemplateRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ModerateWabaTemplateRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ModerateWabaTemplateRequest) GetRejectedReason() string {
+	if x != nil && x.RejectedReason != nil {
+		return *x.RejectedReason
+	}
+	return ""
+}
+
 var File_switchboard_messaging_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/messaging/v1/sandbox.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a'switchboard/messaging/v1/messages.proto\"\x85\x02\n" +
+	"&switchboard/messaging/v1/sandbox.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a'switchboard/messaging/v1/messages.proto\x1a-switchboard/messaging/v1/waba_templates.proto\"\x85\x02\n" +
 	"\x0eInboundRequest\x12#\n" +
 	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\x12A\n" +
 	"\x04chat\x18\x02 \x01(\v2%.switchboard.messaging.v1.InboundChatB\x06\xbaH\x03\xc8\x01\x01R\x04chat\x12?\n" +
@@ -907,16 +1068,16 @@ const file_switchboard_messaging_v1_sandbox_proto_rawDesc = "" +
 	"\vexternal_id\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xff\x01H\x01R\n" +
 	"externalId\x88\x01\x01B\b\n" +
 	"\x06_phoneB\x0e\n" +
-	"\f_external_id\"\xe5\x06\n" +
-	"\x0eInboundMessage\x12T\n" +
-	"\fmessage_type\x18\x01 \x01(\x0e2%.switchboard.messaging.v1.MessageTypeB\n" +
+	"\f_external_id\"\xae\a\n" +
+	"\x0eInboundMessage\x12[\n" +
+	"\fmessage_type\x18\x01 \x01(\x0e2,.switchboard.messaging.v1.InboundMessageTypeB\n" +
 	"\xbaH\a\x82\x01\x04\x10\x01 \x00R\vmessageType\x129\n" +
 	"\x04text\x18\x02 \x01(\v2%.switchboard.messaging.v1.TextContentR\x04text\x12:\n" +
 	"\x04file\x18\x03 \x01(\v2&.switchboard.messaging.v1.MediaContentR\x04file\x12<\n" +
 	"\x05image\x18\x04 \x01(\v2&.switchboard.messaging.v1.MediaContentR\x05image\x12<\n" +
 	"\x05audio\x18\x05 \x01(\v2&.switchboard.messaging.v1.MediaContentR\x05audio\x12<\n" +
 	"\x05video\x18\x06 \x01(\v2&.switchboard.messaging.v1.MediaContentR\x05video\x12<\n" +
-	"\x05voice\x18\a \x01(\v2&.switchboard.messaging.v1.MediaContentR\x05voice\x12<\n" +
+	"\x05voice\x18\a \x01(\v2&.switchboard.messaging.v1.VoiceContentR\x05voice\x12<\n" +
 	"\rwaba_template\x18\b \x01(\v2\x17.google.protobuf.StructR\fwabaTemplate\x12B\n" +
 	"\x10waba_interactive\x18\t \x01(\v2\x17.google.protobuf.StructR\x0fwabaInteractive\x12<\n" +
 	"\rservice_order\x18\n" +
@@ -925,7 +1086,8 @@ const file_switchboard_messaging_v1_sandbox_proto_rawDesc = "" +
 	"waba_order\x18\v \x01(\v2\x17.google.protobuf.StructR\twabaOrder\x12;\n" +
 	"\x11source_message_id\x18\f \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\xff\x01H\x00R\x0fsourceMessageId\x88\x01\x01\x12C\n" +
-	"\breply_to\x18\r \x01(\v2(.switchboard.messaging.v1.InboundReplyToR\areplyToB\x14\n" +
+	"\breply_to\x18\r \x01(\v2(.switchboard.messaging.v1.InboundReplyToR\areplyTo\x12@\n" +
+	"\asticker\x18\x0e \x01(\v2&.switchboard.messaging.v1.MediaContentR\astickerB\x14\n" +
 	"\x12_source_message_id\"H\n" +
 	"\x0eInboundReplyTo\x126\n" +
 	"\x11source_message_id\x18\x01 \x01(\tB\n" +
@@ -962,7 +1124,30 @@ const file_switchboard_messaging_v1_sandbox_proto_rawDesc = "" +
 	"\acontent\x18\x04 \x01(\v2\x17.google.protobuf.StructR\acontent\x12/\n" +
 	"\x06markup\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x06markup\"U\n" +
 	"\x0eOutboxResponse\x12C\n" +
-	"\bmessages\x18\x01 \x03(\v2'.switchboard.messaging.v1.OutboxMessageR\bmessages*\xf5\x01\n" +
+	"\bmessages\x18\x01 \x03(\v2'.switchboard.messaging.v1.OutboxMessageR\bmessages\"\xf5\x01\n" +
+	"\x1bModerateWabaTemplateRequest\x12#\n" +
+	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\x12\x1e\n" +
+	"\x04name\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x04R\x04name\x12C\n" +
+	"\x06status\x18\x03 \x01(\tB+\xbaH(r&R\bAPPROVEDR\bREJECTEDR\x06PAUSEDR\bDISABLEDR\x06status\x128\n" +
+	"\x0frejected_reason\x18\x04 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\bH\x00R\x0erejectedReason\x88\x01\x01B\x12\n" +
+	"\x10_rejected_reason*\xd3\x04\n" +
+	"\x12InboundMessageType\x12$\n" +
+	" INBOUND_MESSAGE_TYPE_UNSPECIFIED\x10\x00\x12'\n" +
+	"\x19INBOUND_MESSAGE_TYPE_TEXT\x10\x01\x1a\b\xda\xf3\x18\x04text\x12'\n" +
+	"\x19INBOUND_MESSAGE_TYPE_FILE\x10\x02\x1a\b\xda\xf3\x18\x04file\x12)\n" +
+	"\x1aINBOUND_MESSAGE_TYPE_IMAGE\x10\x03\x1a\t\xda\xf3\x18\x05image\x12)\n" +
+	"\x1aINBOUND_MESSAGE_TYPE_AUDIO\x10\x04\x1a\t\xda\xf3\x18\x05audio\x12)\n" +
+	"\x1aINBOUND_MESSAGE_TYPE_VIDEO\x10\x05\x1a\t\xda\xf3\x18\x05video\x12)\n" +
+	"\x1aINBOUND_MESSAGE_TYPE_VOICE\x10\x06\x1a\t\xda\xf3\x18\x05voice\x129\n" +
+	"\"INBOUND_MESSAGE_TYPE_WABA_TEMPLATE\x10\a\x1a\x11\xda\xf3\x18\rwaba_template\x12?\n" +
+	"%INBOUND_MESSAGE_TYPE_WABA_INTERACTIVE\x10\b\x1a\x14\xda\xf3\x18\x10waba_interactive\x129\n" +
+	"\"INBOUND_MESSAGE_TYPE_SERVICE_ORDER\x10\t\x1a\x11\xda\xf3\x18\rservice_order\x123\n" +
+	"\x1fINBOUND_MESSAGE_TYPE_WABA_ORDER\x10\n" +
+	"\x1a\x0e\xda\xf3\x18\n" +
+	"waba_order\x12-\n" +
+	"\x1cINBOUND_MESSAGE_TYPE_STICKER\x10\v\x1a\v\xda\xf3\x18\asticker*\xf5\x01\n" +
 	"\x11OutboundBehaviour\x12\"\n" +
 	"\x1eOUTBOUND_BEHAVIOUR_UNSPECIFIED\x10\x00\x12=\n" +
 	"#OUTBOUND_BEHAVIOUR_DELIVER_AND_READ\x10\x01\x1a\x14\xda\xf3\x18\x10deliver_and_read\x12+\n" +
@@ -974,12 +1159,13 @@ const file_switchboard_messaging_v1_sandbox_proto_rawDesc = "" +
 	"\x1aRECEIPT_STATUS_UNSPECIFIED\x10\x00\x12+\n" +
 	"\x18RECEIPT_STATUS_DELIVERED\x10\x01\x1a\r\xda\xf3\x18\tdelivered\x12!\n" +
 	"\x13RECEIPT_STATUS_READ\x10\x02\x1a\b\xda\xf3\x18\x04read\x12#\n" +
-	"\x14RECEIPT_STATUS_ERROR\x10\x03\x1a\t\xda\xf3\x18\x05error2\x84\x05\n" +
+	"\x14RECEIPT_STATUS_ERROR\x10\x03\x1a\t\xda\xf3\x18\x05error2\xc1\x06\n" +
 	"\x17MessagingSandboxService\x12\x9a\x01\n" +
 	"\aInbound\x12(.switchboard.messaging.v1.InboundRequest\x1a).switchboard.messaging.v1.InboundResponse\":\x82\xd3\xe4\x93\x024:\x01*\"//sandbox/v1/connections/{connection_id}/inbound\x12\x96\x01\n" +
 	"\fSetBehaviour\x12#.switchboard.messaging.v1.Behaviour\x1a#.switchboard.messaging.v1.Behaviour\"<\x82\xd3\xe4\x93\x026:\x01*\x1a1/sandbox/v1/connections/{connection_id}/behaviour\x12\x8c\x01\n" +
 	"\rMessageStatus\x12..switchboard.messaging.v1.MessageStatusRequest\x1a\x16.google.protobuf.Empty\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/sandbox/v1/messages/{message_id}/status\x12\x9d\x01\n" +
-	"\x06Outbox\x12'.switchboard.messaging.v1.OutboxRequest\x1a(.switchboard.messaging.v1.OutboxResponse\"@\x82\xd3\xe4\x93\x02:b\bmessages\x12./sandbox/v1/connections/{connection_id}/outbox\x1a\x04\xd0\xf3\x18\x02B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\x06Outbox\x12'.switchboard.messaging.v1.OutboxRequest\x1a(.switchboard.messaging.v1.OutboxResponse\"@\x82\xd3\xe4\x93\x02:b\bmessages\x12./sandbox/v1/connections/{connection_id}/outbox\x12\xba\x01\n" +
+	"\x14ModerateWabaTemplate\x125.switchboard.messaging.v1.ModerateWabaTemplateRequest\x1a&.switchboard.messaging.v1.WabaTemplate\"C\x82\xd3\xe4\x93\x02=:\x01*\"8/sandbox/v1/waba/{connection_id}/templates/{name}/status\x1a\x04\xd0\xf3\x18\x02B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_sandbox_proto_rawDescOnce sync.Once
@@ -993,63 +1179,70 @@ func file_switchboard_messaging_v1_sandbox_proto_rawDescGZIP() []byte {
 	return file_switchboard_messaging_v1_sandbox_proto_rawDescData
 }
 
-var file_switchboard_messaging_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_switchboard_messaging_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_switchboard_messaging_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_switchboard_messaging_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_switchboard_messaging_v1_sandbox_proto_goTypes = []any{
-	(OutboundBehaviour)(0),       // 0: switchboard.messaging.v1.OutboundBehaviour
-	(ReceiptStatus)(0),           // 1: switchboard.messaging.v1.ReceiptStatus
-	(*InboundRequest)(nil),       // 2: switchboard.messaging.v1.InboundRequest
-	(*InboundChat)(nil),          // 3: switchboard.messaging.v1.InboundChat
-	(*InboundAuthor)(nil),        // 4: switchboard.messaging.v1.InboundAuthor
-	(*InboundMessage)(nil),       // 5: switchboard.messaging.v1.InboundMessage
-	(*InboundReplyTo)(nil),       // 6: switchboard.messaging.v1.InboundReplyTo
-	(*InboundResponse)(nil),      // 7: switchboard.messaging.v1.InboundResponse
-	(*Behaviour)(nil),            // 8: switchboard.messaging.v1.Behaviour
-	(*MessageStatusRequest)(nil), // 9: switchboard.messaging.v1.MessageStatusRequest
-	(*OutboxRequest)(nil),        // 10: switchboard.messaging.v1.OutboxRequest
-	(*OutboxMessage)(nil),        // 11: switchboard.messaging.v1.OutboxMessage
-	(*OutboxResponse)(nil),       // 12: switchboard.messaging.v1.OutboxResponse
-	(MessageType)(0),             // 13: switchboard.messaging.v1.MessageType
-	(*TextContent)(nil),          // 14: switchboard.messaging.v1.TextContent
-	(*MediaContent)(nil),         // 15: switchboard.messaging.v1.MediaContent
-	(*structpb.Struct)(nil),      // 16: google.protobuf.Struct
-	(*emptypb.Empty)(nil),        // 17: google.protobuf.Empty
+	(InboundMessageType)(0),             // 0: switchboard.messaging.v1.InboundMessageType
+	(OutboundBehaviour)(0),              // 1: switchboard.messaging.v1.OutboundBehaviour
+	(ReceiptStatus)(0),                  // 2: switchboard.messaging.v1.ReceiptStatus
+	(*InboundRequest)(nil),              // 3: switchboard.messaging.v1.InboundRequest
+	(*InboundChat)(nil),                 // 4: switchboard.messaging.v1.InboundChat
+	(*InboundAuthor)(nil),               // 5: switchboard.messaging.v1.InboundAuthor
+	(*InboundMessage)(nil),              // 6: switchboard.messaging.v1.InboundMessage
+	(*InboundReplyTo)(nil),              // 7: switchboard.messaging.v1.InboundReplyTo
+	(*InboundResponse)(nil),             // 8: switchboard.messaging.v1.InboundResponse
+	(*Behaviour)(nil),                   // 9: switchboard.messaging.v1.Behaviour
+	(*MessageStatusRequest)(nil),        // 10: switchboard.messaging.v1.MessageStatusRequest
+	(*OutboxRequest)(nil),               // 11: switchboard.messaging.v1.OutboxRequest
+	(*OutboxMessage)(nil),               // 12: switchboard.messaging.v1.OutboxMessage
+	(*OutboxResponse)(nil),              // 13: switchboard.messaging.v1.OutboxResponse
+	(*ModerateWabaTemplateRequest)(nil), // 14: switchboard.messaging.v1.ModerateWabaTemplateRequest
+	(*TextContent)(nil),                 // 15: switchboard.messaging.v1.TextContent
+	(*MediaContent)(nil),                // 16: switchboard.messaging.v1.MediaContent
+	(*VoiceContent)(nil),                // 17: switchboard.messaging.v1.VoiceContent
+	(*structpb.Struct)(nil),             // 18: google.protobuf.Struct
+	(MessageType)(0),                    // 19: switchboard.messaging.v1.MessageType
+	(*emptypb.Empty)(nil),               // 20: google.protobuf.Empty
+	(*WabaTemplate)(nil),                // 21: switchboard.messaging.v1.WabaTemplate
 }
 var file_switchboard_messaging_v1_sandbox_proto_depIdxs = []int32{
-	3,  // 0: switchboard.messaging.v1.InboundRequest.chat:type_name -> switchboard.messaging.v1.InboundChat
-	4,  // 1: switchboard.messaging.v1.InboundRequest.author:type_name -> switchboard.messaging.v1.InboundAuthor
-	5,  // 2: switchboard.messaging.v1.InboundRequest.message:type_name -> switchboard.messaging.v1.InboundMessage
-	13, // 3: switchboard.messaging.v1.InboundMessage.message_type:type_name -> switchboard.messaging.v1.MessageType
-	14, // 4: switchboard.messaging.v1.InboundMessage.text:type_name -> switchboard.messaging.v1.TextContent
-	15, // 5: switchboard.messaging.v1.InboundMessage.file:type_name -> switchboard.messaging.v1.MediaContent
-	15, // 6: switchboard.messaging.v1.InboundMessage.image:type_name -> switchboard.messaging.v1.MediaContent
-	15, // 7: switchboard.messaging.v1.InboundMessage.audio:type_name -> switchboard.messaging.v1.MediaContent
-	15, // 8: switchboard.messaging.v1.InboundMessage.video:type_name -> switchboard.messaging.v1.MediaContent
-	15, // 9: switchboard.messaging.v1.InboundMessage.voice:type_name -> switchboard.messaging.v1.MediaContent
-	16, // 10: switchboard.messaging.v1.InboundMessage.waba_template:type_name -> google.protobuf.Struct
-	16, // 11: switchboard.messaging.v1.InboundMessage.waba_interactive:type_name -> google.protobuf.Struct
-	16, // 12: switchboard.messaging.v1.InboundMessage.service_order:type_name -> google.protobuf.Struct
-	16, // 13: switchboard.messaging.v1.InboundMessage.waba_order:type_name -> google.protobuf.Struct
-	6,  // 14: switchboard.messaging.v1.InboundMessage.reply_to:type_name -> switchboard.messaging.v1.InboundReplyTo
-	0,  // 15: switchboard.messaging.v1.Behaviour.outbound:type_name -> switchboard.messaging.v1.OutboundBehaviour
-	1,  // 16: switchboard.messaging.v1.MessageStatusRequest.status:type_name -> switchboard.messaging.v1.ReceiptStatus
-	13, // 17: switchboard.messaging.v1.OutboxMessage.message_type:type_name -> switchboard.messaging.v1.MessageType
-	16, // 18: switchboard.messaging.v1.OutboxMessage.content:type_name -> google.protobuf.Struct
-	16, // 19: switchboard.messaging.v1.OutboxMessage.markup:type_name -> google.protobuf.Struct
-	11, // 20: switchboard.messaging.v1.OutboxResponse.messages:type_name -> switchboard.messaging.v1.OutboxMessage
-	2,  // 21: switchboard.messaging.v1.MessagingSandboxService.Inbound:input_type -> switchboard.messaging.v1.InboundRequest
-	8,  // 22: switchboard.messaging.v1.MessagingSandboxService.SetBehaviour:input_type -> switchboard.messaging.v1.Behaviour
-	9,  // 23: switchboard.messaging.v1.MessagingSandboxService.MessageStatus:input_type -> switchboard.messaging.v1.MessageStatusRequest
-	10, // 24: switchboard.messaging.v1.MessagingSandboxService.Outbox:input_type -> switchboard.messaging.v1.OutboxRequest
-	7,  // 25: switchboard.messaging.v1.MessagingSandboxService.Inbound:output_type -> switchboard.messaging.v1.InboundResponse
-	8,  // 26: switchboard.messaging.v1.MessagingSandboxService.SetBehaviour:output_type -> switchboard.messaging.v1.Behaviour
-	17, // 27: switchboard.messaging.v1.MessagingSandboxService.MessageStatus:output_type -> google.protobuf.Empty
-	12, // 28: switchboard.messaging.v1.MessagingSandboxService.Outbox:output_type -> switchboard.messaging.v1.OutboxResponse
-	25, // [25:29] is the sub-list for method output_type
-	21, // [21:25] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	4,  // 0: switchboard.messaging.v1.InboundRequest.chat:type_name -> switchboard.messaging.v1.InboundChat
+	5,  // 1: switchboard.messaging.v1.InboundRequest.author:type_name -> switchboard.messaging.v1.InboundAuthor
+	6,  // 2: switchboard.messaging.v1.InboundRequest.message:type_name -> switchboard.messaging.v1.InboundMessage
+	0,  // 3: switchboard.messaging.v1.InboundMessage.message_type:type_name -> switchboard.messaging.v1.InboundMessageType
+	15, // 4: switchboard.messaging.v1.InboundMessage.text:type_name -> switchboard.messaging.v1.TextContent
+	16, // 5: switchboard.messaging.v1.InboundMessage.file:type_name -> switchboard.messaging.v1.MediaContent
+	16, // 6: switchboard.messaging.v1.InboundMessage.image:type_name -> switchboard.messaging.v1.MediaContent
+	16, // 7: switchboard.messaging.v1.InboundMessage.audio:type_name -> switchboard.messaging.v1.MediaContent
+	16, // 8: switchboard.messaging.v1.InboundMessage.video:type_name -> switchboard.messaging.v1.MediaContent
+	17, // 9: switchboard.messaging.v1.InboundMessage.voice:type_name -> switchboard.messaging.v1.VoiceContent
+	18, // 10: switchboard.messaging.v1.InboundMessage.waba_template:type_name -> google.protobuf.Struct
+	18, // 11: switchboard.messaging.v1.InboundMessage.waba_interactive:type_name -> google.protobuf.Struct
+	18, // 12: switchboard.messaging.v1.InboundMessage.service_order:type_name -> google.protobuf.Struct
+	18, // 13: switchboard.messaging.v1.InboundMessage.waba_order:type_name -> google.protobuf.Struct
+	7,  // 14: switchboard.messaging.v1.InboundMessage.reply_to:type_name -> switchboard.messaging.v1.InboundReplyTo
+	16, // 15: switchboard.messaging.v1.InboundMessage.sticker:type_name -> switchboard.messaging.v1.MediaContent
+	1,  // 16: switchboard.messaging.v1.Behaviour.outbound:type_name -> switchboard.messaging.v1.OutboundBehaviour
+	2,  // 17: switchboard.messaging.v1.MessageStatusRequest.status:type_name -> switchboard.messaging.v1.ReceiptStatus
+	19, // 18: switchboard.messaging.v1.OutboxMessage.message_type:type_name -> switchboard.messaging.v1.MessageType
+	18, // 19: switchboard.messaging.v1.OutboxMessage.content:type_name -> google.protobuf.Struct
+	18, // 20: switchboard.messaging.v1.OutboxMessage.markup:type_name -> google.protobuf.Struct
+	12, // 21: switchboard.messaging.v1.OutboxResponse.messages:type_name -> switchboard.messaging.v1.OutboxMessage
+	3,  // 22: switchboard.messaging.v1.MessagingSandboxService.Inbound:input_type -> switchboard.messaging.v1.InboundRequest
+	9,  // 23: switchboard.messaging.v1.MessagingSandboxService.SetBehaviour:input_type -> switchboard.messaging.v1.Behaviour
+	10, // 24: switchboard.messaging.v1.MessagingSandboxService.MessageStatus:input_type -> switchboard.messaging.v1.MessageStatusRequest
+	11, // 25: switchboard.messaging.v1.MessagingSandboxService.Outbox:input_type -> switchboard.messaging.v1.OutboxRequest
+	14, // 26: switchboard.messaging.v1.MessagingSandboxService.ModerateWabaTemplate:input_type -> switchboard.messaging.v1.ModerateWabaTemplateRequest
+	8,  // 27: switchboard.messaging.v1.MessagingSandboxService.Inbound:output_type -> switchboard.messaging.v1.InboundResponse
+	9,  // 28: switchboard.messaging.v1.MessagingSandboxService.SetBehaviour:output_type -> switchboard.messaging.v1.Behaviour
+	20, // 29: switchboard.messaging.v1.MessagingSandboxService.MessageStatus:output_type -> google.protobuf.Empty
+	13, // 30: switchboard.messaging.v1.MessagingSandboxService.Outbox:output_type -> switchboard.messaging.v1.OutboxResponse
+	21, // 31: switchboard.messaging.v1.MessagingSandboxService.ModerateWabaTemplate:output_type -> switchboard.messaging.v1.WabaTemplate
+	27, // [27:32] is the sub-list for method output_type
+	22, // [22:27] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_messaging_v1_sandbox_proto_init() }
@@ -1058,18 +1251,20 @@ func file_switchboard_messaging_v1_sandbox_proto_init() {
 		return
 	}
 	file_switchboard_messaging_v1_messages_proto_init()
+	file_switchboard_messaging_v1_waba_templates_proto_init()
 	file_switchboard_messaging_v1_sandbox_proto_msgTypes[1].OneofWrappers = []any{}
 	file_switchboard_messaging_v1_sandbox_proto_msgTypes[2].OneofWrappers = []any{}
 	file_switchboard_messaging_v1_sandbox_proto_msgTypes[3].OneofWrappers = []any{}
 	file_switchboard_messaging_v1_sandbox_proto_msgTypes[6].OneofWrappers = []any{}
 	file_switchboard_messaging_v1_sandbox_proto_msgTypes[7].OneofWrappers = []any{}
+	file_switchboard_messaging_v1_sandbox_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_messaging_v1_sandbox_proto_rawDesc), len(file_switchboard_messaging_v1_sandbox_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   11,
+			NumEnums:      3,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

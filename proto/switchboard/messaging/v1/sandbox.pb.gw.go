@@ -204,6 +204,67 @@ func local_request_MessagingSandboxService_Outbox_0(ctx context.Context, marshal
 	return msg, metadata, err
 }
 
+func request_MessagingSandboxService_ModerateWabaTemplate_0(ctx context.Context, marshaler runtime.Marshaler, client MessagingSandboxServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ModerateWabaTemplateRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	val, ok := pathParams["connection_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "connection_id")
+	}
+	protoReq.ConnectionId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "connection_id", err)
+	}
+	val, ok = pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	msg, err := client.ModerateWabaTemplate(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_MessagingSandboxService_ModerateWabaTemplate_0(ctx context.Context, marshaler runtime.Marshaler, server MessagingSandboxServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ModerateWabaTemplateRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["connection_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "connection_id")
+	}
+	protoReq.ConnectionId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "connection_id", err)
+	}
+	val, ok = pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	msg, err := server.ModerateWabaTemplate(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterMessagingSandboxServiceHandlerServer registers the http handlers for service MessagingSandboxService to "mux".
 // UnaryRPC     :call MessagingSandboxServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -289,6 +350,26 @@ func RegisterMessagingSandboxServiceHandlerServer(ctx context.Context, mux *runt
 			return
 		}
 		forward_MessagingSandboxService_Outbox_0(annotatedContext, mux, outboundMarshaler, w, req, response_MessagingSandboxService_Outbox_0{resp.(*OutboxResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_MessagingSandboxService_ModerateWabaTemplate_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/switchboard.messaging.v1.MessagingSandboxService/ModerateWabaTemplate", runtime.WithHTTPPathPattern("/sandbox/v1/waba/{connection_id}/templates/{name}/status"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_MessagingSandboxService_ModerateWabaTemplate_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_MessagingSandboxService_ModerateWabaTemplate_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -398,6 +479,23 @@ func RegisterMessagingSandboxServiceHandlerClient(ctx context.Context, mux *runt
 		}
 		forward_MessagingSandboxService_Outbox_0(annotatedContext, mux, outboundMarshaler, w, req, response_MessagingSandboxService_Outbox_0{resp.(*OutboxResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_MessagingSandboxService_ModerateWabaTemplate_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/switchboard.messaging.v1.MessagingSandboxService/ModerateWabaTemplate", runtime.WithHTTPPathPattern("/sandbox/v1/waba/{connection_id}/templates/{name}/status"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_MessagingSandboxService_ModerateWabaTemplate_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_MessagingSandboxService_ModerateWabaTemplate_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
@@ -411,15 +509,17 @@ func (m response_MessagingSandboxService_Outbox_0) XXX_ResponseBody() interface{
 }
 
 var (
-	pattern_MessagingSandboxService_Inbound_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"sandbox", "v1", "connections", "connection_id", "inbound"}, ""))
-	pattern_MessagingSandboxService_SetBehaviour_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"sandbox", "v1", "connections", "connection_id", "behaviour"}, ""))
-	pattern_MessagingSandboxService_MessageStatus_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"sandbox", "v1", "messages", "message_id", "status"}, ""))
-	pattern_MessagingSandboxService_Outbox_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"sandbox", "v1", "connections", "connection_id", "outbox"}, ""))
+	pattern_MessagingSandboxService_Inbound_0              = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"sandbox", "v1", "connections", "connection_id", "inbound"}, ""))
+	pattern_MessagingSandboxService_SetBehaviour_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"sandbox", "v1", "connections", "connection_id", "behaviour"}, ""))
+	pattern_MessagingSandboxService_MessageStatus_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"sandbox", "v1", "messages", "message_id", "status"}, ""))
+	pattern_MessagingSandboxService_Outbox_0               = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"sandbox", "v1", "connections", "connection_id", "outbox"}, ""))
+	pattern_MessagingSandboxService_ModerateWabaTemplate_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"sandbox", "v1", "waba", "connection_id", "templates", "name", "status"}, ""))
 )
 
 var (
-	forward_MessagingSandboxService_Inbound_0       = runtime.ForwardResponseMessage
-	forward_MessagingSandboxService_SetBehaviour_0  = runtime.ForwardResponseMessage
-	forward_MessagingSandboxService_MessageStatus_0 = runtime.ForwardResponseMessage
-	forward_MessagingSandboxService_Outbox_0        = runtime.ForwardResponseMessage
+	forward_MessagingSandboxService_Inbound_0              = runtime.ForwardResponseMessage
+	forward_MessagingSandboxService_SetBehaviour_0         = runtime.ForwardResponseMessage
+	forward_MessagingSandboxService_MessageStatus_0        = runtime.ForwardResponseMessage
+	forward_MessagingSandboxService_Outbox_0               = runtime.ForwardResponseMessage
+	forward_MessagingSandboxService_ModerateWabaTemplate_0 = runtime.ForwardResponseMessage
 )

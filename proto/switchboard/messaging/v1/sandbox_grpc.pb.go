@@ -20,10 +20,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	MessagingSandboxService_Inbound_FullMethodName       = "/switchboard.messaging.v1.MessagingSandboxService/Inbound"
-	MessagingSandboxService_SetBehaviour_FullMethodName  = "/switchboard.messaging.v1.MessagingSandboxService/SetBehaviour"
-	MessagingSandboxService_MessageStatus_FullMethodName = "/switchboard.messaging.v1.MessagingSandboxService/MessageStatus"
-	MessagingSandboxService_Outbox_FullMethodName        = "/switchboard.messaging.v1.MessagingSandboxService/Outbox"
+	MessagingSandboxService_Inbound_FullMethodName              = "/switchboard.messaging.v1.MessagingSandboxService/Inbound"
+	MessagingSandboxService_SetBehaviour_FullMethodName         = "/switchboard.messaging.v1.MessagingSandboxService/SetBehaviour"
+	MessagingSandboxService_MessageStatus_FullMethodName        = "/switchboard.messaging.v1.MessagingSandboxService/MessageStatus"
+	MessagingSandboxService_Outbox_FullMethodName               = "/switchboard.messaging.v1.MessagingSandboxService/Outbox"
+	MessagingSandboxService_ModerateWabaTemplate_FullMethodName = "/switchboard.messaging.v1.MessagingSandboxService/ModerateWabaTemplate"
 )
 
 // MessagingSandboxServiceClient is the client API for MessagingSandboxService service.
@@ -45,6 +46,12 @@ type MessagingSandboxServiceClient interface {
 	// What the messenger received from the platform, oldest first, as a bare
 	// array.
 	Outbox(ctx context.Context, in *OutboxRequest, opts ...grpc.CallOption) (*OutboxResponse, error)
+	// The provider moderates a business template of a waba connection:
+	// APPROVED, REJECTED (with rejected_reason), PAUSED or DISABLED. A change
+	// of status emits waba_templates.status_changed; the same status again
+	// changes nothing. Answers the template; an unknown name is 404 error
+	// 15010.
+	ModerateWabaTemplate(ctx context.Context, in *ModerateWabaTemplateRequest, opts ...grpc.CallOption) (*WabaTemplate, error)
 }
 
 type messagingSandboxServiceClient struct {
@@ -95,6 +102,16 @@ func (c *messagingSandboxServiceClient) Outbox(ctx context.Context, in *OutboxRe
 	return out, nil
 }
 
+func (c *messagingSandboxServiceClient) ModerateWabaTemplate(ctx context.Context, in *ModerateWabaTemplateRequest, opts ...grpc.CallOption) (*WabaTemplate, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WabaTemplate)
+	err := c.cc.Invoke(ctx, MessagingSandboxService_ModerateWabaTemplate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MessagingSandboxServiceServer is the server API for MessagingSandboxService service.
 // All implementations must embed UnimplementedMessagingSandboxServiceServer
 // for forward compatibility.
@@ -114,6 +131,12 @@ type MessagingSandboxServiceServer interface {
 	// What the messenger received from the platform, oldest first, as a bare
 	// array.
 	Outbox(context.Context, *OutboxRequest) (*OutboxResponse, error)
+	// The provider moderates a business template of a waba connection:
+	// APPROVED, REJECTED (with rejected_reason), PAUSED or DISABLED. A change
+	// of status emits waba_templates.status_changed; the same status again
+	// changes nothing. Answers the template; an unknown name is 404 error
+	// 15010.
+	ModerateWabaTemplate(context.Context, *ModerateWabaTemplateRequest) (*WabaTemplate, error)
 	mustEmbedUnimplementedMessagingSandboxServiceServer()
 }
 
@@ -135,6 +158,9 @@ func (UnimplementedMessagingSandboxServiceServer) MessageStatus(context.Context,
 }
 func (UnimplementedMessagingSandboxServiceServer) Outbox(context.Context, *OutboxRequest) (*OutboxResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Outbox not implemented")
+}
+func (UnimplementedMessagingSandboxServiceServer) ModerateWabaTemplate(context.Context, *ModerateWabaTemplateRequest) (*WabaTemplate, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ModerateWabaTemplate not implemented")
 }
 func (UnimplementedMessagingSandboxServiceServer) mustEmbedUnimplementedMessagingSandboxServiceServer() {
 }
@@ -230,6 +256,24 @@ func _MessagingSandboxService_Outbox_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MessagingSandboxService_ModerateWabaTemplate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ModerateWabaTemplateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MessagingSandboxServiceServer).ModerateWabaTemplate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MessagingSandboxService_ModerateWabaTemplate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MessagingSandboxServiceServer).ModerateWabaTemplate(ctx, req.(*ModerateWabaTemplateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MessagingSandboxService_ServiceDesc is the grpc.ServiceDesc for MessagingSandboxService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -252,6 +296,10 @@ var MessagingSandboxService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Outbox",
 			Handler:    _MessagingSandboxService_Outbox_Handler,
+		},
+		{
+			MethodName: "ModerateWabaTemplate",
+			Handler:    _MessagingSandboxService_ModerateWabaTemplate_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -27,16 +27,19 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// The event kinds of spec 6.
+// The event kinds of spec 6, and waba_templates.status_changed: the
+// provider moderated a business template ({connection_id, name, locale,
+// old_status, new_status, rejected_reason}).
 type EventType int32
 
 const (
-	EventType_EVENT_TYPE_UNSPECIFIED                 EventType = 0
-	EventType_EVENT_TYPE_MESSAGES_CREATE             EventType = 1
-	EventType_EVENT_TYPE_MESSAGES_DELIVERY_DELIVERED EventType = 2
-	EventType_EVENT_TYPE_MESSAGES_DELIVERY_READ      EventType = 3
-	EventType_EVENT_TYPE_MESSAGES_DELIVERY_ERROR     EventType = 4
-	EventType_EVENT_TYPE_CONNECTIONS_STATUS_CHANGED  EventType = 5
+	EventType_EVENT_TYPE_UNSPECIFIED                   EventType = 0
+	EventType_EVENT_TYPE_MESSAGES_CREATE               EventType = 1
+	EventType_EVENT_TYPE_MESSAGES_DELIVERY_DELIVERED   EventType = 2
+	EventType_EVENT_TYPE_MESSAGES_DELIVERY_READ        EventType = 3
+	EventType_EVENT_TYPE_MESSAGES_DELIVERY_ERROR       EventType = 4
+	EventType_EVENT_TYPE_CONNECTIONS_STATUS_CHANGED    EventType = 5
+	EventType_EVENT_TYPE_WABA_TEMPLATES_STATUS_CHANGED EventType = 6
 )
 
 // Enum value maps for EventType.
@@ -48,14 +51,16 @@ var (
 		3: "EVENT_TYPE_MESSAGES_DELIVERY_READ",
 		4: "EVENT_TYPE_MESSAGES_DELIVERY_ERROR",
 		5: "EVENT_TYPE_CONNECTIONS_STATUS_CHANGED",
+		6: "EVENT_TYPE_WABA_TEMPLATES_STATUS_CHANGED",
 	}
 	EventType_value = map[string]int32{
-		"EVENT_TYPE_UNSPECIFIED":                 0,
-		"EVENT_TYPE_MESSAGES_CREATE":             1,
-		"EVENT_TYPE_MESSAGES_DELIVERY_DELIVERED": 2,
-		"EVENT_TYPE_MESSAGES_DELIVERY_READ":      3,
-		"EVENT_TYPE_MESSAGES_DELIVERY_ERROR":     4,
-		"EVENT_TYPE_CONNECTIONS_STATUS_CHANGED":  5,
+		"EVENT_TYPE_UNSPECIFIED":                   0,
+		"EVENT_TYPE_MESSAGES_CREATE":               1,
+		"EVENT_TYPE_MESSAGES_DELIVERY_DELIVERED":   2,
+		"EVENT_TYPE_MESSAGES_DELIVERY_READ":        3,
+		"EVENT_TYPE_MESSAGES_DELIVERY_ERROR":       4,
+		"EVENT_TYPE_CONNECTIONS_STATUS_CHANGED":    5,
+		"EVENT_TYPE_WABA_TEMPLATES_STATUS_CHANGED": 6,
 	}
 )
 
@@ -1003,14 +1008,15 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
 	"\n" +
-	"webhook_id\x18\x02 \x01(\tR\twebhookId*\xfc\x02\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId*\xcd\x03\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x123\n" +
 	"\x1aEVENT_TYPE_MESSAGES_CREATE\x10\x01\x1a\x13\xda\xf3\x18\x0fmessages.create\x12K\n" +
 	"&EVENT_TYPE_MESSAGES_DELIVERY_DELIVERED\x10\x02\x1a\x1f\xda\xf3\x18\x1bmessages.delivery.delivered\x12A\n" +
 	"!EVENT_TYPE_MESSAGES_DELIVERY_READ\x10\x03\x1a\x1a\xda\xf3\x18\x16messages.delivery.read\x12C\n" +
 	"\"EVENT_TYPE_MESSAGES_DELIVERY_ERROR\x10\x04\x1a\x1b\xda\xf3\x18\x17messages.delivery.error\x12I\n" +
-	"%EVENT_TYPE_CONNECTIONS_STATUS_CHANGED\x10\x05\x1a\x1e\xda\xf3\x18\x1aconnections.status_changed*\xdb\x01\n" +
+	"%EVENT_TYPE_CONNECTIONS_STATUS_CHANGED\x10\x05\x1a\x1e\xda\xf3\x18\x1aconnections.status_changed\x12O\n" +
+	"(EVENT_TYPE_WABA_TEMPLATES_STATUS_CHANGED\x10\x06\x1a!\xda\xf3\x18\x1dwaba_templates.status_changed*\xdb\x01\n" +
 	"\x0eDeliveryStatus\x12\x1f\n" +
 	"\x1bDELIVERY_STATUS_UNSPECIFIED\x10\x00\x12(\n" +
 	"\x17DELIVERY_STATUS_PENDING\x10\x01\x1a\v\xda\xf3\x18\apending\x12,\n" +

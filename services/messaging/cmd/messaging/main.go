@@ -92,22 +92,26 @@ func spec(s settings) service.Spec {
 			bill := billing.New(billingConn)
 			contactsClient := contacts.New(contactsConn)
 			deps := app.Deps{
-				Repo:        postgres.New(d.DB),
-				Blacklist:   postgres.New(d.DB),
-				Connections: connections.New(connectionsConn),
-				Contacts:    contactsClient,
-				Cards:       contactsClient,
-				InboxLimit:  limiter.New(d.Redis, "messaging:", s.InboxRate),
-				Billing:     bill,
-				Payments:    bill,
-				Messenger:   unavailable.Messenger{},
-				Config:      app.Config{DefaultRegion: s.DefaultRegion, AllowPrivateTargets: s.AllowPrivateTargets},
+				Repo:             postgres.New(d.DB),
+				Blacklist:        postgres.New(d.DB),
+				Templates:        postgres.New(d.DB),
+				Connections:      connections.New(connectionsConn),
+				Contacts:         contactsClient,
+				Cards:            contactsClient,
+				InboxLimit:       limiter.New(d.Redis, "messaging:", s.InboxRate),
+				Billing:          bill,
+				Payments:         bill,
+				Messenger:        unavailable.Messenger{},
+				WabaTemplates:    postgres.New(d.DB),
+				TemplateProvider: unavailable.Messenger{},
+				Config: app.Config{DefaultRegion: s.DefaultRegion, AllowPrivateTargets: s.AllowPrivateTargets,
+					PublicURL: s.PublicURL},
 			}
 			var sb *sandbox.Messenger
 			if d.Config.Sandbox {
 				sb = sandbox.New(d.DB)
 				sb.DeliverAfter, sb.ReadAfter = s.SandboxDeliverAfter, s.SandboxReadAfter
-				deps.Messenger = sb
+				deps.Messenger, deps.TemplateProvider = sb, sb
 			}
 			svc := app.New(deps)
 			// Sends reach the messenger after the API has answered.
@@ -139,4 +143,6 @@ func (r registrar) Register(s *grpc.Server) {
 	messagingv1.RegisterMessagingSandboxServiceServer(s, r.srv)
 	r.files.Register(s)
 	messagingv1.RegisterInboxServiceServer(s, r.srv)
+	messagingv1.RegisterTemplatesServiceServer(s, r.srv)
+	messagingv1.RegisterWabaTemplatesServiceServer(s, r.srv)
 }

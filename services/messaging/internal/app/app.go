@@ -127,6 +127,9 @@ type Config struct {
 	// AllowPrivateTargets lets file links point at private addresses
 	// (development and tests only).
 	AllowPrivateTargets bool
+	// PublicURL is the gateway's external address (SWITCHBOARD_PUBLIC_URL):
+	// links under PublicURL + "/files/" are uploaded files (Files.URL).
+	PublicURL string
 }
 
 // Deps are the parts New wires together.
@@ -144,25 +147,34 @@ type Deps struct {
 	// none).
 	Cards      ContactCards
 	InboxLimit InboxLimiter
+	// Templates keeps account templates.
+	Templates TemplateRepository
+	// WabaTemplates keeps business templates; TemplateProvider is the
+	// provider's side of them.
+	WabaTemplates    WabaTemplateRepository
+	TemplateProvider TemplateProvider
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
 
 // Service is the messaging use cases.
 type Service struct {
-	repo        Repository
-	blacklist   BlacklistRepository
-	connections Connections
-	contacts    Contacts
-	messenger   Messenger
-	billing     Billing
-	payments    Payments
-	cfg         Config
-	sender      SenderConfig
-	cards       ContactCards
-	inboxLimit  InboxLimiter
-	now         func() time.Time
-	wake        chan struct{}
+	repo             Repository
+	blacklist        BlacklistRepository
+	connections      Connections
+	contacts         Contacts
+	messenger        Messenger
+	billing          Billing
+	payments         Payments
+	cfg              Config
+	sender           SenderConfig
+	cards            ContactCards
+	inboxLimit       InboxLimiter
+	templates        TemplateRepository
+	wabaTemplates    WabaTemplateRepository
+	templateProvider TemplateProvider
+	now              func() time.Time
+	wake             chan struct{}
 }
 
 // New wires the use cases.
@@ -179,7 +191,8 @@ func New(d Deps) *Service {
 	d.Sender.Batch, d.Sender.Parallel = max(d.Sender.Batch, 1), max(d.Sender.Parallel, 1)
 	return &Service{repo: d.Repo, blacklist: d.Blacklist, connections: d.Connections, contacts: d.Contacts,
 		messenger: d.Messenger, billing: d.Billing, payments: d.Payments, cfg: d.Config,
-		sender: d.Sender, cards: d.Cards, inboxLimit: d.InboxLimit, now: d.Now, wake: make(chan struct{}, 1)}
+		sender: d.Sender, cards: d.Cards, inboxLimit: d.InboxLimit, templates: d.Templates,
+		wabaTemplates: d.WabaTemplates, templateProvider: d.TemplateProvider, now: d.Now, wake: make(chan struct{}, 1)}
 }
 
 // chatNotFound maps a repository miss to 404 15000.

@@ -125,6 +125,9 @@ func (s *Service) Ingest(ctx context.Context, u InboundUpdate) (Ingested, error)
 	if u.Content == nil {
 		return Ingested{}, apierr.Field(apierr.Body("message", string(u.Type)), "missing", "Field required: the content of a %s message", u.Type)
 	}
+	if err := checkInboundKind(conn.Type, u); err != nil {
+		return Ingested{}, err
+	}
 	if u.SourceMessageID == "" {
 		return Ingested{}, apierr.Field(apierr.Body("message", "source_message_id"), "missing", "Field required")
 	}
@@ -292,4 +295,22 @@ func (s *Service) inboundAuthor(connectionID int64, a InboundAuthor) (*domain.Au
 	}
 	out.ID = uuid.NewSHA1(inboundAuthorNamespace, fmt.Appendf(nil, "connection:%d:%s", connectionID, who)).String()
 	return out, nil
+}
+
+// checkInboundKind refuses what a person cannot send on the connection:
+// a template (the business sends those), and the business channel's own
+// kinds (orders, interactive replies, voice about a product) elsewhere.
+func checkInboundKind(t domain.Type, u InboundUpdate) error {
+	switch {
+	case u.Type == domain.WabaTemplate:
+		return apierr.Field(apierr.Body("message", "message_type"), "value_error",
+			"Value error, waba_template messages are sent by the business, not to it")
+	case t != domain.Waba && (u.Type == domain.WabaOrder || u.Type == domain.WabaInteractive):
+		return apierr.Field(apierr.Body("message", "message_type"), "value_error",
+			"Value error, %s messages come from waba connections only", u.Type)
+	case t != domain.Waba && u.Type == domain.Voice && u.Content["waba_referred_product"] != nil:
+		return apierr.Field(apierr.Body("message", "voice", "waba_referred_product"), "value_error",
+			"Value error, only waba voice messages refer to a product")
+	}
+	return nil
 }

@@ -112,7 +112,8 @@ func (s *Service) Send(ctx context.Context, cmd SendCmd) (SendResult, error) {
 	if err != nil {
 		return SendResult{}, err
 	}
-	if err := s.checkSend(ctx, cmd, chat, conn); err != nil {
+	template, err := s.checkSend(ctx, &cmd, chat, conn)
+	if err != nil {
 		return SendResult{}, err
 	}
 	m := domain.Message{
@@ -124,6 +125,7 @@ func (s *Service) Send(ctx context.Context, cmd SendCmd) (SendResult, error) {
 		Type:         cmd.Type,
 		Content:      cmd.Content,
 		Markup:       cmd.Markup,
+		Template:     template,
 		Author:       ownerAuthor(cmd.OwnerUserID, cmd.OwnerName),
 	}
 	if cmd.ReplyTo != nil {
@@ -167,36 +169,49 @@ func (s *Service) replay(ctx context.Context, cmd SendCmd) (SendResult, bool, er
 	return SendResult{Replay: answer}, true, nil
 }
 
-// checkSend is the synchronous refusals of design/messaging.md.
-func (s *Service) checkSend(ctx context.Context, cmd SendCmd, chat domain.Chat, conn Connection) error {
+// checkSend is the synchronous refusals of design/messaging.md. A
+// waba_template send's content becomes the template as the API shows it,
+// and template what the messenger needs.
+func (s *Service) checkSend(ctx context.Context, cmd *SendCmd, chat domain.Chat, conn Connection) (template *domain.TemplateSend, err error) {
 	if cmd.Markup != nil && conn.Type != domain.TelegramBot {
-		return apierr.Field(apierr.Body("markup"), "value_error", "Value error, markup (bot buttons) is for telegram_bot chats only")
+		return nil, apierr.Field(apierr.Body("markup"), "value_error", "Value error, markup (bot buttons) is for telegram_bot chats only")
 	}
 	switch cmd.Type {
-	case domain.WabaTemplate:
-		// Business templates are not stored yet (issue 13): no template is
-		// APPROVED, so every one is unknown.
-		return apierr.MessagingWabaTemplateNotFound.E()
-	case domain.WabaInteractive, domain.ServiceOrder, domain.WabaOrder:
-		return apierr.Field(apierr.Body("message_type"), "value_error",
-			"Value error, sending %s messages is not supported yet", cmd.Type)
+	case domain.WabaTemplate, domain.WabaInteractive:
+		if conn.Type != domain.Waba {
+			return nil, apierr.Field(apierr.Body("message_type"), "value_error",
+				"Value error, %s messages are for waba chats only", cmd.Type)
+		}
+	case domain.ServiceOrder, domain.WabaOrder:
+		return nil, apierr.Field(apierr.Body("message_type"), "value_error",
+			"Value error, %s messages come from the person; they cannot be sent", cmd.Type)
 	}
 	if conn.Type == domain.Whatsapp && conn.Phone == nil {
-		return apierr.ConnectionWhatsappProviderUnsupported.E()
+		return nil, apierr.ConnectionWhatsappProviderUnsupported.E()
 	}
 	if cmd.Type.IsMedia() {
 		if err := s.checkFileURL(ctx, cmd.Content); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if conn.Type == domain.Waba {
-		exp := chat.SessionExpiresAt()
-		open := exp != nil && s.now().Before(*exp)
-		if !open && !(conn.AutoTemplates && cmd.Type == domain.Text) {
-			return apierr.MessagingWabaDialogSessionClosed.E()
+	switch cmd.Type {
+	case domain.WabaTemplate:
+		// A template may open a closed session: it is checked, not refused.
+		cmd.Content, template, err = s.prepareTemplate(ctx, cmd.CompanyID, conn, cmd.Content)
+		return template, err
+	case domain.WabaInteractive:
+		// The structure of an interactive template (spec 2.11), in its one
+		// shape; the session rule below applies.
+		in, err := domain.ParseInteractive(cmd.Content, "waba_interactive")
+		if err != nil {
+			return nil, FieldErrors(err)
 		}
+		cmd.Content = in.Params
 	}
-	return nil
+	if conn.Type == domain.Waba && !s.sessionOpen(chat) && !(conn.AutoTemplates && cmd.Type == domain.Text) {
+		return nil, apierr.MessagingWabaDialogSessionClosed.E()
+	}
+	return nil, nil
 }
 
 // checkFileURL refuses a link the messenger could not (or must not) fetch:

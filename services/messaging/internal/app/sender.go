@@ -207,6 +207,17 @@ func (s *Service) deliver(ctx context.Context, c Claim, m domain.Message) error 
 		if !covered {
 			return s.repo.SendFailed(ctx, m.ID, domain.ErrWabaDialogsLimit, "the company has no business dialogs left")
 		}
+		// Only templates leave a closed session; a text got here because the
+		// connection writes first through its auto template.
+		if m.Type == domain.Text && !s.sessionOpen(chat) {
+			done, err := s.viaAutoTemplate(ctx, c, conn, &m)
+			if done {
+				return err
+			}
+			if err != nil {
+				return s.retry(ctx, c, err)
+			}
+		}
 	}
 	sourceID, err := s.messenger.Send(ctx, conn, chat, m)
 	var refused *SendError

@@ -73,7 +73,10 @@ type Message struct {
 	Content map[string]any
 	// Markup is telegram_bot buttons sent with an outbound message.
 	Markup map[string]any
-	Author *Author
+	// Template is what the messenger needs of an outbound waba_template
+	// message (Content is the template as the API shows it).
+	Template *TemplateSend
+	Author   *Author
 	// ReplyTo, when set, names the message replied to.
 	ReplyToMessageID       *string
 	ReplyToSourceMessageID *string

@@ -12,10 +12,12 @@ import (
 // ErrNotFound is a subscription that does not exist in the company.
 var ErrNotFound = errors.New("not found")
 
-// EventTypes are the event kinds of spec 6 a subscription may name.
+// EventTypes are the event kinds a subscription may name: spec 6's five,
+// and waba_templates.status_changed, the provider's moderation of a
+// business template (docs/architecture.md "Events").
 var EventTypes = []string{
 	"messages.create", "messages.delivery.delivered", "messages.delivery.read",
-	"messages.delivery.error", "connections.status_changed",
+	"messages.delivery.error", "connections.status_changed", "waba_templates.status_changed",
 }
 
 // IsEventType reports whether s is one of EventTypes.

@@ -18,17 +18,17 @@ import (
 const messageSelect = `SELECT m.id, m.company_id, m.chat_id, m.connection_id, c.source_chat_id,
 	m.source_message_id, m.direction, m.message_type, m.content, m.author,
 	m.reply_to_message_id, m.reply_to_source_message_id, m.created_at,
-	m.delivered_at, m.read_at, m.error_at, m.error_type, m.error_text, m.markup
+	m.delivered_at, m.read_at, m.error_at, m.error_type, m.error_text, m.markup, m.template
 FROM messages m JOIN chats c ON c.id = m.chat_id`
 
 func scanMessage(row pgx.Row) (domain.Message, error) {
 	var m domain.Message
 	var dir, typ string
-	var content, author, markup []byte
+	var content, author, markup, template []byte
 	err := row.Scan(&m.ID, &m.CompanyID, &m.ChatID, &m.ConnectionID, &m.SourceChatID,
 		&m.SourceMessageID, &dir, &typ, &content, &author,
 		&m.ReplyToMessageID, &m.ReplyToSourceMessageID, &m.CreatedAt,
-		&m.DeliveredAt, &m.ReadAt, &m.ErrorAt, &m.ErrorType, &m.ErrorText, &markup)
+		&m.DeliveredAt, &m.ReadAt, &m.ErrorAt, &m.ErrorType, &m.ErrorText, &markup, &template)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Message{}, domain.ErrNotFound
 	}
@@ -42,6 +42,12 @@ func scanMessage(row pgx.Row) (domain.Message, error) {
 	if markup != nil {
 		if err := json.Unmarshal(markup, &m.Markup); err != nil {
 			return domain.Message{}, fmt.Errorf("message %s markup: %w", m.ID, err)
+		}
+	}
+	if template != nil {
+		m.Template = new(domain.TemplateSend)
+		if err := json.Unmarshal(template, m.Template); err != nil {
+			return domain.Message{}, fmt.Errorf("message %s template: %w", m.ID, err)
 		}
 	}
 	if author != nil {
@@ -88,7 +94,12 @@ func insertMessage(ctx context.Context, tx pgx.Tx, m *domain.Message) (inserted 
 	if err != nil {
 		return false, fmt.Errorf("message content: %w", err)
 	}
-	var author, markup []byte
+	var author, markup, template []byte
+	if m.Template != nil {
+		if template, err = json.Marshal(m.Template); err != nil {
+			return false, fmt.Errorf("message template: %w", err)
+		}
+	}
 	if m.Author != nil {
 		if author, err = json.Marshal(m.Author); err != nil {
 			return false, fmt.Errorf("message author: %w", err)
@@ -102,12 +113,12 @@ func insertMessage(ctx context.Context, tx pgx.Tx, m *domain.Message) (inserted 
 	// The conflict target repeats messages_source's predicate: it is a
 	// partial index.
 	err = tx.QueryRow(ctx, `INSERT INTO messages (id, company_id, chat_id, connection_id, direction,
-			message_type, content, author, source_message_id, reply_to_message_id, reply_to_source_message_id, markup, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, clock_timestamp())
+			message_type, content, author, source_message_id, reply_to_message_id, reply_to_source_message_id, markup, template, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, clock_timestamp())
 		ON CONFLICT (connection_id, source_message_id) WHERE source_message_id IS NOT NULL DO NOTHING
 		RETURNING created_at`,
 		m.ID, m.CompanyID, m.ChatID, m.ConnectionID, string(m.Direction), string(m.Type), content, author,
-		m.SourceMessageID, m.ReplyToMessageID, m.ReplyToSourceMessageID, markup).Scan(&m.CreatedAt)
+		m.SourceMessageID, m.ReplyToMessageID, m.ReplyToSourceMessageID, markup, template).Scan(&m.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

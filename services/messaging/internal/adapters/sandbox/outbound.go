@@ -73,7 +73,13 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 			}
 			return nil
 		}
-		content, err := json.Marshal(msg.Content)
+		// A template goes out as its name and values, whatever the message
+		// shows (an auto-template text shows its text).
+		typ, sent := msg.Type, any(msg.Content)
+		if msg.Template != nil {
+			typ, sent = domain.WabaTemplate, msg.Template
+		}
+		content, err := json.Marshal(sent)
 		if err != nil {
 			return err
 		}
@@ -86,7 +92,7 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 		err = tx.QueryRow(ctx, `INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (message_id) DO NOTHING RETURNING source_message_id`,
-			conn.ID, msg.ID, "sb-out-"+uuid.NewString(), chat.SourceChatID, string(msg.Type), content, markup).Scan(&sourceID)
+			conn.ID, msg.ID, "sb-out-"+uuid.NewString(), chat.SourceChatID, string(typ), content, markup).Scan(&sourceID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Received before: the same answer, no second set of receipts.
 			return tx.QueryRow(ctx, `SELECT source_message_id FROM sandbox_outbox WHERE message_id = $1`, msg.ID).Scan(&sourceID)

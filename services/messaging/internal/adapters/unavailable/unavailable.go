@@ -24,3 +24,15 @@ func (Messenger) ResolvePerson(context.Context, app.Connection, app.Identifiers)
 func (Messenger) Send(context.Context, app.Connection, domain.Chat, domain.Message) (string, error) {
 	return "", &app.SendError{Type: domain.ErrGeneric, Text: "no messenger provider is configured for this connection"}
 }
+
+var _ app.TemplateProvider = Messenger{}
+
+// SubmitTemplate implements app.TemplateProvider: 503, nothing is stored.
+func (Messenger) SubmitTemplate(context.Context, app.Connection, domain.BusinessTemplate) error {
+	return apierr.ServiceUnavailable.Msg("no business provider is configured for this connection")
+}
+
+// DeleteTemplate implements app.TemplateProvider: 503, nothing changes.
+func (Messenger) DeleteTemplate(context.Context, app.Connection, string) error {
+	return apierr.ServiceUnavailable.Msg("no business provider is configured for this connection")
+}

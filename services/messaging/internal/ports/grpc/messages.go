@@ -149,6 +149,17 @@ func MediaMap(m *messagingv1.MediaContent) map[string]any {
 	return out
 }
 
+func voicePB(c map[string]any) *messagingv1.VoiceContent {
+	m := mediaPB(c)
+	v := &messagingv1.VoiceContent{Caption: m.Caption, Name: m.Name, Size: m.Size, MimeType: m.MimeType, Url: m.GetUrl()}
+	if p, ok := c["waba_referred_product"].(map[string]any); ok {
+		catalog, _ := p["catalog_id"].(string)
+		product, _ := p["product_retailer_id"].(string)
+		v.WabaReferredProduct = &messagingv1.ReferredProduct{CatalogId: catalog, ProductRetailerId: product}
+	}
+	return v
+}
+
 func mediaPB(c map[string]any) *messagingv1.MediaContent {
 	m := &messagingv1.MediaContent{}
 	if v, ok := c["caption"].(string); ok {
@@ -225,7 +236,7 @@ func messagePB(m domain.Message) (*messagingv1.Message, error) {
 	case domain.Video:
 		pb.Video = mediaPB(m.Content)
 	case domain.Voice:
-		pb.Voice = mediaPB(m.Content)
+		pb.Voice = voicePB(m.Content)
 	default:
 		st, err := structpb.NewStruct(m.Content)
 		if err != nil {

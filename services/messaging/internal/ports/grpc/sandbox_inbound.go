@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"switchboard.dev/pkg/apierr"
@@ -25,8 +26,7 @@ func (s *Server) Inbound(ctx context.Context, req *messagingv1.InboundRequest) (
 		return nil, err
 	}
 	msg := req.GetMessage()
-	typ := domain.MessageType(enumJSON(msg.GetMessageType()))
-	content, err := messageContent(msg, typ, "message")
+	typ, content, err := inboundContent(msg)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +78,68 @@ type contentSource interface {
 
 var (
 	_ contentSource = (*messagingv1.SendMessageRequest)(nil)
-	_ contentSource = (*messagingv1.InboundMessage)(nil)
+	_ contentSource = inboundSource{}
 )
+
+// inboundSource is an inbound message as a contentSource: its voice (which
+// may carry waba_referred_product) read as media.
+type inboundSource struct{ *messagingv1.InboundMessage }
+
+func (m inboundSource) GetVoice() *messagingv1.MediaContent {
+	v := m.InboundMessage.GetVoice()
+	if v == nil {
+		return nil
+	}
+	return &messagingv1.MediaContent{Caption: v.Caption, Name: v.Name, Size: v.Size, MimeType: v.MimeType, Url: v.GetUrl()}
+}
+
+// sticker is the sandbox's kind of a sticker, stored as image.
+const sticker = "sticker"
+
+// inboundContent is the type and content of what a person wrote, as the
+// platform stores it: a sticker becomes an image (image/webp unless it
+// says otherwise); a waba order and interactive reply are checked and put
+// in their one shape; a voice carries its waba_referred_product (null
+// when none).
+func inboundContent(msg *messagingv1.InboundMessage) (domain.MessageType, map[string]any, error) {
+	typ := domain.MessageType(enumJSON(msg.GetMessageType()))
+	if typ != sticker && msg.GetSticker() != nil {
+		return "", nil, apierr.Field(apierr.Body("message", sticker), "value_error", "Value error, a %s message takes only its %s content", typ, typ)
+	}
+	if typ == sticker {
+		if msg.GetSticker() == nil {
+			return "", nil, apierr.Field(apierr.Body("message", sticker), "missing", "Field required: the content of a sticker message")
+		}
+		if msg.GetImage() != nil {
+			return "", nil, apierr.Field(apierr.Body("message", "image"), "value_error", "Value error, a sticker message takes only its sticker content")
+		}
+		asImage := proto.Clone(msg).(*messagingv1.InboundMessage)
+		asImage.Image, asImage.Sticker = asImage.Sticker, nil
+		content, err := messageContent(inboundSource{asImage}, domain.Image, "message")
+		if err != nil {
+			return "", nil, err
+		}
+		if content["mime_type"] == nil {
+			content["mime_type"] = "image/webp"
+		}
+		return domain.Image, content, nil
+	}
+	content, err := messageContent(inboundSource{msg}, typ, "message")
+	if err != nil {
+		return "", nil, err
+	}
+	switch typ {
+	case domain.WabaOrder:
+		content, err = domain.ParseOrder(content, "message", string(typ))
+	case domain.WabaInteractive:
+		content, err = domain.ParseInteractiveReply(content, "message", string(typ))
+	case domain.Voice:
+		if p := msg.GetVoice().GetWabaReferredProduct(); p != nil {
+			content["waba_referred_product"] = map[string]any{"catalog_id": p.GetCatalogId(), "product_retailer_id": p.GetProductRetailerId()}
+		}
+	}
+	return typ, content, app.FieldErrors(err)
+}
 
 // messageContent takes the content object named by the type, refusing a
 // missing one and any other (errors located under body.<at...>), as
@@ -131,5 +191,10 @@ func messageContent(src contentSource, typ domain.MessageType, at ...any) (map[s
 	if media.GetUrl() == "" {
 		return nil, apierr.Field(loc(string(typ), "url"), "missing", "Field required")
 	}
-	return MediaMap(media), nil
+	out := MediaMap(media)
+	if typ == domain.Voice {
+		// Every voice has the key: the API shows it null when absent.
+		out["waba_referred_product"] = nil
+	}
+	return out, nil
 }

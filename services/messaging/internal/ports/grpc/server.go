@@ -23,6 +23,8 @@ type Server struct {
 	messagingv1.UnimplementedMessagesServiceServer
 	messagingv1.UnimplementedMessagingSandboxServiceServer
 	messagingv1.UnimplementedInboxServiceServer
+	messagingv1.UnimplementedTemplatesServiceServer
+	messagingv1.UnimplementedWabaTemplatesServiceServer
 	app     *app.Service
 	sandbox Sandbox
 }

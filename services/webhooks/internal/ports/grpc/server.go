@@ -118,7 +118,7 @@ func eventList(lv *structpb.ListValue) ([]string, error) {
 	for i, v := range vals {
 		name, ok := v.GetKind().(*structpb.Value_StringValue)
 		if !ok || !domain.IsEventType(name.StringValue) {
-			return nil, apierr.Field(apierr.Body("events", i), "enum", "Input should be one of the event kinds of spec 6: %v", domain.EventTypes)
+			return nil, apierr.Field(apierr.Body("events", i), "enum", "Input should be one of the event kinds: %v", domain.EventTypes)
 		}
 		if seen[name.StringValue] {
 			return nil, apierr.Field(apierr.Body("events", i), "value_error", "Value error, %s is given twice", name.StringValue)
