@@ -258,7 +258,8 @@ func TestSendMediaReplyAndList(t *testing.T) {
 	first := requireJSON(t, send(t, c, map[string]any{"chat_id": chat, "message_type": "image", "image": image}), 200, anyPresent).(map[string]any)["message"].(map[string]any)
 	require.Equal(t, map[string]any{"url": "https://files.example.com/cat.png", "caption": "a cat", "name": "cat.png", "size": float64(1024), "mime_type": "image/png"}, first["image"])
 	bare := requireJSON(t, send(t, c, map[string]any{"chat_id": chat, "message_type": "voice", "voice": map[string]any{"url": "https://files.example.com/v.ogg"}}), 200, anyPresent).(map[string]any)["message"].(map[string]any)
-	require.Equal(t, map[string]any{"url": "https://files.example.com/v.ogg", "caption": nil, "name": nil, "size": nil, "mime_type": nil}, bare["voice"])
+	require.Equal(t, map[string]any{"url": "https://files.example.com/v.ogg", "caption": nil, "name": nil, "size": nil, "mime_type": nil,
+		"waba_referred_product": nil}, bare["voice"])
 	reply := textMsg(chat, "about the cat")
 	reply["reply_to"] = map[string]any{"message_id": first["message_id"]}
 	third := requireJSON(t, send(t, c, reply), 200, anyPresent).(map[string]any)["message"].(map[string]any)
