@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -748,4 +749,28 @@ func TestInboundWabaKinds(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, "image", got[0].(map[string]any)["message_type"])
 	require.Equal(t, "application/x-tgsticker", got[0].(map[string]any)["image"].(map[string]any)["mime_type"])
+}
+
+// TestWabaTemplateStatusWebhook: a subscription naming
+// waba_templates.status_changed receives the provider's verdicts on its
+// connection's templates, signed like every webhook; one that does not
+// name it receives none.
+func TestWabaTemplateStatusWebhook(t *testing.T) {
+	c := newCompany(t, nil)
+	waba := idOf(mustCreate(t, c, "waba", wabaParams))
+	name := requireJSON(t, createWabaTemplate(t, c, orderTemplate(waba)), 200, anyPresent).(map[string]any)["name"].(string)
+	rcv := newWDReceiver(t)
+	_, secret := wdSubscribe(t, c, rcv.URL+"/tpl", waba, "waba_templates.status_changed")
+	rcv.expect(t, "/tpl", secret)
+	_, other := wdSubscribe(t, c, rcv.URL+"/msg", waba, "messages.create")
+	rcv.expect(t, "/msg", other)
+
+	requireJSON(t, moderate(t, waba, name, map[string]any{"status": "REJECTED", "rejected_reason": "TAG_CONTENT_MISMATCH"}), 200, anyPresent)
+	requireJSON(t, moderate(t, waba, name, map[string]any{"status": "APPROVED"}), 200, anyPresent)
+	got := rcv.await(t, "/tpl", 2)
+	requireValue(t, templateEvent(c, waba, name, "SUBMITTED", "REJECTED", "TAG_CONTENT_MISMATCH"), got[0].JSON)
+	requireValue(t, templateEvent(c, waba, name, "REJECTED", "APPROVED", ""), got[1].JSON)
+	time.Sleep(wdQuiet)
+	rcv.requireCount(t, "/tpl", 2)
+	rcv.requireCount(t, "/msg", 0)
 }
