@@ -29,6 +29,7 @@ import (
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
+	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
 )
 
 // Issue 12: single-row reads (a contact, the company card, a connection)
@@ -49,7 +50,9 @@ const (
 	readBenchClients  = 32
 	readBenchRounds   = 2
 	readBenchContacts = 100
-	readBenchScale    = 10
+	// readBenchTemplates business templates make the list a sender reads.
+	readBenchTemplates = 20
+	readBenchScale     = 10
 	// readBenchPgWarmUp is run by pgbench before each measured run (see
 	// pgbenchSelect).
 	readBenchPgWarmUp = 10 * time.Second
@@ -162,6 +165,13 @@ func BenchmarkReads(b *testing.B) {
 			"phones": []any{map[string]any{"phone": newPhone()}},
 		}))
 	}
+	// A waba connection with readBenchTemplates business templates, for the
+	// list that sends read (it never calls the provider).
+	waba := idOf(mustCreate(b, c, "waba", wabaParams))
+	for range readBenchTemplates {
+		r := api(b, "POST", cpath(c, "/messaging/templates/waba_templates/"), orderTemplate(waba), key(c.Key)...)
+		require.Equal(b, 200, r.Status, "%s", r.Body)
+	}
 	pgbenchDSN := pgbenchInit(b)
 
 	withKey := func(ctx context.Context) context.Context {
@@ -183,6 +193,15 @@ func BenchmarkReads(b *testing.B) {
 			call: func(ctx context.Context, conn *grpc.ClientConn, _ int) error {
 				_, err := identityv1.NewIdentityServiceClient(conn).GetCompany(withKey(ctx),
 					&identityv1.GetCompanyRequest{CompanyId: c.ID})
+				return err
+			},
+		},
+		{
+			name: "waba_templates", service: "messaging",
+			path: func(int) string { return cpath(c, "/messaging/waba_templates/") },
+			call: func(ctx context.Context, conn *grpc.ClientConn, _ int) error {
+				_, err := messagingv1.NewWabaTemplatesServiceClient(conn).ListWabaTemplates(withKey(ctx),
+					&messagingv1.ListWabaTemplatesRequest{CompanyId: c.ID})
 				return err
 			},
 		},

@@ -176,6 +176,9 @@ func TestWabaTemplateLifecycle(t *testing.T) {
 		"components": []any{component("BODY", map[string]any{"text": "Order {{1}} is ready"})},
 	}).(map[string]any)
 	require.NotEqual(t, created["updated_at"], updated["updated_at"])
+	requireValue(t, []any{summary(second, "SUBMITTED"), map[string]any{"connection_id": waba, "name": name, "locale": "en",
+		"status": "SUBMITTED", "category": "UTILITY", "body_params_count": 1, "header_format": nil, "buttons": []any{}}},
+		listWabaTemplates(t, c, ""))
 	// Examples are kept when not given: one value for a body of two
 	// variables is refused.
 	update["components"] = []any{map[string]any{"type": "BODY", "text": "{{1}} and {{2}}"}}

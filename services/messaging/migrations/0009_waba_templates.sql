@@ -14,6 +14,11 @@ CREATE TABLE waba_templates (
     components      jsonb NOT NULL,
     examples        jsonb NOT NULL,
     auto            boolean NOT NULL DEFAULT false,
+    -- What the list shows, derived from components when they are written,
+    -- so listing decodes no components.
+    body_params_count integer NOT NULL,
+    header_format   text,
+    buttons         jsonb NOT NULL,
     created_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
     updated_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (connection_id, name)

@@ -24,9 +24,10 @@ type WabaTemplateRepository interface {
 	// WabaTemplate is a template of the company's connection by name;
 	// domain.ErrNotFound when none.
 	WabaTemplate(ctx context.Context, company, connectionID int64, name string) (domain.BusinessTemplate, error)
-	// WabaTemplates are the company's templates (of one connection when
-	// connectionID is set), newest first.
-	WabaTemplates(ctx context.Context, company int64, connectionID *int64) ([]domain.BusinessTemplate, error)
+	// WabaTemplateSummaries are the company's templates (of one
+	// connection when connectionID is set) as the list shows them, newest
+	// first.
+	WabaTemplateSummaries(ctx context.Context, company int64, connectionID *int64) ([]domain.TemplateSummary, error)
 	// ResubmitWabaTemplate stores t's category, components and examples
 	// with status SUBMITTED and no rejected reason; domain.ErrNotFound when
 	// the template is gone.
@@ -147,8 +148,8 @@ func randIndex(n int) int {
 
 // WabaTemplates lists the company's business templates from the
 // platform's copy.
-func (s *Service) WabaTemplates(ctx context.Context, company int64, connectionID *int64) ([]domain.BusinessTemplate, error) {
-	return s.wabaTemplates.WabaTemplates(ctx, company, connectionID)
+func (s *Service) WabaTemplates(ctx context.Context, company int64, connectionID *int64) ([]domain.TemplateSummary, error) {
+	return s.wabaTemplates.WabaTemplateSummaries(ctx, company, connectionID)
 }
 
 // UpdateWabaTemplateCmd is PATCH /messaging/templates/waba_templates/actions/update.

@@ -55,6 +55,19 @@ type BusinessTemplate struct {
 	UpdatedAt time.Time
 }
 
+// TemplateSummary is what sending a business template needs to know of
+// it: the list's item.
+type TemplateSummary struct {
+	ConnectionID    int64
+	Name            string
+	Locale          string
+	Status          string
+	Category        string
+	BodyParamsCount int
+	HeaderFormat    *string
+	Buttons         []Button
+}
+
 // Component of a business template; the fields of other types are nil.
 type Component struct {
 	Type                      string   `json:"type"`

@@ -38,31 +38,46 @@ func scanWabaTemplate(row pgx.Row) (domain.BusinessTemplate, error) {
 	return t, nil
 }
 
-func templateJSON(t domain.BusinessTemplate) (comps, examples []byte, err error) {
-	if comps, err = json.Marshal(t.Components); err != nil {
-		return nil, nil, fmt.Errorf("waba template components: %w", err)
+// stored is a template's JSON columns, and the buttons the list shows.
+type stored struct {
+	components, examples, buttons []byte
+}
+
+func templateJSON(t domain.BusinessTemplate) (stored, error) {
+	var out stored
+	var err error
+	if out.components, err = json.Marshal(t.Components); err != nil {
+		return out, fmt.Errorf("waba template components: %w", err)
 	}
-	if examples, err = json.Marshal(t.Examples); err != nil {
-		return nil, nil, fmt.Errorf("waba template examples: %w", err)
+	if out.examples, err = json.Marshal(t.Examples); err != nil {
+		return out, fmt.Errorf("waba template examples: %w", err)
 	}
-	return comps, examples, nil
+	buttons := t.Buttons()
+	if buttons == nil {
+		buttons = []domain.Button{}
+	}
+	if out.buttons, err = json.Marshal(buttons); err != nil {
+		return out, fmt.Errorf("waba template buttons: %w", err)
+	}
+	return out, nil
 }
 
 // CreateWabaTemplate implements app.WabaTemplateRepository.
 func (r *Repo) CreateWabaTemplate(ctx context.Context, t domain.BusinessTemplate) (domain.BusinessTemplate, error) {
-	comps, examples, err := templateJSON(t)
+	js, err := templateJSON(t)
 	if err != nil {
 		return domain.BusinessTemplate{}, err
 	}
-	stored, err := scanWabaTemplate(r.db.QueryRow(ctx, `INSERT INTO waba_templates (company_id, connection_id, name,
-			custom_name, locale, category, status, rejected_reason, components, examples, auto)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING `+wabaTemplateColumns,
+	out, err := scanWabaTemplate(r.db.QueryRow(ctx, `INSERT INTO waba_templates (company_id, connection_id, name,
+			custom_name, locale, category, status, rejected_reason, components, examples, auto,
+			body_params_count, header_format, buttons)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING `+wabaTemplateColumns,
 		t.CompanyID, t.ConnectionID, t.Name, t.CustomName, t.Locale, t.Category, t.Status, t.RejectedReason,
-		comps, examples, t.Auto))
+		js.components, js.examples, t.Auto, t.BodyParamsCount(), t.HeaderFormat(), js.buttons))
 	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return domain.BusinessTemplate{}, app.ErrTemplateNameTaken
 	}
-	return stored, err
+	return out, err
 }
 
 // WabaTemplate implements app.WabaTemplateRepository.
@@ -71,20 +86,29 @@ func (r *Repo) WabaTemplate(ctx context.Context, company, connectionID int64, na
 		WHERE company_id = $1 AND connection_id = $2 AND name = $3`, company, connectionID, name))
 }
 
-// WabaTemplates implements app.WabaTemplateRepository.
-func (r *Repo) WabaTemplates(ctx context.Context, company int64, connectionID *int64) ([]domain.BusinessTemplate, error) {
-	rows, err := r.db.Query(ctx, `SELECT `+wabaTemplateColumns+` FROM waba_templates
-		WHERE company_id = $1 AND ($2::bigint IS NULL OR connection_id = $2)
+// WabaTemplateSummaries implements app.WabaTemplateRepository: the
+// columns kept for it, so no components are decoded.
+func (r *Repo) WabaTemplateSummaries(ctx context.Context, company int64, connectionID *int64) ([]domain.TemplateSummary, error) {
+	rows, err := r.db.Query(ctx, `SELECT connection_id, name, locale, status, category, body_params_count, header_format, buttons
+		FROM waba_templates WHERE company_id = $1 AND ($2::bigint IS NULL OR connection_id = $2)
 		ORDER BY created_at DESC, connection_id, name`, company, connectionID)
 	if err != nil {
 		return nil, fmt.Errorf("list waba templates: %w", err)
 	}
 	defer rows.Close()
-	out := []domain.BusinessTemplate{}
+	out := []domain.TemplateSummary{}
 	for rows.Next() {
-		t, err := scanWabaTemplate(rows)
-		if err != nil {
-			return nil, err
+		var t domain.TemplateSummary
+		var buttons []byte
+		if err := rows.Scan(&t.ConnectionID, &t.Name, &t.Locale, &t.Status, &t.Category, &t.BodyParamsCount,
+			&t.HeaderFormat, &buttons); err != nil {
+			return nil, fmt.Errorf("list waba templates: %w", err)
+		}
+		// Most templates have no buttons: skip the decoder for them.
+		if len(buttons) > 2 {
+			if err := json.Unmarshal(buttons, &t.Buttons); err != nil {
+				return nil, fmt.Errorf("waba template %s buttons: %w", t.Name, err)
+			}
 		}
 		out = append(out, t)
 	}
@@ -93,14 +117,16 @@ func (r *Repo) WabaTemplates(ctx context.Context, company int64, connectionID *i
 
 // ResubmitWabaTemplate implements app.WabaTemplateRepository.
 func (r *Repo) ResubmitWabaTemplate(ctx context.Context, t domain.BusinessTemplate) (domain.BusinessTemplate, error) {
-	comps, examples, err := templateJSON(t)
+	js, err := templateJSON(t)
 	if err != nil {
 		return domain.BusinessTemplate{}, err
 	}
 	return scanWabaTemplate(r.db.QueryRow(ctx, `UPDATE waba_templates
-		SET category = $4, components = $5, examples = $6, status = $7, rejected_reason = '', updated_at = clock_timestamp()
+		SET category = $4, components = $5, examples = $6, status = $7, rejected_reason = '', updated_at = clock_timestamp(),
+			body_params_count = $8, header_format = $9, buttons = $10
 		WHERE company_id = $1 AND connection_id = $2 AND name = $3 RETURNING `+wabaTemplateColumns,
-		t.CompanyID, t.ConnectionID, t.Name, t.Category, comps, examples, domain.TemplateSubmitted))
+		t.CompanyID, t.ConnectionID, t.Name, t.Category, js.components, js.examples, domain.TemplateSubmitted,
+		t.BodyParamsCount(), t.HeaderFormat(), js.buttons))
 }
 
 // DeleteWabaTemplate implements app.WabaTemplateRepository.
@@ -152,17 +178,19 @@ func (r *Repo) AutoWabaTemplate(ctx context.Context, company, connectionID int64
 		return t, err
 	}
 	t = fresh()
-	comps, examples, err := templateJSON(t)
+	js, err := templateJSON(t)
 	if err != nil {
 		return domain.BusinessTemplate{}, err
 	}
 	// Generated names end in "_" and six characters, so no template of
 	// the user's can hold the auto template's name.
 	if _, err := r.db.Exec(ctx, `INSERT INTO waba_templates (company_id, connection_id, name,
-			custom_name, locale, category, status, rejected_reason, components, examples, auto)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, '', $8, $9, true)
+			custom_name, locale, category, status, rejected_reason, components, examples, auto,
+			body_params_count, header_format, buttons)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, '', $8, $9, true, $10, $11, $12)
 		ON CONFLICT (connection_id) WHERE auto DO NOTHING`,
-		t.CompanyID, t.ConnectionID, t.Name, t.CustomName, t.Locale, t.Category, t.Status, comps, examples); err != nil {
+		t.CompanyID, t.ConnectionID, t.Name, t.CustomName, t.Locale, t.Category, t.Status, js.components, js.examples,
+		t.BodyParamsCount(), t.HeaderFormat(), js.buttons); err != nil {
 		return domain.BusinessTemplate{}, fmt.Errorf("store auto template: %w", err)
 	}
 	return scanWabaTemplate(r.db.QueryRow(ctx, read, company, connectionID))

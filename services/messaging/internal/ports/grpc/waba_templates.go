@@ -34,7 +34,7 @@ func (s *Server) ListWabaTemplates(ctx context.Context, req *messagingv1.ListWab
 	for i, t := range ts {
 		out.Templates[i] = &messagingv1.WabaTemplateSummary{
 			ConnectionId: t.ConnectionID, Name: t.Name, Locale: t.Locale, Status: t.Status, Category: t.Category,
-			BodyParamsCount: int32(t.BodyParamsCount()), HeaderFormat: t.HeaderFormat(), Buttons: buttonsPB(t.Buttons()),
+			BodyParamsCount: int32(t.BodyParamsCount), HeaderFormat: t.HeaderFormat, Buttons: buttonsPB(t.Buttons),
 		}
 	}
 	return out, nil
