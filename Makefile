@@ -57,9 +57,15 @@ vet:
 	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
 
 ## build: build every binary into .bin/
-build:
+build: docs-assets
 	@for c in $(CMDS); do name=$${c%%=*}; dir=$${c#*=}; \
 		go build -o $(BIN)/$$name ./$$dir || exit 1; done
+
+## docs-assets: fetch the pinned Redoc bundle the gateway embeds for /v2/docs
+## (npm registry, checked by SHA-256; skipped when present)
+.PHONY: docs-assets
+docs-assets:
+	@deploy/local/docs-assets.sh
 
 clean:
 	rm -rf .run .bin

@@ -4,6 +4,7 @@
 # caller chooses, so several copies (a dev run and a test run) can coexist.
 #
 #   infra.sh deps                          install missing packages (Debian/Ubuntu)
+#   infra.sh browser                       install Chromium if missing, print its path
 #   infra.sh start  DIR PGPORT REDISPORT   init if needed, start, wait until both answer
 #   infra.sh status DIR                    print the addresses if both run, else exit 1
 #   infra.sh stop   DIR                    stop both (data stays)
@@ -47,6 +48,23 @@ pg_bindir() {
 	echo "$best"
 }
 
+# apt_install HINT PACKAGE...: installs the packages with apt-get, as root or
+# through sudo; without apt-get, dies with HINT.
+apt_install() {
+	local hint=$1
+	shift
+	command -v apt-get >/dev/null 2>&1 || die "missing $*: $hint"
+	local sudo=()
+	if ! is_root; then
+		command -v sudo >/dev/null 2>&1 || die "missing $*: run as root or install them: apt-get install $*"
+		sudo=(sudo)
+	fi
+	log "installing $* with apt-get"
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null >&2
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"$@" </dev/null >&2
+}
+
 cmd_deps() {
 	local missing=()
 	pg_bindir >/dev/null 2>&1 || missing+=(postgresql)
@@ -57,24 +75,26 @@ cmd_deps() {
 		missing+=(postgresql)
 	fi
 	if [ ${#missing[@]} -gt 0 ]; then
-		if ! command -v apt-get >/dev/null 2>&1; then
-			die "missing ${missing[*]}: install PostgreSQL (server, 13 or newer) and redis-server with your package manager, or set PG_BINDIR"
-		fi
-		local sudo=()
-		if ! is_root; then
-			command -v sudo >/dev/null 2>&1 || die "missing ${missing[*]}: run as root or install them: apt-get install ${missing[*]}"
-			sudo=(sudo)
-		fi
-		log "installing ${missing[*]} with apt-get"
-		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null >&2
-		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-			"${missing[@]}" </dev/null >&2
+		apt_install "install PostgreSQL (server, 13 or newer) and redis-server with your package manager, or set PG_BINDIR" \
+			"${missing[@]}"
 	fi
 	local bin
 	bin=$(pg_bindir) || die "no PostgreSQL server binaries found after install"
 	command -v redis-server >/dev/null 2>&1 || die "redis-server still missing after install"
 	if is_root; then id postgres >/dev/null 2>&1 || die "running as root needs the 'postgres' OS user"; fi
 	log "postgres: $bin ($("$bin/postgres" --version)); redis: $(redis-server --version | cut -d' ' -f1-3)"
+}
+
+# cmd_browser installs Debian's Chromium for the browser tests when missing
+# (only `make test` needs it, not `make run`) and prints its path.
+cmd_browser() {
+	if ! command -v chromium >/dev/null 2>&1; then
+		apt_install "install Chromium (Debian's chromium package) with your package manager" chromium
+	fi
+	local bin
+	bin=$(command -v chromium) || die "chromium still missing after install"
+	log "chromium: $bin ($("$bin" --version 2>/dev/null || echo "version unknown"))"
+	echo "$bin"
 }
 
 # as_pg runs a command as the user that owns the cluster.
@@ -314,12 +334,13 @@ main() {
 	[ $# -gt 0 ] && shift
 	case $cmd in
 	deps) cmd_deps "$@" ;;
+	browser) cmd_browser "$@" ;;
 	start) cmd_start "$@" ;;
 	status) cmd_status "$@" ;;
 	stop) cmd_stop "$@" ;;
 	purge) cmd_purge "$@" ;;
 	*)
-		sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+		sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
 		exit 2
 		;;
 	esac

@@ -11,7 +11,8 @@
 #   KEEP_INFRA=1     leave the servers running and their folder in place
 #
 # Tests find the servers through SWITCHBOARD_TEST_PG_DSN (superuser DSN to
-# the `postgres` database) and SWITCHBOARD_TEST_REDIS_ADDR (host:port).
+# the `postgres` database) and SWITCHBOARD_TEST_REDIS_ADDR (host:port), and
+# Chromium through SWITCHBOARD_CHROMIUM (installed when the gateway is tested).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -40,6 +41,16 @@ free_port() {
 
 T0=$(now)
 "$INFRA" deps
+# The gateway's e2e tests open the API reference page in headless Chromium
+# (gateway/e2e/docs_test.go). A failed install does not stop the run: that
+# test then fails, saying Chromium is missing.
+if [[ " $MODULES " == *" gateway "* ]]; then
+	if CHROMIUM=$("$INFRA" browser); then
+		export SWITCHBOARD_CHROMIUM=$CHROMIUM
+	else
+		say "Chromium is missing and could not be installed: the browser test will fail"
+	fi
+fi
 
 # Memory is the fastest disk: on this kind of VM, CREATE DATABASE (one per
 # test) takes ~250 ms on disk and ~20 ms on tmpfs. Use /dev/shm when it has

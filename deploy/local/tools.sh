@@ -26,3 +26,7 @@ for t in "${tools[@]}"; do
   (cd "$root" && GOWORK=off GOBIN="$bin" go install "$pkg")
   echo "$pkg" > "$stamp"
 done
+
+# The project's own plugin, built from source each time (the build cache
+# makes an unchanged one instant).
+(cd "$root/pkg" && go build -o "$bin/protoc-gen-switchboard-openapi" ./openapi/cmd/protoc-gen-switchboard-openapi)

@@ -54,6 +54,9 @@ func call(t testing.TB, method, path string, body any, headers ...string) respon
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
+	for _, problem := range conformance(req, res.StatusCode, res.Header, raw) {
+		t.Errorf("%s %s answered %d, which the API reference does not describe: %s\nbody: %s", method, path, res.StatusCode, problem, raw)
+	}
 	return response{Status: res.StatusCode, Header: res.Header, Body: raw}
 }
 

@@ -66,6 +66,9 @@ func upload(t testing.TB, companyID int64, apiKey string, fp filePart) (response
 	raw, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	pr.CloseWithError(io.ErrClosedPipe) // stops the writer if the server answered early
+	for _, problem := range conformance(req, res.StatusCode, res.Header, raw) {
+		t.Errorf("upload answered %d, which the API reference does not describe: %s\nbody: %s", res.StatusCode, problem, raw)
+	}
 	return response{Status: res.StatusCode, Header: res.Header, Body: raw}, sum.Sum(nil)
 }
 

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"switchboard.dev/gateway/internal/apidocs"
 	"switchboard.dev/gateway/internal/files"
 	"switchboard.dev/gateway/internal/httpapi"
 	"switchboard.dev/pkg/telemetry"
@@ -117,6 +118,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 	}
 	// File uploads and links: streams, served by gateway/internal/files.
 	if err := files.Register(mux, g.conns["messaging"]); err != nil {
+		g.Close()
+		return nil, err
+	}
+	// The API reference: the OpenAPI documents and their Redoc pages.
+	if err := apidocs.Register(mux); err != nil {
 		g.Close()
 		return nil, err
 	}

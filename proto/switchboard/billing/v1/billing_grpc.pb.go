@@ -34,6 +34,8 @@ type BillingServiceClient interface {
 	// Sets the connections of a subscription (0 to max_size, each a company
 	// connection of the subscription's type). With preview the answer shows
 	// the result without applying it.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND.
 	UpdateSubscription(ctx context.Context, in *UpdateSubscriptionRequest, opts ...grpc.CallOption) (*Subscription, error)
 }
 
@@ -76,6 +78,8 @@ type BillingServiceServer interface {
 	// Sets the connections of a subscription (0 to max_size, each a company
 	// connection of the subscription's type). With preview the answer shows
 	// the result without applying it.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND.
 	UpdateSubscription(context.Context, *UpdateSubscriptionRequest) (*Subscription, error)
 	mustEmbedUnimplementedBillingServiceServer()
 }

@@ -33,11 +33,15 @@ const (
 type BillingOperatorServiceClient interface {
 	// Changes the given fields; absent ones stay. A clear_* flag sets the
 	// date to null.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND.
 	AdjustSubscription(ctx context.Context, in *AdjustSubscriptionRequest, opts ...grpc.CallOption) (*Subscription, error)
 	// Adds count (may be negative; 0 changes nothing and answers the balance
 	// as it is) to the company's business dialog balance and answers the
 	// balance after the change. A company identity does not know is 404 8000
 	// and nothing is written.
+	//
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
 	AddWabaDialogs(ctx context.Context, in *AddWabaDialogsRequest, opts ...grpc.CallOption) (*WabaDialogsBalance, error)
 }
 
@@ -79,11 +83,15 @@ func (c *billingOperatorServiceClient) AddWabaDialogs(ctx context.Context, in *A
 type BillingOperatorServiceServer interface {
 	// Changes the given fields; absent ones stay. A clear_* flag sets the
 	// date to null.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND.
 	AdjustSubscription(context.Context, *AdjustSubscriptionRequest) (*Subscription, error)
 	// Adds count (may be negative; 0 changes nothing and answers the balance
 	// as it is) to the company's business dialog balance and answers the
 	// balance after the change. A company identity does not know is 404 8000
 	// and nothing is written.
+	//
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
 	AddWabaDialogs(context.Context, *AddWabaDialogsRequest) (*WabaDialogsBalance, error)
 	mustEmbedUnimplementedBillingOperatorServiceServer()
 }

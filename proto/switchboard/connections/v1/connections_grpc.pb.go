@@ -48,6 +48,9 @@ const (
 // Route order matters: grpc-gateway tries the routes registered last first,
 // so literal siblings come after variable ones.
 type ConnectionsServiceClient interface {
+	// The company's connections of every type, each with its last status and
+	// subscription. Filters and paging come in the query; count is the total
+	// before paging.
 	ListConnections(ctx context.Context, in *ListConnectionsRequest, opts ...grpc.CallOption) (*ListConnectionsResponse, error)
 	// One connection as in a list item; an unknown id is 404 error 10000.
 	GetConnection(ctx context.Context, in *GetConnectionRequest, opts ...grpc.CallOption) (*Connection, error)
@@ -57,8 +60,12 @@ type ConnectionsServiceClient interface {
 	CreateConnection(ctx context.Context, in *CreateConnectionRequest, opts ...grpc.CallOption) (*Connection, error)
 	// Renames a connection or changes the params its type allows to change.
 	// CRM connections are managed by the service: 422.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	UpdateConnection(ctx context.Context, in *UpdateConnectionRequest, opts ...grpc.CallOption) (*Connection, error)
 	// The 10 newest status records, newest first, as a bare array.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	ListConnectionStatuses(ctx context.Context, in *ListConnectionStatusesRequest, opts ...grpc.CallOption) (*ListConnectionStatusesResponse, error)
 	// Max connections per limit type.
 	GetLimits(ctx context.Context, in *GetLimitsRequest, opts ...grpc.CallOption) (*Limits, error)
@@ -66,22 +73,44 @@ type ConnectionsServiceClient interface {
 	GetLimit(ctx context.Context, in *GetLimitRequest, opts ...grpc.CallOption) (*Limit, error)
 	// Starts a Telegram login (QR or code), or a re-authorisation of an
 	// existing telegram connection when connection_id is given.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	TelegramInit(ctx context.Context, in *TelegramInitRequest, opts ...grpc.CallOption) (*Session, error)
 	// Advances a Telegram login; polled about every 5 seconds. Each call keeps
 	// the session alive for another hour.
+	//
+	// Errors: 400 error 17002 TELEGRAM_INVALID_CODE; 400 error 17003
+	// TELEGRAM_INVALID_PASSWORD; 404 error 17001 TELEGRAM_SESSION_NOT_FOUND.
 	TelegramLogin(ctx context.Context, in *TelegramLoginRequest, opts ...grpc.CallOption) (*Session, error)
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	MaxPersonalInit(ctx context.Context, in *PhoneInitRequest, opts ...grpc.CallOption) (*Session, error)
+	// Errors: 400 error 30002 MAX_PERSONAL_INVALID_CODE; 400 error 30003
+	// MAX_PERSONAL_INVALID_PASSWORD; 404 error 30001
+	// MAX_PERSONAL_SESSION_NOT_FOUND.
 	MaxPersonalLogin(ctx context.Context, in *PhoneLoginRequest, opts ...grpc.CallOption) (*Session, error)
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	VkDirectInit(ctx context.Context, in *PhoneInitRequest, opts ...grpc.CallOption) (*Session, error)
+	// Errors: 400 error 32002 VK_DIRECT_INVALID_CODE; 400 error 32003
+	// VK_DIRECT_INVALID_PASSWORD; 404 error 32001 VK_DIRECT_SESSION_NOT_FOUND.
 	VkDirectLogin(ctx context.Context, in *PhoneLoginRequest, opts ...grpc.CallOption) (*Session, error)
 	// Asks for a QR code or a pairing code for a whatsapp connection; an
 	// already authorised connection is 409.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 409 error 10021
+	// CONNECTION_WHATSAPP_ALREADY_AUTHORIZED.
 	WhatsappLogin(ctx context.Context, in *WhatsappLoginRequest, opts ...grpc.CallOption) (*WhatsappLoginResponse, error)
 	// ok once authorised, loading while waiting; never the QR or code.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	WhatsappStatus(ctx context.Context, in *WhatsappStatusRequest, opts ...grpc.CallOption) (*WhatsappStatusResponse, error)
 	// Stores the business profile of a waba connection (the body replaces the
 	// stored profile; absent fields become null) and returns it.
+	//
+	// Errors: 400 error 29005 WABA_PROFILE_PICTURE_URL_NOT_ALLOWED; 400 error
+	// 29006 WABA_PROFILE_PICTURE_TOO_LARGE; 404 error 10000
+	// CONNECTION_NOT_FOUND.
 	UpdateWabaBusinessProfile(ctx context.Context, in *UpdateWabaBusinessProfileRequest, opts ...grpc.CallOption) (*WabaBusinessProfile, error)
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	UpdateWabaConversationalAutomation(ctx context.Context, in *UpdateWabaConversationalAutomationRequest, opts ...grpc.CallOption) (*WabaConversationalAutomation, error)
 }
 
@@ -273,6 +302,9 @@ func (c *connectionsServiceClient) UpdateWabaConversationalAutomation(ctx contex
 // Route order matters: grpc-gateway tries the routes registered last first,
 // so literal siblings come after variable ones.
 type ConnectionsServiceServer interface {
+	// The company's connections of every type, each with its last status and
+	// subscription. Filters and paging come in the query; count is the total
+	// before paging.
 	ListConnections(context.Context, *ListConnectionsRequest) (*ListConnectionsResponse, error)
 	// One connection as in a list item; an unknown id is 404 error 10000.
 	GetConnection(context.Context, *GetConnectionRequest) (*Connection, error)
@@ -282,8 +314,12 @@ type ConnectionsServiceServer interface {
 	CreateConnection(context.Context, *CreateConnectionRequest) (*Connection, error)
 	// Renames a connection or changes the params its type allows to change.
 	// CRM connections are managed by the service: 422.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	UpdateConnection(context.Context, *UpdateConnectionRequest) (*Connection, error)
 	// The 10 newest status records, newest first, as a bare array.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	ListConnectionStatuses(context.Context, *ListConnectionStatusesRequest) (*ListConnectionStatusesResponse, error)
 	// Max connections per limit type.
 	GetLimits(context.Context, *GetLimitsRequest) (*Limits, error)
@@ -291,22 +327,44 @@ type ConnectionsServiceServer interface {
 	GetLimit(context.Context, *GetLimitRequest) (*Limit, error)
 	// Starts a Telegram login (QR or code), or a re-authorisation of an
 	// existing telegram connection when connection_id is given.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	TelegramInit(context.Context, *TelegramInitRequest) (*Session, error)
 	// Advances a Telegram login; polled about every 5 seconds. Each call keeps
 	// the session alive for another hour.
+	//
+	// Errors: 400 error 17002 TELEGRAM_INVALID_CODE; 400 error 17003
+	// TELEGRAM_INVALID_PASSWORD; 404 error 17001 TELEGRAM_SESSION_NOT_FOUND.
 	TelegramLogin(context.Context, *TelegramLoginRequest) (*Session, error)
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	MaxPersonalInit(context.Context, *PhoneInitRequest) (*Session, error)
+	// Errors: 400 error 30002 MAX_PERSONAL_INVALID_CODE; 400 error 30003
+	// MAX_PERSONAL_INVALID_PASSWORD; 404 error 30001
+	// MAX_PERSONAL_SESSION_NOT_FOUND.
 	MaxPersonalLogin(context.Context, *PhoneLoginRequest) (*Session, error)
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	VkDirectInit(context.Context, *PhoneInitRequest) (*Session, error)
+	// Errors: 400 error 32002 VK_DIRECT_INVALID_CODE; 400 error 32003
+	// VK_DIRECT_INVALID_PASSWORD; 404 error 32001 VK_DIRECT_SESSION_NOT_FOUND.
 	VkDirectLogin(context.Context, *PhoneLoginRequest) (*Session, error)
 	// Asks for a QR code or a pairing code for a whatsapp connection; an
 	// already authorised connection is 409.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 409 error 10021
+	// CONNECTION_WHATSAPP_ALREADY_AUTHORIZED.
 	WhatsappLogin(context.Context, *WhatsappLoginRequest) (*WhatsappLoginResponse, error)
 	// ok once authorised, loading while waiting; never the QR or code.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	WhatsappStatus(context.Context, *WhatsappStatusRequest) (*WhatsappStatusResponse, error)
 	// Stores the business profile of a waba connection (the body replaces the
 	// stored profile; absent fields become null) and returns it.
+	//
+	// Errors: 400 error 29005 WABA_PROFILE_PICTURE_URL_NOT_ALLOWED; 400 error
+	// 29006 WABA_PROFILE_PICTURE_TOO_LARGE; 404 error 10000
+	// CONNECTION_NOT_FOUND.
 	UpdateWabaBusinessProfile(context.Context, *UpdateWabaBusinessProfileRequest) (*WabaBusinessProfile, error)
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	UpdateWabaConversationalAutomation(context.Context, *UpdateWabaConversationalAutomationRequest) (*WabaConversationalAutomation, error)
 	mustEmbedUnimplementedConnectionsServiceServer()
 }

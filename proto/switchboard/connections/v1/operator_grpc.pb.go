@@ -29,6 +29,7 @@ const (
 // ConnectionsOperatorService lets the operator create the connections the
 // public API may not: CRM connections, which the service manages.
 type ConnectionsOperatorServiceClient interface {
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
 	CreateCrmConnection(ctx context.Context, in *CreateCrmConnectionRequest, opts ...grpc.CallOption) (*Connection, error)
 }
 
@@ -57,6 +58,7 @@ func (c *connectionsOperatorServiceClient) CreateCrmConnection(ctx context.Conte
 // ConnectionsOperatorService lets the operator create the connections the
 // public API may not: CRM connections, which the service manages.
 type ConnectionsOperatorServiceServer interface {
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
 	CreateCrmConnection(context.Context, *CreateCrmConnectionRequest) (*Connection, error)
 	mustEmbedUnimplementedConnectionsOperatorServiceServer()
 }

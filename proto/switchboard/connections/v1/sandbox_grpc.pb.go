@@ -43,6 +43,8 @@ type ConnectionsSandboxServiceClient interface {
 	ScanSession(ctx context.Context, in *ScanSessionRequest, opts ...grpc.CallOption) (*SandboxSession, error)
 	// The phone scans the connection's QR or enters its pairing code: the
 	// connection becomes authorised (good/normal, params.phone set).
+	//
+	// Errors: 409 error 10022 CONNECTION_WHATSAPP_NO_PENDING_LOGIN.
 	ScanWhatsapp(ctx context.Context, in *ScanWhatsappRequest, opts ...grpc.CallOption) (*Connection, error)
 	// The messenger side changes a connection's status.
 	SetConnectionStatus(ctx context.Context, in *SetConnectionStatusRequest, opts ...grpc.CallOption) (*ConnectionStatus, error)
@@ -123,6 +125,8 @@ type ConnectionsSandboxServiceServer interface {
 	ScanSession(context.Context, *ScanSessionRequest) (*SandboxSession, error)
 	// The phone scans the connection's QR or enters its pairing code: the
 	// connection becomes authorised (good/normal, params.phone set).
+	//
+	// Errors: 409 error 10022 CONNECTION_WHATSAPP_NO_PENDING_LOGIN.
 	ScanWhatsapp(context.Context, *ScanWhatsappRequest) (*Connection, error)
 	// The messenger side changes a connection's status.
 	SetConnectionStatus(context.Context, *SetConnectionStatusRequest) (*ConnectionStatus, error)

@@ -58,23 +58,38 @@ type ContactsServiceClient interface {
 	CreateContact(ctx context.Context, in *CreateContactRequest, opts ...grpc.CallOption) (*Contact, error)
 	// A passed phones, emails or tags list replaces the stored one, an
 	// omitted one is untouched, an empty one clears it.
+	//
+	// Errors: 400 error 1002 CONTACT_TAG_NOT_EXISTS; 404 error 1000
+	// CONTACT_NOT_FOUND; 409 error 1001 CONTACT_PHONE_EMAIL_CONFLICT.
 	UpdateContact(ctx context.Context, in *UpdateContactRequest, opts ...grpc.CallOption) (*Contact, error)
 	// The body is a bare array of tag ids; it replaces every tag. 204.
+	//
+	// Errors: 400 error 1002 CONTACT_TAG_NOT_EXISTS.
 	SetContactTags(ctx context.Context, in *SetContactTagsRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// Notes, recent changes first, as a bare array.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	ListNotes(ctx context.Context, in *ListNotesRequest, opts ...grpc.CallOption) (*ListNotesResponse, error)
 	// A missing note is 404 error 2000.
 	GetNote(ctx context.Context, in *GetNoteRequest, opts ...grpc.CallOption) (*Note, error)
 	CreateNote(ctx context.Context, in *CreateNoteRequest, opts ...grpc.CallOption) (*Note, error)
 	UpdateNote(ctx context.Context, in *UpdateNoteRequest, opts ...grpc.CallOption) (*Note, error)
 	// 204.
+	//
+	// Errors: 404 error 2000 NOTE_NOT_FOUND.
 	DeleteNote(ctx context.Context, in *DeleteNoteRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// Chats bound to the contact, as a bare array.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	ListContactChats(ctx context.Context, in *ListContactChatsRequest, opts ...grpc.CallOption) (*ListContactChatsResponse, error)
 	// Profiles in messengers without phone identification (telegram, max,
 	// vk, avito), as a bare array.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	ListSocialProfiles(ctx context.Context, in *ListSocialProfilesRequest, opts ...grpc.CallOption) (*ListSocialProfilesResponse, error)
 	// Linked CRM contacts and deals, as a bare array.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	ListLinkedEntities(ctx context.Context, in *ListLinkedEntitiesRequest, opts ...grpc.CallOption) (*ListLinkedEntitiesResponse, error)
 	// Every tag of the company, as a bare array.
 	ListTags(ctx context.Context, in *ListTagsRequest, opts ...grpc.CallOption) (*ListTagsResponse, error)
@@ -282,23 +297,38 @@ type ContactsServiceServer interface {
 	CreateContact(context.Context, *CreateContactRequest) (*Contact, error)
 	// A passed phones, emails or tags list replaces the stored one, an
 	// omitted one is untouched, an empty one clears it.
+	//
+	// Errors: 400 error 1002 CONTACT_TAG_NOT_EXISTS; 404 error 1000
+	// CONTACT_NOT_FOUND; 409 error 1001 CONTACT_PHONE_EMAIL_CONFLICT.
 	UpdateContact(context.Context, *UpdateContactRequest) (*Contact, error)
 	// The body is a bare array of tag ids; it replaces every tag. 204.
+	//
+	// Errors: 400 error 1002 CONTACT_TAG_NOT_EXISTS.
 	SetContactTags(context.Context, *SetContactTagsRequest) (*emptypb.Empty, error)
 	// Notes, recent changes first, as a bare array.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	ListNotes(context.Context, *ListNotesRequest) (*ListNotesResponse, error)
 	// A missing note is 404 error 2000.
 	GetNote(context.Context, *GetNoteRequest) (*Note, error)
 	CreateNote(context.Context, *CreateNoteRequest) (*Note, error)
 	UpdateNote(context.Context, *UpdateNoteRequest) (*Note, error)
 	// 204.
+	//
+	// Errors: 404 error 2000 NOTE_NOT_FOUND.
 	DeleteNote(context.Context, *DeleteNoteRequest) (*emptypb.Empty, error)
 	// Chats bound to the contact, as a bare array.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	ListContactChats(context.Context, *ListContactChatsRequest) (*ListContactChatsResponse, error)
 	// Profiles in messengers without phone identification (telegram, max,
 	// vk, avito), as a bare array.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	ListSocialProfiles(context.Context, *ListSocialProfilesRequest) (*ListSocialProfilesResponse, error)
 	// Linked CRM contacts and deals, as a bare array.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	ListLinkedEntities(context.Context, *ListLinkedEntitiesRequest) (*ListLinkedEntitiesResponse, error)
 	// Every tag of the company, as a bare array.
 	ListTags(context.Context, *ListTagsRequest) (*ListTagsResponse, error)

@@ -35,9 +35,11 @@ type OperatorServiceClient interface {
 	// Creates a company with its owner (an ADMINISTRATOR member) and an API key
 	// holding every scope.
 	CreateCompany(ctx context.Context, in *CreateCompanyRequest, opts ...grpc.CallOption) (*CreateCompanyResponse, error)
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
 	CreateApiKey(ctx context.Context, in *CreateApiKeyRequest, opts ...grpc.CallOption) (*CreateApiKeyResponse, error)
 	// Adds a custom role (system_type null) with chosen permissions.
 	CreateRole(ctx context.Context, in *CreateRoleRequest, opts ...grpc.CallOption) (*Role, error)
+	// Errors: 409 error 409 CONFLICT.
 	CreateMember(ctx context.Context, in *CreateMemberRequest, opts ...grpc.CallOption) (*Member, error)
 }
 
@@ -99,9 +101,11 @@ type OperatorServiceServer interface {
 	// Creates a company with its owner (an ADMINISTRATOR member) and an API key
 	// holding every scope.
 	CreateCompany(context.Context, *CreateCompanyRequest) (*CreateCompanyResponse, error)
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
 	CreateApiKey(context.Context, *CreateApiKeyRequest) (*CreateApiKeyResponse, error)
 	// Adds a custom role (system_type null) with chosen permissions.
 	CreateRole(context.Context, *CreateRoleRequest) (*Role, error)
+	// Errors: 409 error 409 CONFLICT.
 	CreateMember(context.Context, *CreateMemberRequest) (*Member, error)
 	mustEmbedUnimplementedOperatorServiceServer()
 }

@@ -43,11 +43,18 @@ type ChatsServiceClient interface {
 	GetChat(ctx context.Context, in *GetChatRequest, opts ...grpc.CallOption) (*Chat, error)
 	// Finds or creates the chat of a person on a connection (rules 1-6 of
 	// spec 4.2) and binds it to a contact through contacts' BindChat.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 10000
+	// CONNECTION_NOT_FOUND.
 	CreateChat(ctx context.Context, in *CreateChatRequest, opts ...grpc.CallOption) (*CreateChatResponse, error)
 	// Resets unanswered_count; 204.
+	//
+	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	MarkChatAnswered(ctx context.Context, in *MarkChatAnsweredRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// Whether a message may be sent now: the business channel's dialog
 	// session and balance; other chats are always open.
+	//
+	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	GetChatAvailability(ctx context.Context, in *GetChatAvailabilityRequest, opts ...grpc.CallOption) (*ChatAvailability, error)
 	// The company's messenger connections a chat can live on, by
 	// connection_id, as a bare array.
@@ -140,11 +147,18 @@ type ChatsServiceServer interface {
 	GetChat(context.Context, *GetChatRequest) (*Chat, error)
 	// Finds or creates the chat of a person on a connection (rules 1-6 of
 	// spec 4.2) and binds it to a contact through contacts' BindChat.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 10000
+	// CONNECTION_NOT_FOUND.
 	CreateChat(context.Context, *CreateChatRequest) (*CreateChatResponse, error)
 	// Resets unanswered_count; 204.
+	//
+	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	MarkChatAnswered(context.Context, *MarkChatAnsweredRequest) (*emptypb.Empty, error)
 	// Whether a message may be sent now: the business channel's dialog
 	// session and balance; other chats are always open.
+	//
+	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	GetChatAvailability(context.Context, *GetChatAvailabilityRequest) (*ChatAvailability, error)
 	// The company's messenger connections a chat can live on, by
 	// connection_id, as a bare array.

@@ -31,11 +31,20 @@ const (
 // design/messaging.md "Messages").
 type MessagesServiceClient interface {
 	// Messages of a chat, newest first; iterate with until.
+	//
+	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error)
 	// Stores an outbound message and answers at once (mode async); the
 	// messenger is called afterwards, and its result arrives as receipts.
 	// The Idempotency-Key header (up to 255 chars) makes a retry answer the
 	// first answer again.
+	//
+	// Errors: 400 error 15010 MESSAGING_WABA_TEMPLATE_NOT_FOUND; 400 error 15011
+	// MESSAGING_FILE_URL_NOT_SUPPORTED; 400 error 15012
+	// MESSAGING_WABA_DIALOG_SESSION_CLOSED; 404 error 10000
+	// CONNECTION_NOT_FOUND; 404 error 15000 MESSAGING_CHAT_NOT_FOUND; 409 error
+	// 15014 MESSAGING_IDEMPOTENCY_KEY_REUSED; 500 error 10020
+	// CONNECTION_WHATSAPP_PROVIDER_UNSUPPORTED.
 	SendMessage(ctx context.Context, in *SendMessageRequest, opts ...grpc.CallOption) (*SendMessageResponse, error)
 }
 
@@ -75,11 +84,20 @@ func (c *messagesServiceClient) SendMessage(ctx context.Context, in *SendMessage
 // design/messaging.md "Messages").
 type MessagesServiceServer interface {
 	// Messages of a chat, newest first; iterate with until.
+	//
+	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error)
 	// Stores an outbound message and answers at once (mode async); the
 	// messenger is called afterwards, and its result arrives as receipts.
 	// The Idempotency-Key header (up to 255 chars) makes a retry answer the
 	// first answer again.
+	//
+	// Errors: 400 error 15010 MESSAGING_WABA_TEMPLATE_NOT_FOUND; 400 error 15011
+	// MESSAGING_FILE_URL_NOT_SUPPORTED; 400 error 15012
+	// MESSAGING_WABA_DIALOG_SESSION_CLOSED; 404 error 10000
+	// CONNECTION_NOT_FOUND; 404 error 15000 MESSAGING_CHAT_NOT_FOUND; 409 error
+	// 15014 MESSAGING_IDEMPOTENCY_KEY_REUSED; 500 error 10020
+	// CONNECTION_WHATSAPP_PROVIDER_UNSUPPORTED.
 	SendMessage(context.Context, *SendMessageRequest) (*SendMessageResponse, error)
 	mustEmbedUnimplementedMessagesServiceServer()
 }

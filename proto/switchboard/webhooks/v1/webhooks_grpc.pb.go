@@ -39,14 +39,20 @@ const (
 type WebhooksServiceClient interface {
 	// Subscribes a URL to events of one connection. The answer is the only
 	// one that shows the signing secret.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	CreateWebhook(ctx context.Context, in *CreateWebhookRequest, opts ...grpc.CallOption) (*Webhook, error)
 	// Every subscription of the company, oldest first, as a bare array.
 	ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (*ListWebhooksResponse, error)
 	// One subscription; unknown is 404 error 33000.
 	GetWebhook(ctx context.Context, in *GetWebhookRequest, opts ...grpc.CallOption) (*Webhook, error)
 	// Changes the url and/or the events; what is not given stays.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	UpdateWebhook(ctx context.Context, in *UpdateWebhookRequest, opts ...grpc.CallOption) (*Webhook, error)
 	// 204.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	DeleteWebhook(ctx context.Context, in *DeleteWebhookRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// The subscription's deliveries, newest first, as a bare array: each
 	// with the state of its last attempt. Unknown webhook: 404 error 33000.
@@ -57,6 +63,8 @@ type WebhooksServiceClient interface {
 	RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*WebhookDelivery, error)
 	// Sends a test event of kind webhooks.ping to this subscription only;
 	// answers its delivery. No body.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	PingWebhook(ctx context.Context, in *PingWebhookRequest, opts ...grpc.CallOption) (*WebhookDelivery, error)
 }
 
@@ -157,14 +165,20 @@ func (c *webhooksServiceClient) PingWebhook(ctx context.Context, in *PingWebhook
 type WebhooksServiceServer interface {
 	// Subscribes a URL to events of one connection. The answer is the only
 	// one that shows the signing secret.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	CreateWebhook(context.Context, *CreateWebhookRequest) (*Webhook, error)
 	// Every subscription of the company, oldest first, as a bare array.
 	ListWebhooks(context.Context, *ListWebhooksRequest) (*ListWebhooksResponse, error)
 	// One subscription; unknown is 404 error 33000.
 	GetWebhook(context.Context, *GetWebhookRequest) (*Webhook, error)
 	// Changes the url and/or the events; what is not given stays.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	UpdateWebhook(context.Context, *UpdateWebhookRequest) (*Webhook, error)
 	// 204.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	DeleteWebhook(context.Context, *DeleteWebhookRequest) (*emptypb.Empty, error)
 	// The subscription's deliveries, newest first, as a bare array: each
 	// with the state of its last attempt. Unknown webhook: 404 error 33000.
@@ -175,6 +189,8 @@ type WebhooksServiceServer interface {
 	RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*WebhookDelivery, error)
 	// Sends a test event of kind webhooks.ping to this subscription only;
 	// answers its delivery. No body.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	PingWebhook(context.Context, *PingWebhookRequest) (*WebhookDelivery, error)
 	mustEmbedUnimplementedWebhooksServiceServer()
 }

@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/paths"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/proto/openapi"
+)
+
+// Every answer an e2e test receives is checked against the API reference
+// (proto/openapi, generated from the protos): its status must be one the
+// operation documents and its body must match the documented schema, so a
+// field the code sends that the document lacks, or the other way round,
+// fails the test that saw it. Answers of paths the documents do not have
+// (unknown addresses the tests ask on purpose, the file routes the gateway
+// serves itself) are not checked here; TestReferenceCoversRoutes lists
+// them.
+
+var reference struct {
+	once             sync.Once
+	public, operator checker
+	err              error
+
+	mu           sync.Mutex
+	undocumented map[string]int
+}
+
+// checker is one document, as a model and as a validator.
+type checker struct {
+	model *v3.Document
+	validator.Validator
+}
+
+func loadReference() error {
+	reference.once.Do(func() {
+		build := func(spec []byte) (checker, error) {
+			doc, err := libopenapi.NewDocument(spec)
+			if err != nil {
+				return checker{}, err
+			}
+			model, err := doc.BuildV3Model()
+			if err != nil {
+				return checker{}, err
+			}
+			v, errs := validator.NewValidator(doc)
+			if len(errs) > 0 {
+				return checker{}, errs[0]
+			}
+			if ok, verrs := v.ValidateDocument(); !ok {
+				var msgs []string
+				for _, e := range verrs {
+					msgs = append(msgs, e.Error())
+				}
+				return checker{}, fmt.Errorf("the document is not valid OpenAPI: %s", strings.Join(msgs, "; "))
+			}
+			return checker{model: &model.Model, Validator: v}, nil
+		}
+		if reference.public, reference.err = build(openapi.Public()); reference.err != nil {
+			reference.err = fmt.Errorf("public.json: %w", reference.err)
+			return
+		}
+		if reference.operator, reference.err = build(openapi.Operator()); reference.err != nil {
+			reference.err = fmt.Errorf("operator.json: %w", reference.err)
+		}
+		reference.undocumented = map[string]int{}
+	})
+	return reference.err
+}
+
+// conformance checks one exchange against the reference; it answers what
+// does not match.
+func conformance(req *http.Request, status int, header http.Header, body []byte) []string {
+	if err := loadReference(); err != nil {
+		return []string{err.Error()}
+	}
+	v := reference.public
+	if strings.HasPrefix(req.URL.Path, "/admin/") || strings.HasPrefix(req.URL.Path, "/sandbox/") {
+		v = reference.operator
+	}
+	// The gateway serves every path with or without one trailing slash;
+	// the reference writes them without.
+	checked := req.Clone(req.Context())
+	if p := checked.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+		checked.URL.Path = strings.TrimSuffix(p, "/")
+		checked.URL.RawPath = ""
+	}
+	res := &http.Response{StatusCode: status, Header: header, Body: io.NopCloser(bytes.NewReader(body)), Request: checked}
+	if _, errs, _ := paths.FindPath(checked, v.model, nil); len(errs) > 0 {
+		reference.mu.Lock()
+		reference.undocumented[req.Method+" "+checked.URL.Path]++
+		reference.mu.Unlock()
+		return nil
+	}
+	ok, errs := v.ValidateHttpResponse(checked, res)
+	if ok {
+		return nil
+	}
+	var out []string
+	for _, e := range errs {
+		msg := e.Message
+		if e.Reason != "" {
+			msg += ": " + e.Reason
+		}
+		for _, se := range e.SchemaValidationErrors {
+			msg += fmt.Sprintf(" [%s: %s]", se.FieldPath, se.Reason)
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// TestReferenceIsValid: both documents are valid OpenAPI 3.1, and every
+// operation has an id without spaces (spec part 9).
+func TestReferenceIsValid(t *testing.T) {
+	require.NoError(t, loadReference())
+	for _, spec := range [][]byte{openapi.Public(), openapi.Operator()} {
+		doc, err := libopenapi.NewDocument(spec)
+		require.NoError(t, err)
+		model, err := doc.BuildV3Model()
+		require.NoError(t, err)
+		require.Equal(t, "3.1.0", model.Model.Version)
+		seen := map[string]bool{}
+		for pair := model.Model.Paths.PathItems.First(); pair != nil; pair = pair.Next() {
+			for op := pair.Value().GetOperations().First(); op != nil; op = op.Next() {
+				id := op.Value().OperationId
+				require.NotEmpty(t, id, "%s %s", op.Key(), pair.Key())
+				require.NotContains(t, id, " ")
+				require.False(t, seen[id], "operation id %s twice", id)
+				seen[id] = true
+			}
+		}
+	}
+}
+
+// undocumentedPaths are the paths the tests asked that the reference does
+// not have, with how many answers each gave.
+func undocumentedPaths() []string {
+	reference.mu.Lock()
+	defer reference.mu.Unlock()
+	var out []string
+	for k, n := range reference.undocumented {
+		out = append(out, fmt.Sprintf("%s (%d)", k, n))
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,116 @@
+package openapi_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/proto/openapi"
+)
+
+// The committed documents are what `make generate` writes from the protos
+// (make check-generate keeps them so); these tests read them for the
+// rules of pkg/openapi that the e2e validation relies on.
+
+func load(t *testing.T, raw []byte) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	require.Equal(t, "3.1.0", doc["openapi"])
+	return doc
+}
+
+func at(t *testing.T, v any, path ...string) any {
+	t.Helper()
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		require.True(t, ok, "%v: not an object at %q", path, p)
+		v, ok = m[p]
+		require.True(t, ok, "%v: no %q", path, p)
+	}
+	return v
+}
+
+func TestAnswersAreTheWalkersJSON(t *testing.T) {
+	doc := load(t, openapi.Public())
+	chat := at(t, doc, "components", "schemas", "messaging.v1.Chat").(map[string]any)
+	require.Equal(t, false, chat["additionalProperties"], "answers allow no field the document lacks")
+	props := chat["properties"].(map[string]any)
+	require.ElementsMatch(t, chat["required"], keys(props), "every field is always written")
+	require.Equal(t, map[string]any{"type": "integer", "format": "int64"}, props["id"], "int64 is a JSON integer")
+	require.Equal(t, []any{"string", "null"}, at(t, props, "avatar_url", "type"), "an unset optional field is null")
+	require.Equal(t, "date-time", at(t, props, "created_at", "format"), "a timestamp is a string")
+
+	typ := at(t, doc, "components", "schemas", "messaging.v1.Message", "properties", "message_type").(map[string]any)
+	require.Contains(t, typ["enum"], "waba_template", "enums are their JSON strings")
+	require.Contains(t, typ["enum"], nil, "UNSPECIFIED is written as null")
+
+	list := at(t, doc, "paths", "/v2/companies/{company_id}/messaging/waba_templates", "get", "responses", "200",
+		"content", "application/json", "schema").(map[string]any)
+	require.Equal(t, "array", list["type"], "response_body gives a bare array")
+	del := at(t, doc, "paths", "/v2/companies/{company_id}/messaging/templates/waba_templates/actions/delete", "post", "responses").(map[string]any)
+	require.Contains(t, del, "204", "google.protobuf.Empty is 204")
+	require.NotContains(t, del, "200")
+}
+
+func TestRequestsCarryTheirRules(t *testing.T) {
+	doc := load(t, openapi.Public())
+	body := at(t, doc, "paths", "/v2/companies/{company_id}/messaging/templates/waba_templates", "post",
+		"requestBody", "content", "application/json", "schema").(map[string]any)
+	require.NotContains(t, body["properties"], "company_id", "path variables are not body fields")
+	require.ElementsMatch(t, []any{"connection_id", "custom_name", "category", "components", "template_locale"}, body["required"])
+	name := at(t, body, "properties", "custom_name").(map[string]any)
+	require.EqualValues(t, 505, name["maxLength"])
+	require.Equal(t, "^[a-z0-9_]+$", name["pattern"])
+	require.Equal(t, []any{"AUTHENTICATION", "MARKETING", "UTILITY"}, at(t, body, "properties", "category", "enum"))
+	require.EqualValues(t, 4, at(t, body, "properties", "components", "maxItems"))
+
+	send := at(t, doc, "paths", "/v2/companies/{company_id}/messaging/messages", "post").(map[string]any)
+	var header map[string]any
+	for _, p := range send["parameters"].([]any) {
+		if p.(map[string]any)["in"] == "header" {
+			header = p.(map[string]any)
+		}
+	}
+	require.Equal(t, "Idempotency-Key", header["name"])
+}
+
+func TestErrorsSecurityAndIDs(t *testing.T) {
+	doc := load(t, openapi.Public())
+	update := at(t, doc, "paths", "/v2/companies/{company_id}/messaging/templates/waba_templates/actions/update", "patch").(map[string]any)
+	ref := at(t, update, "responses", "404", "$ref").(string)
+	resp := at(t, doc, "components", "responses", ref[len("#/components/responses/"):]).(map[string]any)
+	// 15010 is 400 in the catalogue; the service's comment says 404 here.
+	require.Equal(t, []any{404.0, 10000.0, 15010.0}, resp["x-error-codes"])
+	require.Equal(t, []any{map[string]any{"ApiKey": []any{"messaging"}}}, update["security"])
+
+	roles := at(t, doc, "paths", "/v2/companies/{company_id}/roles", "get", "security").([]any)
+	require.Equal(t, []any{"members", "permission:members_view"}, roles[0].(map[string]any)["ApiKey"], "a scope and a permission")
+
+	seen := map[string]bool{}
+	for _, item := range at(t, doc, "paths").(map[string]any) {
+		for _, op := range item.(map[string]any) {
+			id := op.(map[string]any)["operationId"].(string)
+			require.NotContains(t, id, " ")
+			require.False(t, seen[id], id)
+			seen[id] = true
+		}
+	}
+	// A literal path keeps the methods its template serves there.
+	require.Contains(t, at(t, doc, "paths", "/v2/users/me/profile"), "patch")
+
+	op := load(t, openapi.Operator())
+	require.Contains(t, at(t, op, "paths"), "/sandbox/v1/waba/{connection_id}/templates/{name}/status")
+	require.NotContains(t, at(t, doc, "paths"), "/sandbox/v1/waba/{connection_id}/templates/{name}/status")
+	require.Equal(t, []any{map[string]any{"OperatorToken": []any{}}},
+		at(t, op, "paths", "/admin/v1/companies", "post", "security"))
+}
+
+func keys(m map[string]any) []any {
+	var out []any
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
