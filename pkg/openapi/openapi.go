@@ -58,6 +58,8 @@ type route struct {
 	match *regexp.Regexp
 	// streamed: a file route the gateway serves itself (streamed.go).
 	streamed bool
+	// wildcards are the variables that span segments ({path=**}).
+	wildcards []any
 }
 
 // Build writes the document of one kind from the files (and what they
@@ -94,6 +96,7 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 						return nil, fmt.Errorf("%s: a route without a path", md.FullName())
 					}
 					rt.match = routeRegexp(rt.path)
+					rt.wildcards = wildcards(rt.path)
 					// {path=**} is a variable of OpenAPI's kind: {path}.
 					rt.path = pathVar.ReplaceAllString(rt.path, "{$1}")
 					if kindOf(rt) == kind {
@@ -129,6 +132,10 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 			return nil, fmt.Errorf("%s %s: two routes", rt.verb, rt.path)
 		}
 		item[strings.ToLower(rt.verb)] = op
+		if len(rt.wildcards) > 0 {
+			// OpenAPI's variables are one segment; these take any number.
+			item["x-multi-segment-variables"] = rt.wildcards
+		}
 		tags[string(rt.service.Name())] = comment(rt.service)
 	}
 	shadowed(paths, routes, g)
@@ -194,6 +201,17 @@ func shadowed(paths map[string]any, routes []route, g *gen) {
 			item[verb] = op
 		}
 	}
+}
+
+// wildcards are the names of a template's {name=**} variables.
+func wildcards(tmpl string) []any {
+	var out []any
+	for _, m := range pathVar.FindAllStringSubmatch(tmpl, -1) {
+		if strings.Contains(m[2], "**") {
+			out = append(out, m[1])
+		}
+	}
+	return out
 }
 
 // routeRegexp matches the paths a google.api.http template serves: a

@@ -2,6 +2,7 @@ package openapi_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,15 +91,20 @@ func TestErrorsSecurityAndIDs(t *testing.T) {
 
 	seen := map[string]bool{}
 	for _, item := range at(t, doc, "paths").(map[string]any) {
-		for _, op := range item.(map[string]any) {
+		for verb, op := range item.(map[string]any) {
+			if strings.HasPrefix(verb, "x-") {
+				continue
+			}
 			id := op.(map[string]any)["operationId"].(string)
 			require.NotContains(t, id, " ")
 			require.False(t, seen[id], id)
 			seen[id] = true
 		}
 	}
-	// A literal path keeps the methods its template serves there.
+	// A literal path keeps the methods its template serves there; a
+	// variable over several segments is marked.
 	require.Contains(t, at(t, doc, "paths", "/v2/users/me/profile"), "patch")
+	require.Equal(t, []any{"path"}, at(t, doc, "paths", "/v2/users/me/{path}", "x-multi-segment-variables"))
 
 	op := load(t, openapi.Operator())
 	require.Contains(t, at(t, op, "paths"), "/sandbox/v1/waba/{connection_id}/templates/{name}/status")
