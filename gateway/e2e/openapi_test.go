@@ -3,10 +3,10 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
