@@ -42,6 +42,7 @@ func TestAnswersAreTheWalkersJSON(t *testing.T) {
 	require.Equal(t, map[string]any{"type": "integer", "format": "int64"}, props["id"], "int64 is a JSON integer")
 	require.Equal(t, []any{"string", "null"}, at(t, props, "avatar_url", "type"), "an unset optional field is null")
 	require.Equal(t, "date-time", at(t, props, "created_at", "format"), "a timestamp is a string")
+	require.Equal(t, `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$`, at(t, props, "created_at", "pattern"), "with microseconds, in UTC")
 
 	typ := at(t, doc, "components", "schemas", "messaging.v1.Message", "properties", "message_type").(map[string]any)
 	require.Contains(t, typ["enum"], "waba_template", "enums are their JSON strings")
@@ -82,7 +83,7 @@ func TestErrorsSecurityAndIDs(t *testing.T) {
 	update := at(t, doc, "paths", "/v2/companies/{company_id}/messaging/templates/waba_templates/actions/update", "patch").(map[string]any)
 	ref := at(t, update, "responses", "404", "$ref").(string)
 	resp := at(t, doc, "components", "responses", ref[len("#/components/responses/"):]).(map[string]any)
-	// 15010 is 400 in the catalogue; the service's comment says 404 here.
+	// 15010 is 400 in the catalogue; the RPC's comment says 404 here.
 	require.Equal(t, []any{404.0, 10000.0, 15010.0}, resp["x-error-codes"])
 	require.Equal(t, []any{map[string]any{"ApiKey": []any{"messaging"}}}, update["security"])
 

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"regexp"
 	"strings"
 
 	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
@@ -21,6 +22,11 @@ import (
 // any other message a component (made on first use).
 func (g *gen) ref(md protoreflect.MessageDescriptor, input bool) map[string]any {
 	if s := wktSchema(md.FullName()); s != nil {
+		if md.FullName() == "google.protobuf.Timestamp" && !input {
+			// Answers always have six fraction digits; requests take any
+			// RFC 3339 time.
+			s["pattern"] = `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$`
+		}
 		return s
 	}
 	name := schemaName(md)
@@ -413,8 +419,12 @@ func comment(d protoreflect.Descriptor) string {
 	for i, l := range lines {
 		lines[i] = strings.TrimPrefix(l, " ")
 	}
-	return strings.Join(lines, "\n")
+	// Descriptions are CommonMark: "<TYPE>" would be an HTML tag that
+	// renderers drop, so a "<" that could open one is escaped.
+	return htmlOpen.ReplaceAllString(strings.Join(lines, "\n"), `\<$1`)
 }
+
+var htmlOpen = regexp.MustCompile(`<([A-Za-z/!?])`)
 
 // summary is the comment's first sentence, on one line.
 func summary(text string) string {

@@ -53,15 +53,22 @@ type ConnectionsServiceClient interface {
 	// before paging.
 	ListConnections(ctx context.Context, in *ListConnectionsRequest, opts ...grpc.CallOption) (*ListConnectionsResponse, error)
 	// One connection as in a list item; an unknown id is 404 error 10000.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	GetConnection(ctx context.Context, in *GetConnectionRequest, opts ...grpc.CallOption) (*Connection, error)
 	// Creates a connection of any API-creatable type. It joins the company's
 	// subscription of its type (created on the first connection); over the
 	// type limit is 400 error 10010.
+	//
+	// Errors: 400 error 10010 CONNECTION_LIMIT_EXCEEDED; 400 error 17000
+	// TELEGRAM_GENERIC_ERROR; 400 error 30000 MAX_PERSONAL_GENERIC_ERROR; 400
+	// error 32000 VK_DIRECT_GENERIC_ERROR; 503 error 503 SERVICE_UNAVAILABLE.
 	CreateConnection(ctx context.Context, in *CreateConnectionRequest, opts ...grpc.CallOption) (*Connection, error)
 	// Renames a connection or changes the params its type allows to change.
 	// CRM connections are managed by the service: 422.
 	//
-	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 503 error 503
+	// SERVICE_UNAVAILABLE.
 	UpdateConnection(ctx context.Context, in *UpdateConnectionRequest, opts ...grpc.CallOption) (*Connection, error)
 	// The 10 newest status records, newest first, as a bare array.
 	//
@@ -74,7 +81,8 @@ type ConnectionsServiceClient interface {
 	// Starts a Telegram login (QR or code), or a re-authorisation of an
 	// existing telegram connection when connection_id is given.
 	//
-	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 503 error 503
+	// SERVICE_UNAVAILABLE.
 	TelegramInit(ctx context.Context, in *TelegramInitRequest, opts ...grpc.CallOption) (*Session, error)
 	// Advances a Telegram login; polled about every 5 seconds. Each call keeps
 	// the session alive for another hour.
@@ -82,13 +90,15 @@ type ConnectionsServiceClient interface {
 	// Errors: 400 error 17002 TELEGRAM_INVALID_CODE; 400 error 17003
 	// TELEGRAM_INVALID_PASSWORD; 404 error 17001 TELEGRAM_SESSION_NOT_FOUND.
 	TelegramLogin(ctx context.Context, in *TelegramLoginRequest, opts ...grpc.CallOption) (*Session, error)
-	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 503 error 503
+	// SERVICE_UNAVAILABLE.
 	MaxPersonalInit(ctx context.Context, in *PhoneInitRequest, opts ...grpc.CallOption) (*Session, error)
 	// Errors: 400 error 30002 MAX_PERSONAL_INVALID_CODE; 400 error 30003
 	// MAX_PERSONAL_INVALID_PASSWORD; 404 error 30001
 	// MAX_PERSONAL_SESSION_NOT_FOUND.
 	MaxPersonalLogin(ctx context.Context, in *PhoneLoginRequest, opts ...grpc.CallOption) (*Session, error)
-	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 503 error 503
+	// SERVICE_UNAVAILABLE.
 	VkDirectInit(ctx context.Context, in *PhoneInitRequest, opts ...grpc.CallOption) (*Session, error)
 	// Errors: 400 error 32002 VK_DIRECT_INVALID_CODE; 400 error 32003
 	// VK_DIRECT_INVALID_PASSWORD; 404 error 32001 VK_DIRECT_SESSION_NOT_FOUND.
@@ -97,7 +107,7 @@ type ConnectionsServiceClient interface {
 	// already authorised connection is 409.
 	//
 	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 409 error 10021
-	// CONNECTION_WHATSAPP_ALREADY_AUTHORIZED.
+	// CONNECTION_WHATSAPP_ALREADY_AUTHORIZED; 503 error 503 SERVICE_UNAVAILABLE.
 	WhatsappLogin(ctx context.Context, in *WhatsappLoginRequest, opts ...grpc.CallOption) (*WhatsappLoginResponse, error)
 	// ok once authorised, loading while waiting; never the QR or code.
 	//
@@ -107,8 +117,8 @@ type ConnectionsServiceClient interface {
 	// stored profile; absent fields become null) and returns it.
 	//
 	// Errors: 400 error 29005 WABA_PROFILE_PICTURE_URL_NOT_ALLOWED; 400 error
-	// 29006 WABA_PROFILE_PICTURE_TOO_LARGE; 404 error 10000
-	// CONNECTION_NOT_FOUND.
+	// 29006 WABA_PROFILE_PICTURE_TOO_LARGE; 404 error 10000 CONNECTION_NOT_FOUND;
+	// 503 error 503 SERVICE_UNAVAILABLE.
 	UpdateWabaBusinessProfile(ctx context.Context, in *UpdateWabaBusinessProfileRequest, opts ...grpc.CallOption) (*WabaBusinessProfile, error)
 	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	UpdateWabaConversationalAutomation(ctx context.Context, in *UpdateWabaConversationalAutomationRequest, opts ...grpc.CallOption) (*WabaConversationalAutomation, error)
@@ -307,15 +317,22 @@ type ConnectionsServiceServer interface {
 	// before paging.
 	ListConnections(context.Context, *ListConnectionsRequest) (*ListConnectionsResponse, error)
 	// One connection as in a list item; an unknown id is 404 error 10000.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	GetConnection(context.Context, *GetConnectionRequest) (*Connection, error)
 	// Creates a connection of any API-creatable type. It joins the company's
 	// subscription of its type (created on the first connection); over the
 	// type limit is 400 error 10010.
+	//
+	// Errors: 400 error 10010 CONNECTION_LIMIT_EXCEEDED; 400 error 17000
+	// TELEGRAM_GENERIC_ERROR; 400 error 30000 MAX_PERSONAL_GENERIC_ERROR; 400
+	// error 32000 VK_DIRECT_GENERIC_ERROR; 503 error 503 SERVICE_UNAVAILABLE.
 	CreateConnection(context.Context, *CreateConnectionRequest) (*Connection, error)
 	// Renames a connection or changes the params its type allows to change.
 	// CRM connections are managed by the service: 422.
 	//
-	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 503 error 503
+	// SERVICE_UNAVAILABLE.
 	UpdateConnection(context.Context, *UpdateConnectionRequest) (*Connection, error)
 	// The 10 newest status records, newest first, as a bare array.
 	//
@@ -328,7 +345,8 @@ type ConnectionsServiceServer interface {
 	// Starts a Telegram login (QR or code), or a re-authorisation of an
 	// existing telegram connection when connection_id is given.
 	//
-	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 503 error 503
+	// SERVICE_UNAVAILABLE.
 	TelegramInit(context.Context, *TelegramInitRequest) (*Session, error)
 	// Advances a Telegram login; polled about every 5 seconds. Each call keeps
 	// the session alive for another hour.
@@ -336,13 +354,15 @@ type ConnectionsServiceServer interface {
 	// Errors: 400 error 17002 TELEGRAM_INVALID_CODE; 400 error 17003
 	// TELEGRAM_INVALID_PASSWORD; 404 error 17001 TELEGRAM_SESSION_NOT_FOUND.
 	TelegramLogin(context.Context, *TelegramLoginRequest) (*Session, error)
-	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 503 error 503
+	// SERVICE_UNAVAILABLE.
 	MaxPersonalInit(context.Context, *PhoneInitRequest) (*Session, error)
 	// Errors: 400 error 30002 MAX_PERSONAL_INVALID_CODE; 400 error 30003
 	// MAX_PERSONAL_INVALID_PASSWORD; 404 error 30001
 	// MAX_PERSONAL_SESSION_NOT_FOUND.
 	MaxPersonalLogin(context.Context, *PhoneLoginRequest) (*Session, error)
-	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 503 error 503
+	// SERVICE_UNAVAILABLE.
 	VkDirectInit(context.Context, *PhoneInitRequest) (*Session, error)
 	// Errors: 400 error 32002 VK_DIRECT_INVALID_CODE; 400 error 32003
 	// VK_DIRECT_INVALID_PASSWORD; 404 error 32001 VK_DIRECT_SESSION_NOT_FOUND.
@@ -351,7 +371,7 @@ type ConnectionsServiceServer interface {
 	// already authorised connection is 409.
 	//
 	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 409 error 10021
-	// CONNECTION_WHATSAPP_ALREADY_AUTHORIZED.
+	// CONNECTION_WHATSAPP_ALREADY_AUTHORIZED; 503 error 503 SERVICE_UNAVAILABLE.
 	WhatsappLogin(context.Context, *WhatsappLoginRequest) (*WhatsappLoginResponse, error)
 	// ok once authorised, loading while waiting; never the QR or code.
 	//
@@ -361,8 +381,8 @@ type ConnectionsServiceServer interface {
 	// stored profile; absent fields become null) and returns it.
 	//
 	// Errors: 400 error 29005 WABA_PROFILE_PICTURE_URL_NOT_ALLOWED; 400 error
-	// 29006 WABA_PROFILE_PICTURE_TOO_LARGE; 404 error 10000
-	// CONNECTION_NOT_FOUND.
+	// 29006 WABA_PROFILE_PICTURE_TOO_LARGE; 404 error 10000 CONNECTION_NOT_FOUND;
+	// 503 error 503 SERVICE_UNAVAILABLE.
 	UpdateWabaBusinessProfile(context.Context, *UpdateWabaBusinessProfileRequest) (*WabaBusinessProfile, error)
 	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	UpdateWabaConversationalAutomation(context.Context, *UpdateWabaConversationalAutomationRequest) (*WabaConversationalAutomation, error)

@@ -40,13 +40,18 @@ type ConnectionsSandboxServiceClient interface {
 	// A login session as the messenger sees it, with the code it "sent".
 	GetSession(ctx context.Context, in *GetSandboxSessionRequest, opts ...grpc.CallOption) (*SandboxSession, error)
 	// The account with that phone scans the session's QR.
+	//
+	// Errors: 409 error 409 CONFLICT.
 	ScanSession(ctx context.Context, in *ScanSessionRequest, opts ...grpc.CallOption) (*SandboxSession, error)
 	// The phone scans the connection's QR or enters its pairing code: the
 	// connection becomes authorised (good/normal, params.phone set).
 	//
-	// Errors: 409 error 10022 CONNECTION_WHATSAPP_NO_PENDING_LOGIN.
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 409 error 10022
+	// CONNECTION_WHATSAPP_NO_PENDING_LOGIN.
 	ScanWhatsapp(ctx context.Context, in *ScanWhatsappRequest, opts ...grpc.CallOption) (*Connection, error)
 	// The messenger side changes a connection's status.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	SetConnectionStatus(ctx context.Context, in *SetConnectionStatusRequest, opts ...grpc.CallOption) (*ConnectionStatus, error)
 }
 
@@ -122,13 +127,18 @@ type ConnectionsSandboxServiceServer interface {
 	// A login session as the messenger sees it, with the code it "sent".
 	GetSession(context.Context, *GetSandboxSessionRequest) (*SandboxSession, error)
 	// The account with that phone scans the session's QR.
+	//
+	// Errors: 409 error 409 CONFLICT.
 	ScanSession(context.Context, *ScanSessionRequest) (*SandboxSession, error)
 	// The phone scans the connection's QR or enters its pairing code: the
 	// connection becomes authorised (good/normal, params.phone set).
 	//
-	// Errors: 409 error 10022 CONNECTION_WHATSAPP_NO_PENDING_LOGIN.
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 409 error 10022
+	// CONNECTION_WHATSAPP_NO_PENDING_LOGIN.
 	ScanWhatsapp(context.Context, *ScanWhatsappRequest) (*Connection, error)
 	// The messenger side changes a connection's status.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	SetConnectionStatus(context.Context, *SetConnectionStatusRequest) (*ConnectionStatus, error)
 	mustEmbedUnimplementedConnectionsSandboxServiceServer()
 }

@@ -52,9 +52,14 @@ type ContactsServiceClient interface {
 	// One request per second per company; the next is 429 with Retry-After.
 	ListContacts(ctx context.Context, in *ListContactsRequest, opts ...grpc.CallOption) (*ListContactsResponse, error)
 	// A missing contact is 404 error 1000.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	GetContact(ctx context.Context, in *GetContactRequest, opts ...grpc.CallOption) (*Contact, error)
 	// A phone or email of another contact of the company is 409 error 1001;
 	// an unknown tag is 400 error 1002; a bad phone is 422.
+	//
+	// Errors: 400 error 1002 CONTACT_TAG_NOT_EXISTS; 409 error 1001
+	// CONTACT_PHONE_EMAIL_CONFLICT.
 	CreateContact(ctx context.Context, in *CreateContactRequest, opts ...grpc.CallOption) (*Contact, error)
 	// A passed phones, emails or tags list replaces the stored one, an
 	// omitted one is untouched, an empty one clears it.
@@ -64,19 +69,24 @@ type ContactsServiceClient interface {
 	UpdateContact(ctx context.Context, in *UpdateContactRequest, opts ...grpc.CallOption) (*Contact, error)
 	// The body is a bare array of tag ids; it replaces every tag. 204.
 	//
-	// Errors: 400 error 1002 CONTACT_TAG_NOT_EXISTS.
+	// Errors: 400 error 1002 CONTACT_TAG_NOT_EXISTS; 404 error 1000
+	// CONTACT_NOT_FOUND.
 	SetContactTags(ctx context.Context, in *SetContactTagsRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// Notes, recent changes first, as a bare array.
 	//
 	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	ListNotes(ctx context.Context, in *ListNotesRequest, opts ...grpc.CallOption) (*ListNotesResponse, error)
 	// A missing note is 404 error 2000.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 2000 NOTE_NOT_FOUND.
 	GetNote(ctx context.Context, in *GetNoteRequest, opts ...grpc.CallOption) (*Note, error)
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	CreateNote(ctx context.Context, in *CreateNoteRequest, opts ...grpc.CallOption) (*Note, error)
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 2000 NOTE_NOT_FOUND.
 	UpdateNote(ctx context.Context, in *UpdateNoteRequest, opts ...grpc.CallOption) (*Note, error)
 	// 204.
 	//
-	// Errors: 404 error 2000 NOTE_NOT_FOUND.
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 2000 NOTE_NOT_FOUND.
 	DeleteNote(ctx context.Context, in *DeleteNoteRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// Chats bound to the contact, as a bare array.
 	//
@@ -291,9 +301,14 @@ type ContactsServiceServer interface {
 	// One request per second per company; the next is 429 with Retry-After.
 	ListContacts(context.Context, *ListContactsRequest) (*ListContactsResponse, error)
 	// A missing contact is 404 error 1000.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	GetContact(context.Context, *GetContactRequest) (*Contact, error)
 	// A phone or email of another contact of the company is 409 error 1001;
 	// an unknown tag is 400 error 1002; a bad phone is 422.
+	//
+	// Errors: 400 error 1002 CONTACT_TAG_NOT_EXISTS; 409 error 1001
+	// CONTACT_PHONE_EMAIL_CONFLICT.
 	CreateContact(context.Context, *CreateContactRequest) (*Contact, error)
 	// A passed phones, emails or tags list replaces the stored one, an
 	// omitted one is untouched, an empty one clears it.
@@ -303,19 +318,24 @@ type ContactsServiceServer interface {
 	UpdateContact(context.Context, *UpdateContactRequest) (*Contact, error)
 	// The body is a bare array of tag ids; it replaces every tag. 204.
 	//
-	// Errors: 400 error 1002 CONTACT_TAG_NOT_EXISTS.
+	// Errors: 400 error 1002 CONTACT_TAG_NOT_EXISTS; 404 error 1000
+	// CONTACT_NOT_FOUND.
 	SetContactTags(context.Context, *SetContactTagsRequest) (*emptypb.Empty, error)
 	// Notes, recent changes first, as a bare array.
 	//
 	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	ListNotes(context.Context, *ListNotesRequest) (*ListNotesResponse, error)
 	// A missing note is 404 error 2000.
+	//
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 2000 NOTE_NOT_FOUND.
 	GetNote(context.Context, *GetNoteRequest) (*Note, error)
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND.
 	CreateNote(context.Context, *CreateNoteRequest) (*Note, error)
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 2000 NOTE_NOT_FOUND.
 	UpdateNote(context.Context, *UpdateNoteRequest) (*Note, error)
 	// 204.
 	//
-	// Errors: 404 error 2000 NOTE_NOT_FOUND.
+	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 2000 NOTE_NOT_FOUND.
 	DeleteNote(context.Context, *DeleteNoteRequest) (*emptypb.Empty, error)
 	// Chats bound to the contact, as a bare array.
 	//

@@ -51,6 +51,8 @@ type IdentityServiceClient interface {
 	GetMyProfile(ctx context.Context, in *GetMyProfileRequest, opts ...grpc.CallOption) (*UserProfile, error)
 	// The company card. Any key of the company may read it; a key of another
 	// company gets 404 error 8000.
+	//
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
 	GetCompany(ctx context.Context, in *GetCompanyRequest, opts ...grpc.CallOption) (*Company, error)
 	ListMembers(ctx context.Context, in *ListMembersRequest, opts ...grpc.CallOption) (*ListMembersResponse, error)
 	ListRoles(ctx context.Context, in *ListRolesRequest, opts ...grpc.CallOption) (*ListRolesResponse, error)
@@ -191,6 +193,8 @@ type IdentityServiceServer interface {
 	GetMyProfile(context.Context, *GetMyProfileRequest) (*UserProfile, error)
 	// The company card. Any key of the company may read it; a key of another
 	// company gets 404 error 8000.
+	//
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
 	GetCompany(context.Context, *GetCompanyRequest) (*Company, error)
 	ListMembers(context.Context, *ListMembersRequest) (*ListMembersResponse, error)
 	ListRoles(context.Context, *ListRolesRequest) (*ListRolesResponse, error)

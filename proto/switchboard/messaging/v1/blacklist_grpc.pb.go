@@ -40,13 +40,24 @@ const (
 // the scope connections, changes need messaging (rule 2).
 type BlacklistServiceClient interface {
 	// The connection's items by id (oldest first), as a bare array.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	ListBlacklistItems(ctx context.Context, in *ListBlacklistItemsRequest, opts ...grpc.CallOption) (*ListBlacklistItemsResponse, error)
 	// Blocks a chat by chat_id, or (whatsapp and waba only) a phone without
 	// a chat. Already blocked is 409 error 10007; over 2048 items 409 error
 	// 10009; a phone on another type 422 error 10015; a chat_id of no chat of
 	// this connection 404 error 15000.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 404 error 15000
+	// MESSAGING_CHAT_NOT_FOUND; 409 error 10007
+	// CONNECTION_BLACKLIST_CHAT_IS_ALREADY_BLACKLISTED; 409 error 10009
+	// CONNECTION_BLACKLIST_LIMIT_EXCEEDED; 422 error 10015
+	// CONNECTION_BLACKLIST_CHAT_EXPECTED_CHAT_ID.
 	CreateBlacklistItem(ctx context.Context, in *CreateBlacklistItemRequest, opts ...grpc.CallOption) (*BlacklistItem, error)
 	// Unblocks; 204. An unknown item is 404 error 10008.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 404 error 10008
+	// CONNECTION_BLACKLIST_CHAT_IS_NOT_BLACKLISTED.
 	DeleteBlacklistItem(ctx context.Context, in *DeleteBlacklistItemRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 }
 
@@ -103,13 +114,24 @@ func (c *blacklistServiceClient) DeleteBlacklistItem(ctx context.Context, in *De
 // the scope connections, changes need messaging (rule 2).
 type BlacklistServiceServer interface {
 	// The connection's items by id (oldest first), as a bare array.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	ListBlacklistItems(context.Context, *ListBlacklistItemsRequest) (*ListBlacklistItemsResponse, error)
 	// Blocks a chat by chat_id, or (whatsapp and waba only) a phone without
 	// a chat. Already blocked is 409 error 10007; over 2048 items 409 error
 	// 10009; a phone on another type 422 error 10015; a chat_id of no chat of
 	// this connection 404 error 15000.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 404 error 15000
+	// MESSAGING_CHAT_NOT_FOUND; 409 error 10007
+	// CONNECTION_BLACKLIST_CHAT_IS_ALREADY_BLACKLISTED; 409 error 10009
+	// CONNECTION_BLACKLIST_LIMIT_EXCEEDED; 422 error 10015
+	// CONNECTION_BLACKLIST_CHAT_EXPECTED_CHAT_ID.
 	CreateBlacklistItem(context.Context, *CreateBlacklistItemRequest) (*BlacklistItem, error)
 	// Unblocks; 204. An unknown item is 404 error 10008.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 404 error 10008
+	// CONNECTION_BLACKLIST_CHAT_IS_NOT_BLACKLISTED.
 	DeleteBlacklistItem(context.Context, *DeleteBlacklistItemRequest) (*emptypb.Empty, error)
 	mustEmbedUnimplementedBlacklistServiceServer()
 }

@@ -40,12 +40,14 @@ const (
 // are declared after it.
 type ChatsServiceClient interface {
 	// One chat; unknown is 404 error 15000.
+	//
+	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	GetChat(ctx context.Context, in *GetChatRequest, opts ...grpc.CallOption) (*Chat, error)
 	// Finds or creates the chat of a person on a connection (rules 1-6 of
 	// spec 4.2) and binds it to a contact through contacts' BindChat.
 	//
 	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 10000
-	// CONNECTION_NOT_FOUND.
+	// CONNECTION_NOT_FOUND; 503 error 503 SERVICE_UNAVAILABLE.
 	CreateChat(ctx context.Context, in *CreateChatRequest, opts ...grpc.CallOption) (*CreateChatResponse, error)
 	// Resets unanswered_count; 204.
 	//
@@ -61,6 +63,8 @@ type ChatsServiceClient interface {
 	ListChatSources(ctx context.Context, in *ListChatSourcesRequest, opts ...grpc.CallOption) (*ListChatSourcesResponse, error)
 	// The chat of a connection by its messenger-side id; unknown is 404
 	// error 15000.
+	//
+	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	GetChatBySource(ctx context.Context, in *GetChatBySourceRequest, opts ...grpc.CallOption) (*Chat, error)
 }
 
@@ -144,12 +148,14 @@ func (c *chatsServiceClient) GetChatBySource(ctx context.Context, in *GetChatByS
 // are declared after it.
 type ChatsServiceServer interface {
 	// One chat; unknown is 404 error 15000.
+	//
+	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	GetChat(context.Context, *GetChatRequest) (*Chat, error)
 	// Finds or creates the chat of a person on a connection (rules 1-6 of
 	// spec 4.2) and binds it to a contact through contacts' BindChat.
 	//
 	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 10000
-	// CONNECTION_NOT_FOUND.
+	// CONNECTION_NOT_FOUND; 503 error 503 SERVICE_UNAVAILABLE.
 	CreateChat(context.Context, *CreateChatRequest) (*CreateChatResponse, error)
 	// Resets unanswered_count; 204.
 	//
@@ -165,6 +171,8 @@ type ChatsServiceServer interface {
 	ListChatSources(context.Context, *ListChatSourcesRequest) (*ListChatSourcesResponse, error)
 	// The chat of a connection by its messenger-side id; unknown is 404
 	// error 15000.
+	//
+	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	GetChatBySource(context.Context, *GetChatBySourceRequest) (*Chat, error)
 	mustEmbedUnimplementedChatsServiceServer()
 }

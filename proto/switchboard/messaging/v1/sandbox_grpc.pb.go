@@ -38,19 +38,28 @@ type MessagingSandboxServiceClient interface {
 	// A person writes to the connection; the platform ingests it exactly as
 	// an update of the real messenger. A repeated source_message_id changes
 	// nothing.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	Inbound(ctx context.Context, in *InboundRequest, opts ...grpc.CallOption) (*InboundResponse, error)
 	// How the messenger answers later sends on the connection.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	SetBehaviour(ctx context.Context, in *Behaviour, opts ...grpc.CallOption) (*Behaviour, error)
 	// A receipt for one outbound message (its platform uuid); 204.
 	MessageStatus(ctx context.Context, in *MessageStatusRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// What the messenger received from the platform, oldest first, as a bare
 	// array.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	Outbox(ctx context.Context, in *OutboxRequest, opts ...grpc.CallOption) (*OutboxResponse, error)
 	// The provider moderates a business template of a waba connection:
 	// APPROVED, REJECTED (with rejected_reason), PAUSED or DISABLED. A change
 	// of status emits waba_templates.status_changed; the same status again
 	// changes nothing. Answers the template; an unknown name is 404 error
 	// 15010.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 404 error 15010
+	// MESSAGING_WABA_TEMPLATE_NOT_FOUND.
 	ModerateWabaTemplate(ctx context.Context, in *ModerateWabaTemplateRequest, opts ...grpc.CallOption) (*WabaTemplate, error)
 }
 
@@ -123,19 +132,28 @@ type MessagingSandboxServiceServer interface {
 	// A person writes to the connection; the platform ingests it exactly as
 	// an update of the real messenger. A repeated source_message_id changes
 	// nothing.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	Inbound(context.Context, *InboundRequest) (*InboundResponse, error)
 	// How the messenger answers later sends on the connection.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	SetBehaviour(context.Context, *Behaviour) (*Behaviour, error)
 	// A receipt for one outbound message (its platform uuid); 204.
 	MessageStatus(context.Context, *MessageStatusRequest) (*emptypb.Empty, error)
 	// What the messenger received from the platform, oldest first, as a bare
 	// array.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	Outbox(context.Context, *OutboxRequest) (*OutboxResponse, error)
 	// The provider moderates a business template of a waba connection:
 	// APPROVED, REJECTED (with rejected_reason), PAUSED or DISABLED. A change
 	// of status emits waba_templates.status_changed; the same status again
 	// changes nothing. Answers the template; an unknown name is 404 error
 	// 15010.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 404 error 15010
+	// MESSAGING_WABA_TEMPLATE_NOT_FOUND.
 	ModerateWabaTemplate(context.Context, *ModerateWabaTemplateRequest) (*WabaTemplate, error)
 	mustEmbedUnimplementedMessagingSandboxServiceServer()
 }

@@ -37,7 +37,7 @@ const (
 // (WABA) templates are WabaTemplatesService.
 //
 // Every call needs the scope messaging. A template that does not exist or
-// is another company's is 404 error 15005 MESSAGING_TEMPLATE_NOT_FOUND. A
+// is another company's is 404 MESSAGING_TEMPLATE_NOT_FOUND (code 15005). A
 // bad field is 422 with its location (["body", "params", "action",
 // "buttons", 0, "reply", "title"]); a refused request stores nothing.
 type TemplatesServiceClient interface {
@@ -70,8 +70,12 @@ type TemplatesServiceClient interface {
 	// text makes it plain (params {} required in the same request, and a
 	// text unless it has a file). An interactive template's text follows its
 	// params.
+	//
+	// Errors: 404 error 15005 MESSAGING_TEMPLATE_NOT_FOUND.
 	UpdateTemplate(ctx context.Context, in *UpdateTemplateRequest, opts ...grpc.CallOption) (*Template, error)
 	// Deletes a template; 204.
+	//
+	// Errors: 404 error 15005 MESSAGING_TEMPLATE_NOT_FOUND.
 	DeleteTemplate(ctx context.Context, in *DeleteTemplateRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 }
 
@@ -134,7 +138,7 @@ func (c *templatesServiceClient) DeleteTemplate(ctx context.Context, in *DeleteT
 // (WABA) templates are WabaTemplatesService.
 //
 // Every call needs the scope messaging. A template that does not exist or
-// is another company's is 404 error 15005 MESSAGING_TEMPLATE_NOT_FOUND. A
+// is another company's is 404 MESSAGING_TEMPLATE_NOT_FOUND (code 15005). A
 // bad field is 422 with its location (["body", "params", "action",
 // "buttons", 0, "reply", "title"]); a refused request stores nothing.
 type TemplatesServiceServer interface {
@@ -167,8 +171,12 @@ type TemplatesServiceServer interface {
 	// text makes it plain (params {} required in the same request, and a
 	// text unless it has a file). An interactive template's text follows its
 	// params.
+	//
+	// Errors: 404 error 15005 MESSAGING_TEMPLATE_NOT_FOUND.
 	UpdateTemplate(context.Context, *UpdateTemplateRequest) (*Template, error)
 	// Deletes a template; 204.
+	//
+	// Errors: 404 error 15005 MESSAGING_TEMPLATE_NOT_FOUND.
 	DeleteTemplate(context.Context, *DeleteTemplateRequest) (*emptypb.Empty, error)
 	mustEmbedUnimplementedTemplatesServiceServer()
 }

@@ -32,9 +32,10 @@ const (
 //
 // WabaTemplatesService is the business channel's message templates (spec
 // 2.11, 4.2, 4.6; design/messaging.md "Business (WABA) templates"). The
-// provider moderates them; only APPROVED ones can be sent. Every route
-// names a waba connection of the company: any other connection is 404
-// error 10000; an unknown template name 404 error 15010.
+// provider moderates them; only APPROVED ones can be sent. A route that
+// names a waba connection of the company answers any other connection 404
+// CONNECTION_NOT_FOUND (code 10000); one that names a template answers an
+// unknown name 404 MESSAGING_WABA_TEMPLATE_NOT_FOUND (code 15010).
 type WabaTemplatesServiceClient interface {
 	// Submits a business template to the provider for moderation and answers
 	// it with status SUBMITTED. Its name is custom_name, "_" and six random
@@ -44,16 +45,25 @@ type WabaTemplatesServiceClient interface {
 	// header_text for a TEXT header, button_url_text for a URL button); an
 	// IMAGE, VIDEO or DOCUMENT header needs examples.header_url. Every
 	// violation is 422 with the offending field.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 503 error 503
+	// SERVICE_UNAVAILABLE.
 	CreateWabaTemplate(ctx context.Context, in *CreateWabaTemplateRequest, opts ...grpc.CallOption) (*WabaTemplate, error)
 	// The company's business templates with what a send needs, as a bare
 	// array, newest first. Served from the platform's own copy: it never
 	// calls the provider.
 	ListWabaTemplates(ctx context.Context, in *ListWabaTemplatesRequest, opts ...grpc.CallOption) (*ListWabaTemplatesResponse, error)
 	// Deletes a business template at the provider and here; 204.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 404 error 15010
+	// MESSAGING_WABA_TEMPLATE_NOT_FOUND; 503 error 503 SERVICE_UNAVAILABLE.
 	DeleteWabaTemplate(ctx context.Context, in *DeleteWabaTemplateRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// Replaces a business template's components (and category and examples
 	// when given) and submits it again: the answer is SUBMITTED with an
 	// empty rejected_reason. The rules of create apply.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 404 error 15010
+	// MESSAGING_WABA_TEMPLATE_NOT_FOUND; 503 error 503 SERVICE_UNAVAILABLE.
 	UpdateWabaTemplate(ctx context.Context, in *UpdateWabaTemplateRequest, opts ...grpc.CallOption) (*WabaTemplate, error)
 }
 
@@ -111,9 +121,10 @@ func (c *wabaTemplatesServiceClient) UpdateWabaTemplate(ctx context.Context, in 
 //
 // WabaTemplatesService is the business channel's message templates (spec
 // 2.11, 4.2, 4.6; design/messaging.md "Business (WABA) templates"). The
-// provider moderates them; only APPROVED ones can be sent. Every route
-// names a waba connection of the company: any other connection is 404
-// error 10000; an unknown template name 404 error 15010.
+// provider moderates them; only APPROVED ones can be sent. A route that
+// names a waba connection of the company answers any other connection 404
+// CONNECTION_NOT_FOUND (code 10000); one that names a template answers an
+// unknown name 404 MESSAGING_WABA_TEMPLATE_NOT_FOUND (code 15010).
 type WabaTemplatesServiceServer interface {
 	// Submits a business template to the provider for moderation and answers
 	// it with status SUBMITTED. Its name is custom_name, "_" and six random
@@ -123,16 +134,25 @@ type WabaTemplatesServiceServer interface {
 	// header_text for a TEXT header, button_url_text for a URL button); an
 	// IMAGE, VIDEO or DOCUMENT header needs examples.header_url. Every
 	// violation is 422 with the offending field.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 503 error 503
+	// SERVICE_UNAVAILABLE.
 	CreateWabaTemplate(context.Context, *CreateWabaTemplateRequest) (*WabaTemplate, error)
 	// The company's business templates with what a send needs, as a bare
 	// array, newest first. Served from the platform's own copy: it never
 	// calls the provider.
 	ListWabaTemplates(context.Context, *ListWabaTemplatesRequest) (*ListWabaTemplatesResponse, error)
 	// Deletes a business template at the provider and here; 204.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 404 error 15010
+	// MESSAGING_WABA_TEMPLATE_NOT_FOUND; 503 error 503 SERVICE_UNAVAILABLE.
 	DeleteWabaTemplate(context.Context, *DeleteWabaTemplateRequest) (*emptypb.Empty, error)
 	// Replaces a business template's components (and category and examples
 	// when given) and submits it again: the answer is SUBMITTED with an
 	// empty rejected_reason. The rules of create apply.
+	//
+	// Errors: 404 error 10000 CONNECTION_NOT_FOUND; 404 error 15010
+	// MESSAGING_WABA_TEMPLATE_NOT_FOUND; 503 error 503 SERVICE_UNAVAILABLE.
 	UpdateWabaTemplate(context.Context, *UpdateWabaTemplateRequest) (*WabaTemplate, error)
 	mustEmbedUnimplementedWabaTemplatesServiceServer()
 }

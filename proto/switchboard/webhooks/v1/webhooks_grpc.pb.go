@@ -45,6 +45,8 @@ type WebhooksServiceClient interface {
 	// Every subscription of the company, oldest first, as a bare array.
 	ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (*ListWebhooksResponse, error)
 	// One subscription; unknown is 404 error 33000.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	GetWebhook(ctx context.Context, in *GetWebhookRequest, opts ...grpc.CallOption) (*Webhook, error)
 	// Changes the url and/or the events; what is not given stays.
 	//
@@ -56,10 +58,15 @@ type WebhooksServiceClient interface {
 	DeleteWebhook(ctx context.Context, in *DeleteWebhookRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// The subscription's deliveries, newest first, as a bare array: each
 	// with the state of its last attempt. Unknown webhook: 404 error 33000.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error)
 	// Queues the delivery's event again for this subscription (to its
 	// current url), due at once; answers the new delivery. An unknown
 	// delivery, or one of another subscription: 404 error 33001. No body.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND; 404 error 33001
+	// WEBHOOK_DELIVERY_NOT_FOUND.
 	RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*WebhookDelivery, error)
 	// Sends a test event of kind webhooks.ping to this subscription only;
 	// answers its delivery. No body.
@@ -171,6 +178,8 @@ type WebhooksServiceServer interface {
 	// Every subscription of the company, oldest first, as a bare array.
 	ListWebhooks(context.Context, *ListWebhooksRequest) (*ListWebhooksResponse, error)
 	// One subscription; unknown is 404 error 33000.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	GetWebhook(context.Context, *GetWebhookRequest) (*Webhook, error)
 	// Changes the url and/or the events; what is not given stays.
 	//
@@ -182,10 +191,15 @@ type WebhooksServiceServer interface {
 	DeleteWebhook(context.Context, *DeleteWebhookRequest) (*emptypb.Empty, error)
 	// The subscription's deliveries, newest first, as a bare array: each
 	// with the state of its last attempt. Unknown webhook: 404 error 33000.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error)
 	// Queues the delivery's event again for this subscription (to its
 	// current url), due at once; answers the new delivery. An unknown
 	// delivery, or one of another subscription: 404 error 33001. No body.
+	//
+	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND; 404 error 33001
+	// WEBHOOK_DELIVERY_NOT_FOUND.
 	RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*WebhookDelivery, error)
 	// Sends a test event of kind webhooks.ping to this subscription only;
 	// answers its delivery. No body.
