@@ -73,6 +73,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	apiv1 "switchboard.dev/proto/switchboard/api/v1"
+
+	"switchboard.dev/pkg/protoapi"
 )
 
 const (
@@ -456,20 +458,9 @@ func fzQueryable(fd protoreflect.FieldDescriptor) bool {
 		return false
 	}
 	if md := fd.Message(); md != nil {
-		return fzTextWKT(md.FullName())
+		return protoapi.TextWKT(md.FullName())
 	}
 	return true
-}
-
-func fzTextWKT(n protoreflect.FullName) bool {
-	switch n {
-	case "google.protobuf.Timestamp", "google.protobuf.Duration", "google.protobuf.FieldMask",
-		"google.protobuf.DoubleValue", "google.protobuf.FloatValue", "google.protobuf.Int64Value",
-		"google.protobuf.UInt64Value", "google.protobuf.Int32Value", "google.protobuf.UInt32Value",
-		"google.protobuf.BoolValue", "google.protobuf.StringValue", "google.protobuf.BytesValue":
-		return true
-	}
-	return false
 }
 
 // fzMatch matches a concrete path (unescaped values) against a path
@@ -1019,7 +1010,7 @@ func (g fzGen) single(fd protoreflect.FieldDescriptor, rules *validatepb.FieldRu
 		case "google.protobuf.Any", "google.protobuf.FieldMask":
 			return nil, false
 		}
-		if fzTextWKT(md.FullName()) {
+		if protoapi.TextWKT(md.FullName()) {
 			return g.scalar(md.Fields().ByName("value"), nil, name)
 		}
 		if depth >= 3 {
@@ -1204,7 +1195,7 @@ func fzKind(fd protoreflect.FieldDescriptor, elem bool) string {
 		case "google.protobuf.Duration":
 			return "duration"
 		}
-		if fzTextWKT(md.FullName()) {
+		if protoapi.TextWKT(md.FullName()) {
 			return fzScalarKind(md.Fields().ByName("value").Kind())
 		}
 		return "message"
@@ -1896,7 +1887,7 @@ func fzFillWKT(m protoreflect.Message, v any) (bool, error) {
 	case "google.protobuf.Any":
 		return true, errors.New("Any is not supported")
 	}
-	if fzTextWKT(m.Descriptor().FullName()) {
+	if protoapi.TextWKT(m.Descriptor().FullName()) {
 		fd := fs.ByName("value")
 		val, err := fzScalar(fd, v)
 		if err == nil {

@@ -28,6 +28,7 @@ import (
 	apiv1 "switchboard.dev/proto/switchboard/api/v1"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/protoapi"
 )
 
 // Kind is which document a route belongs to.
@@ -434,7 +435,7 @@ func (g *gen) queryParams(md protoreflect.MessageDescriptor, bound map[string]bo
 		if fd.IsMap() || (fd.IsList() && fd.Kind() == protoreflect.MessageKind) {
 			continue
 		}
-		if fd.Kind() == protoreflect.MessageKind && !scalarWKT(fd.Message().FullName()) {
+		if fd.Kind() == protoreflect.MessageKind && !protoapi.TextWKT(fd.Message().FullName()) {
 			if prefix != "" {
 				continue
 			}
@@ -459,17 +460,6 @@ func (g *gen) queryParams(md protoreflect.MessageDescriptor, bound map[string]bo
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-func scalarWKT(n protoreflect.FullName) bool {
-	switch n {
-	case "google.protobuf.Timestamp", "google.protobuf.Duration", "google.protobuf.FieldMask",
-		"google.protobuf.DoubleValue", "google.protobuf.FloatValue", "google.protobuf.Int64Value",
-		"google.protobuf.UInt64Value", "google.protobuf.Int32Value", "google.protobuf.UInt32Value",
-		"google.protobuf.BoolValue", "google.protobuf.StringValue", "google.protobuf.BytesValue":
-		return true
-	}
-	return false
 }
 
 func (g *gen) responses(rt route, text string) (map[string]any, error) {
