@@ -57,6 +57,9 @@ type Options struct {
 	InternalToken string
 	// Extra environment for every process (SWITCHBOARD_KEY_RATE=0, ...).
 	Env []string
+	// NoSandbox starts the stack with test mode off: no sandbox routes,
+	// real providers where adapters exist (the operator API still works).
+	NoSandbox bool
 }
 
 // PprofBasePortEnv names the variable that gives every process of the stack
@@ -103,7 +106,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		"SWITCHBOARD_REDIS_ADDR="+o.RedisAddr,
 		"SWITCHBOARD_ADMIN_TOKEN="+o.AdminToken,
 		"SWITCHBOARD_INTERNAL_TOKEN="+o.InternalToken,
-		"SWITCHBOARD_SANDBOX=1",
+		"SWITCHBOARD_SANDBOX="+map[bool]string{true: "0", false: "1"}[o.NoSandbox],
 		// File links point at this stack's gateway; files sit beside the logs.
 		"SWITCHBOARD_PUBLIC_URL=http://"+httpAddr,
 		"SWITCHBOARD_FILES_DIR="+filepath.Join(filepath.Dir(filepath.Clean(o.LogDir)), "files"),

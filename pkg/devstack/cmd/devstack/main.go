@@ -55,6 +55,9 @@ func run(ctx context.Context) error {
 	// this machine.
 	o.Env = append(o.Env, "SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1")
 	o.LogDir = filepath.Join(dir, "logs")
+	// Test mode is on unless the environment says SWITCHBOARD_SANDBOX=0;
+	// SWITCHBOARD_TELEGRAM_API_URL and the like pass through to the services.
+	o.NoSandbox = os.Getenv("SWITCHBOARD_SANDBOX") == "0"
 
 	st, err := devstack.Start(ctx, o)
 	if err != nil {
@@ -66,6 +69,31 @@ func run(ctx context.Context) error {
 	d, err := ensureDemo(st.BaseURL, o.AdminToken, statePath)
 	if err != nil {
 		return err
+	}
+	if o.NoSandbox {
+		fmt.Printf(`
+Switchboard is running with test mode off (SWITCHBOARD_SANDBOX=0): no sandbox
+routes, no demo connection. telegram_bot connections talk to the Bot API at
+SWITCHBOARD_TELEGRAM_API_URL (default https://api.telegram.org); other
+messengers answer 503 until their adapters exist.
+
+  Base URL:        %[1]s
+  Operator token:  %[2]s
+  Demo company:    %[3]d
+  Demo API key:    %[4]s
+  Logs:            %[5]s
+
+Connect a bot (a token from @BotFather):
+
+  curl -s -X POST %[1]s/v2/companies/%[3]d/connections/ -H 'X-Api-Key: %[4]s' \
+    -d '{"name": "My bot", "type": "telegram_bot", "params": {"bot_token": "<token>"}}'
+
+Ctrl-C stops everything.
+`, st.BaseURL, o.AdminToken, d.CompanyID, d.APIKey, o.LogDir)
+		printPprof(st)
+		<-ctx.Done()
+		fmt.Println("\nstopping...")
+		return nil
 	}
 	if err := ensureDemoConnection(st.BaseURL, o.AdminToken, &d, statePath); err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"switchboard.dev/services/connections/internal/adapters/picture"
 	"switchboard.dev/services/connections/internal/adapters/postgres"
 	"switchboard.dev/services/connections/internal/adapters/sandbox"
+	"switchboard.dev/services/connections/internal/adapters/telegrambot"
 	"switchboard.dev/services/connections/internal/adapters/unavailable"
 	"switchboard.dev/services/connections/internal/app"
 	"switchboard.dev/services/connections/internal/domain"
@@ -36,6 +37,10 @@ type settings struct {
 	WhatsappQRLifetime   time.Duration `env:"SWITCHBOARD_WHATSAPP_QR_LIFETIME" envDefault:"60s"`
 	WhatsappCodeLifetime time.Duration `env:"SWITCHBOARD_WHATSAPP_CODE_LIFETIME" envDefault:"3m"`
 	DefaultRegion        string        `env:"SWITCHBOARD_DEFAULT_REGION" envDefault:"RU"`
+	// The Telegram Bot API (test mode off): requests go to
+	// {TelegramAPIURL}/bot<token>/<method>.
+	TelegramAPIURL  string        `env:"SWITCHBOARD_TELEGRAM_API_URL" envDefault:"https://api.telegram.org"`
+	TelegramTimeout time.Duration `env:"SWITCHBOARD_TELEGRAM_TIMEOUT" envDefault:"10s"`
 	// Lets outbound fetches reach private addresses: development only.
 	AllowPrivateTargets bool `env:"SWITCHBOARD_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
 }
@@ -98,7 +103,13 @@ func spec(s settings) service.Spec {
 				sb := sandbox.New(d.DB, d.Redis)
 				deps.Verifier, deps.Messenger = sb, sb
 			} else {
-				deps.Verifier, deps.Messenger = unavailable.Provider{}, unavailable.Provider{}
+				// Real providers where an adapter exists (telegram_bot); the
+				// others answer 503 until theirs do.
+				deps.Verifier = telegrambot.Verifier{
+					Client: telegrambot.NewClient(s.TelegramAPIURL, s.TelegramTimeout),
+					Next:   unavailable.Provider{}, Log: d.Log,
+				}
+				deps.Messenger = unavailable.Provider{}
 			}
 			return registrar{grpcport.New(app.New(deps))}, nil
 		},
