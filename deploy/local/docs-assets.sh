@@ -32,7 +32,8 @@ if have_all && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 	exit 0
 fi
 
-command -v npm >/dev/null 2>&1 ||
+# Like the database servers, npm is installed when missing (Debian/Ubuntu).
+command -v npm >/dev/null 2>&1 || "$root/deploy/local/infra.sh" npm >&2 ||
 	die "npm not found: it fetches Redoc for the API reference pages; install Node.js and npm (Debian: apt-get install npm)"
 
 tmp=$(mktemp -d)

@@ -5,6 +5,7 @@
 #
 #   infra.sh deps                          install missing packages (Debian/Ubuntu)
 #   infra.sh browser                       install Chromium if missing, print its path
+#   infra.sh npm                           install npm if missing (the build fetches Redoc)
 #   infra.sh start  DIR PGPORT REDISPORT   init if needed, start, wait until both answer
 #   infra.sh status DIR                    print the addresses if both run, else exit 1
 #   infra.sh stop   DIR                    stop both (data stays)
@@ -95,6 +96,15 @@ cmd_browser() {
 	bin=$(command -v chromium) || die "chromium still missing after install"
 	log "chromium: $bin ($("$bin" --version 2>/dev/null || echo "version unknown"))"
 	echo "$bin"
+}
+
+# cmd_npm installs Debian's npm (with Node.js) when missing: the build
+# fetches the Redoc bundle of the API reference pages with it.
+cmd_npm() {
+	if ! command -v npm >/dev/null 2>&1; then
+		apt_install "install Node.js and npm with your package manager" npm
+	fi
+	command -v npm >/dev/null 2>&1 || die "npm still missing after install"
 }
 
 # as_pg runs a command as the user that owns the cluster.
@@ -335,12 +345,13 @@ main() {
 	case $cmd in
 	deps) cmd_deps "$@" ;;
 	browser) cmd_browser "$@" ;;
+	npm) cmd_npm "$@" ;;
 	start) cmd_start "$@" ;;
 	status) cmd_status "$@" ;;
 	stop) cmd_stop "$@" ;;
 	purge) cmd_purge "$@" ;;
 	*)
-		sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+		sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
 		exit 2
 		;;
 	esac
