@@ -117,10 +117,10 @@ func (s *Service) viaAutoTemplate(ctx context.Context, c Claim, conn Connection,
 }
 
 // FieldErrors is the 422 of the values a domain parser refused
-// (domain.TemplateErrors, located from the request body down); other
+// (domain.FieldErrors, located from the request body down); other
 // errors pass unchanged.
 func FieldErrors(err error) error {
-	var te domain.TemplateErrors
+	var te domain.FieldErrors
 	if !errors.As(err, &te) {
 		return err
 	}

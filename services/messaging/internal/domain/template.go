@@ -90,19 +90,20 @@ func TemplateFileURL(raw string) *url.URL {
 	return u
 }
 
-// TemplateFieldError is one refused value of a template, located from the
-// request body down (["params", "action", "buttons", 0, "reply", "id"]).
-type TemplateFieldError struct {
+// FieldError is one refused value of free-form content (a template's
+// params, a message's waba_template, an order), located from the request
+// body down (["params", "action", "buttons", 0, "reply", "id"]).
+type FieldError struct {
 	Path    []any
 	Type    string
 	Message string
 }
 
-// TemplateErrors is every refused value of one params object, in the
-// order the structure declares its fields.
-type TemplateErrors []TemplateFieldError
+// FieldErrors is every refused value of one object, in the order the
+// structure declares its fields; app.FieldErrors makes it the 422.
+type FieldErrors []FieldError
 
-func (e TemplateErrors) Error() string {
+func (e FieldErrors) Error() string {
 	parts := make([]string, len(e))
 	for i, f := range e {
 		parts[i] = fmt.Sprintf("%v: %s", f.Path, f.Message)
@@ -125,7 +126,7 @@ type InteractiveTemplate struct {
 // every refused value, located under at (["params"] for a template,
 // ["waba_interactive"] for a message).
 func ParseInteractive(raw map[string]any, at ...any) (InteractiveTemplate, error) {
-	c := &templateChecker{}
+	c := &checker{}
 	c.known(raw, at, "type", "header", "body", "footer", "action")
 	if s, ok := c.str(raw, at, "type", true, 0); ok && s != "button" {
 		c.fail(at, "type", "enum", "Input should be 'button'")
@@ -164,22 +165,24 @@ func ParseInteractive(raw map[string]any, at ...any) (InteractiveTemplate, error
 	}, nil
 }
 
-// templateChecker collects the refused values of a params object.
-type templateChecker struct {
-	errs TemplateErrors
+// checker collects the refused values of free-form content: the parsers
+// of this package (ParseInteractive, ParseTemplateSend, ParseOrder,
+// ParseInteractiveReply) share it.
+type checker struct {
+	errs FieldErrors
 }
 
-func (c *templateChecker) fail(at []any, key any, typ, format string, args ...any) {
-	c.errs = append(c.errs, TemplateFieldError{Path: templatePath(at, key), Type: typ, Message: fmt.Sprintf(format, args...)})
+func (c *checker) fail(at []any, key any, typ, format string, args ...any) {
+	c.errs = append(c.errs, FieldError{Path: pathTo(at, key), Type: typ, Message: fmt.Sprintf(format, args...)})
 }
 
-// templatePath is the location at/step, never sharing at's array.
-func templatePath(at []any, step any) []any {
+// pathTo is the location at/step, never sharing at's array.
+func pathTo(at []any, step any) []any {
 	return append(slices.Clip(at), step)
 }
 
 // known refuses the keys of obj not among keys, by name.
-func (c *templateChecker) known(obj map[string]any, at []any, keys ...string) {
+func (c *checker) known(obj map[string]any, at []any, keys ...string) {
 	var extra []string
 	for k := range obj {
 		if !slices.Contains(keys, k) {
@@ -195,7 +198,7 @@ func (c *templateChecker) known(obj map[string]any, at []any, keys ...string) {
 // str reads obj[key] as a string of 1..max characters (max 0: any
 // length). An absent or null key is refused when required, else ok is
 // false.
-func (c *templateChecker) str(obj map[string]any, at []any, key string, required bool, max int) (s string, ok bool) {
+func (c *checker) str(obj map[string]any, at []any, key string, required bool, max int) (s string, ok bool) {
 	v, present := obj[key]
 	if !present || v == nil {
 		if required {
@@ -219,7 +222,7 @@ func (c *templateChecker) str(obj map[string]any, at []any, key string, required
 
 // object reads obj[key] as an object; ok is false when it is absent, null
 // (refused when required) or not an object.
-func (c *templateChecker) object(obj map[string]any, at []any, key string, required bool) (map[string]any, bool) {
+func (c *checker) object(obj map[string]any, at []any, key string, required bool) (map[string]any, bool) {
 	v, present := obj[key]
 	if !present || v == nil {
 		if required {
@@ -235,19 +238,19 @@ func (c *templateChecker) object(obj map[string]any, at []any, key string, requi
 }
 
 // absent refuses obj[key] unless it is absent or null.
-func (c *templateChecker) absent(obj map[string]any, at []any, key, why string) {
+func (c *checker) absent(obj map[string]any, at []any, key, why string) {
 	if v, present := obj[key]; present && v != nil {
 		c.fail(at, key, "value_error", "Value error, %s", why)
 	}
 }
 
 // header checks params.header; nil when there is none (or it is refused).
-func (c *templateChecker) header(raw map[string]any, at []any) map[string]any {
+func (c *checker) header(raw map[string]any, at []any) map[string]any {
 	h, ok := c.object(raw, at, "header", false)
 	if !ok {
 		return nil
 	}
-	at = templatePath(at, "header")
+	at = pathTo(at, "header")
 	c.known(h, at, "type", "text", "url", "filename")
 	typ, ok := c.str(h, at, "type", true, 0)
 	if !ok {
@@ -287,12 +290,12 @@ func (c *templateChecker) header(raw map[string]any, at []any) map[string]any {
 }
 
 // action checks params.action and answers its buttons in their one shape.
-func (c *templateChecker) action(raw map[string]any, at []any) []any {
+func (c *checker) action(raw map[string]any, at []any) []any {
 	a, ok := c.object(raw, at, "action", true)
 	if !ok {
 		return nil
 	}
-	at = templatePath(at, "action")
+	at = pathTo(at, "action")
 	c.known(a, at, "buttons", "sections")
 	c.absent(a, at, "sections", "menu lists (sections) are not supported: use buttons")
 	v, present := a["buttons"]
@@ -312,7 +315,7 @@ func (c *templateChecker) action(raw map[string]any, at []any) []any {
 		c.fail(at, "buttons", "too_long", "List should have at most %d items after validation, not %d", MaxTemplateButtons, len(list))
 		return nil
 	}
-	at = templatePath(at, "buttons")
+	at = pathTo(at, "buttons")
 	out := make([]any, 0, len(list))
 	seen := map[string]bool{}
 	for i, item := range list {
@@ -321,7 +324,7 @@ func (c *templateChecker) action(raw map[string]any, at []any) []any {
 			c.fail(at, i, "dict_type", "Input should be a valid dictionary or object")
 			continue
 		}
-		bat := templatePath(at, i)
+		bat := pathTo(at, i)
 		c.known(b, bat, "type", "reply")
 		if typ, ok := c.str(b, bat, "type", true, 0); ok && typ != "reply" {
 			c.fail(bat, "type", "enum", "Input should be 'reply'")
@@ -330,7 +333,7 @@ func (c *templateChecker) action(raw map[string]any, at []any) []any {
 		if !ok {
 			continue
 		}
-		rat := templatePath(bat, "reply")
+		rat := pathTo(bat, "reply")
 		c.known(reply, rat, "id", "title")
 		id, idOK := c.str(reply, rat, "id", true, MaxTemplateButtonID)
 		title, titleOK := c.str(reply, rat, "title", true, MaxTemplateButtonTitle)

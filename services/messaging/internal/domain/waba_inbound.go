@@ -10,7 +10,7 @@ import "math"
 // items of {name, price, quantity, image_url, retailer_id}, comment,
 // catalog_id), collecting the refused values located under at.
 func ParseOrder(raw map[string]any, at ...any) (map[string]any, error) {
-	c := &templateChecker{}
+	c := &checker{}
 	c.known(raw, at, "currency", "amount", "items", "comment", "catalog_id")
 	currency, _ := c.str(raw, at, "currency", true, 3)
 	amount, _ := c.number(raw, at, "amount", true)
@@ -21,14 +21,14 @@ func ParseOrder(raw map[string]any, at ...any) (map[string]any, error) {
 		if len(list) == 0 {
 			c.fail(at, "items", "too_short", "List should have at least 1 item")
 		}
-		itemsAt := templatePath(at, "items")
+		itemsAt := pathTo(at, "items")
 		for i, v := range list {
 			obj, ok := v.(map[string]any)
 			if !ok {
 				c.fail(itemsAt, i, "dict_type", "Input should be a valid dictionary or object")
 				continue
 			}
-			ia := templatePath(itemsAt, i)
+			ia := pathTo(itemsAt, i)
 			c.known(obj, ia, "name", "price", "quantity", "image_url", "retailer_id")
 			name, _ := c.str(obj, ia, "name", true, 1024)
 			price, _ := c.number(obj, ia, "price", true)
@@ -58,7 +58,7 @@ func ParseOrder(raw map[string]any, at ...any) (map[string]any, error) {
 // list_reply: {id, title, description?}}), collecting the refused values
 // located under at.
 func ParseInteractiveReply(raw map[string]any, at ...any) (map[string]any, error) {
-	c := &templateChecker{}
+	c := &checker{}
 	c.known(raw, at, "type", "button_reply", "list_reply")
 	typ, ok := c.str(raw, at, "type", true, 0)
 	if ok && typ != "button_reply" && typ != "list_reply" {
@@ -74,7 +74,7 @@ func ParseInteractiveReply(raw map[string]any, at ...any) (map[string]any, error
 		if !ok {
 			continue
 		}
-		ra := templatePath(at, kind)
+		ra := pathTo(at, kind)
 		reply := map[string]any{}
 		if kind == "list_reply" {
 			c.known(obj, ra, "id", "title", "description")
@@ -98,7 +98,7 @@ const MaxListRowDescription = 72
 
 // number reads obj[key] as a number ≥ 0; ok is false when it is absent
 // or null (refused when required) or refused.
-func (c *templateChecker) number(obj map[string]any, at []any, key string, required bool) (float64, bool) {
+func (c *checker) number(obj map[string]any, at []any, key string, required bool) (float64, bool) {
 	v, present := obj[key]
 	if !present || v == nil {
 		if required {
@@ -120,7 +120,7 @@ func (c *templateChecker) number(obj map[string]any, at []any, key string, requi
 
 // list reads obj[key] as an array; ok is false when it is absent or null
 // (refused when required) or not an array.
-func (c *templateChecker) list(obj map[string]any, at []any, key string, required bool) ([]any, bool) {
+func (c *checker) list(obj map[string]any, at []any, key string, required bool) ([]any, bool) {
 	v, present := obj[key]
 	if !present || v == nil {
 		if required {

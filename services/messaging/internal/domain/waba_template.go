@@ -240,7 +240,7 @@ func TemplateStatusChanged(t BusinessTemplate, old string) Event {
 // {url} or {text}, body_params and button_params of strings), collecting
 // the refused values located under at.
 func ParseTemplateSend(raw map[string]any, at ...any) (TemplateSend, error) {
-	c := &templateChecker{}
+	c := &checker{}
 	c.known(raw, at, "template_name", "template_locale", "header_params", "body_params", "button_params")
 	send := TemplateSend{HeaderParams: []HeaderParam{}}
 	send.Name, _ = c.str(raw, at, "template_name", true, MaxTemplateNameLen)
@@ -248,14 +248,14 @@ func ParseTemplateSend(raw map[string]any, at ...any) (TemplateSend, error) {
 	send.BodyParams = c.strings(raw, at, "body_params")
 	send.ButtonParams = c.strings(raw, at, "button_params")
 	list, _ := c.list(raw, at, "header_params", false)
-	hat := templatePath(at, "header_params")
+	hat := pathTo(at, "header_params")
 	for i, v := range list {
 		obj, ok := v.(map[string]any)
 		if !ok {
 			c.fail(hat, i, "dict_type", "Input should be a valid dictionary or object")
 			continue
 		}
-		pat := templatePath(hat, i)
+		pat := pathTo(hat, i)
 		c.known(obj, pat, "url", "text")
 		var p HeaderParam
 		if s, ok := c.str(obj, pat, "url", false, 2048); ok {
@@ -277,10 +277,10 @@ const MaxTemplateNameLen = 512
 
 // strings reads obj[key] as a list of strings of up to 1024 characters;
 // absent or null is an empty list.
-func (c *templateChecker) strings(obj map[string]any, at []any, key string) []string {
+func (c *checker) strings(obj map[string]any, at []any, key string) []string {
 	out := []string{}
 	list, _ := c.list(obj, at, key, false)
-	lat := templatePath(at, key)
+	lat := pathTo(at, key)
 	for i, v := range list {
 		s, ok := v.(string)
 		switch {
