@@ -27,9 +27,15 @@ func (r response) JSON(t testing.TB) map[string]any {
 	return v
 }
 
-// call makes one request. body may be nil, a string (sent as is) or a value
-// encoded as JSON. headers are name, value pairs.
+// call makes one request to the stack. body may be nil, a string (sent as
+// is) or a value encoded as JSON. headers are name, value pairs.
 func call(t testing.TB, method, path string, body any, headers ...string) response {
+	t.Helper()
+	return callAt(t, stack.BaseURL, method, path, body, headers...)
+}
+
+// callAt is call to the gateway at base (another stack's).
+func callAt(t testing.TB, base, method, path string, body any, headers ...string) response {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -41,7 +47,7 @@ func call(t testing.TB, method, path string, body any, headers ...string) respon
 		require.NoError(t, err)
 		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, stack.BaseURL+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	require.NoError(t, err)
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -83,11 +89,17 @@ type company struct {
 
 func newCompany(t testing.TB, extra map[string]any) company {
 	t.Helper()
+	return newCompanyAt(t, stack.BaseURL, extra)
+}
+
+// newCompanyAt is newCompany on the gateway at base.
+func newCompanyAt(t testing.TB, base string, extra map[string]any) company {
+	t.Helper()
 	body := map[string]any{"name": "Acme " + t.Name()}
 	for k, v := range extra {
 		body[k] = v
 	}
-	r := call(t, "POST", "/admin/v1/companies", body, operator()...)
+	r := callAt(t, base, "POST", "/admin/v1/companies", body, operator()...)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	var out struct {
 		Company struct {

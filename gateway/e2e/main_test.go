@@ -26,6 +26,10 @@ const adminToken = "e2e-operator-token"
 
 var stack *devstack.Stack
 
+// stackOpts are the options stack was started with (a second stack starts
+// from them).
+var stackOpts devstack.Options
+
 // adminDSN and dbPrefix locate the stack's databases (<dbPrefix>_<service>)
 // for benchmarks that load data directly.
 var adminDSN, dbPrefix string
@@ -73,7 +77,7 @@ func run(m *testing.M) int {
 	adminDSN, dbPrefix = dsn, fmt.Sprintf("e2e_%d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stack, err = devstack.Start(ctx, devstack.Options{
+	stackOpts = devstack.Options{
 		BinDir:        binDir,
 		AdminDSN:      dsn,
 		RedisAddr:     redisAddr,
@@ -82,12 +86,14 @@ func run(m *testing.M) int {
 		AdminToken:    adminToken,
 		InternalToken: "e2e-internal-token",
 		Env:           env,
-	})
+	}
+	stack, err = devstack.Start(ctx, stackOpts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
 		return 1
 	}
 	code := m.Run()
+	defer stopTelegramStack(code != 0)
 	if u := undocumentedPaths(); len(u) > 0 {
 		fmt.Fprintf(os.Stderr, "e2e: answers of paths the API reference does not have (not checked): %s\n", strings.Join(u, ", "))
 	}

@@ -84,6 +84,8 @@ type Stack struct {
 // proc is one process of the stack; cmd is nil while it is stopped.
 type proc struct {
 	name string
+	// bin is the binary's name in BinDir ("" is name).
+	bin  string
 	env  []string
 	cmd  *exec.Cmd
 	done chan error
@@ -182,7 +184,11 @@ func (s *Stack) run(p *proc, logMode int) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(s.opts.BinDir, p.name))
+	bin := p.bin
+	if bin == "" {
+		bin = p.name
+	}
+	cmd := exec.Command(filepath.Join(s.opts.BinDir, bin))
 	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -233,6 +239,67 @@ func (s *Stack) StartService(ctx context.Context, name string) error {
 		return err
 	}
 	return s.waitReady(ctx, 60*time.Second)
+}
+
+// KillService kills one process (SIGKILL), as a crash would: it has no
+// chance to finish or clean up. StartService brings it back.
+func (s *Stack) KillService(name string) error {
+	p, err := s.find(name)
+	if err != nil {
+		return err
+	}
+	if p.cmd == nil {
+		return fmt.Errorf("devstack: %s is already stopped", name)
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	p.cmd, p.done = nil, nil
+	return nil
+}
+
+// StartReplica starts another process of a service beside the first: the
+// same database, peers and settings on its own gRPC address, which the
+// gateway does not route to. Its background workers (the send worker, the
+// pollers) run beside the first's, as a second replica's would. It answers
+// the replica's name (for StopService, KillService and Log) once the
+// replica listens.
+func (s *Stack) StartReplica(ctx context.Context, name string) (string, error) {
+	first, err := s.find(name)
+	if err != nil {
+		return "", err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return "", err
+	}
+	replica := fmt.Sprintf("%s-%d", name, len(s.procs))
+	env := append(slices.Clone(first.env), "SWITCHBOARD_GRPC_ADDR="+addr)
+	// A profiling port is the first's alone.
+	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, server.PprofAddrEnv+"=") })
+	p := &proc{name: replica, bin: name, env: env}
+	if err := s.run(p, os.O_TRUNC); err != nil {
+		return "", err
+	}
+	s.procs = append(s.procs, p)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return "", fmt.Errorf("%s exited (%v):\n%s", replica, err, s.Tail(replica, 30))
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return replica, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return "", fmt.Errorf("%s not listening in time:\n%s", replica, s.Tail(replica, 30))
 }
 
 // stop sends SIGTERM and waits (SIGKILL after 10 seconds).

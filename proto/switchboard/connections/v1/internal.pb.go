@@ -9,6 +9,7 @@ package connectionsv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	_ "switchboard.dev/proto/switchboard/api/v1"
 	sync "sync"
@@ -475,11 +476,212 @@ func (x *ListCompanyConnectionsResponse) GetConnections() []*Connection {
 	return nil
 }
 
+type GetConnectionCredentialsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId  int64                  `protobuf:"varint,1,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConnectionCredentialsRequest) Reset() {
+	*x = GetConnectionCredentialsRequest{}
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConnectionCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConnectionCredentialsRequest) ProtoMessage() {}
+
+func (x *GetConnectionCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConnectionCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*GetConnectionCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_connections_v1_internal_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetConnectionCredentialsRequest) GetConnectionId() int64 {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return 0
+}
+
+type ConnectionCredentials struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId int64                  `protobuf:"varint,1,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	CompanyId    int64                  `protobuf:"varint,2,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Type         ConnectionType         `protobuf:"varint,3,opt,name=type,proto3,enum=switchboard.connections.v1.ConnectionType" json:"type,omitempty"`
+	// The private params (a telegram_bot's bot_token).
+	Credentials   *structpb.Struct `protobuf:"bytes,4,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectionCredentials) Reset() {
+	*x = ConnectionCredentials{}
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectionCredentials) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectionCredentials) ProtoMessage() {}
+
+func (x *ConnectionCredentials) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectionCredentials.ProtoReflect.Descriptor instead.
+func (*ConnectionCredentials) Descriptor() ([]byte, []int) {
+	return file_switchboard_connections_v1_internal_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ConnectionCredentials) GetConnectionId() int64 {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return 0
+}
+
+func (x *ConnectionCredentials) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *ConnectionCredentials) GetType() ConnectionType {
+	if x != nil {
+		return x.Type
+	}
+	return ConnectionType_CONNECTION_TYPE_UNSPECIFIED
+}
+
+func (x *ConnectionCredentials) GetCredentials() *structpb.Struct {
+	if x != nil {
+		return x.Credentials
+	}
+	return nil
+}
+
+type ListConnectionCredentialsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          ConnectionType         `protobuf:"varint,1,opt,name=type,proto3,enum=switchboard.connections.v1.ConnectionType" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConnectionCredentialsRequest) Reset() {
+	*x = ListConnectionCredentialsRequest{}
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConnectionCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConnectionCredentialsRequest) ProtoMessage() {}
+
+func (x *ListConnectionCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConnectionCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*ListConnectionCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_connections_v1_internal_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListConnectionCredentialsRequest) GetType() ConnectionType {
+	if x != nil {
+		return x.Type
+	}
+	return ConnectionType_CONNECTION_TYPE_UNSPECIFIED
+}
+
+type ListConnectionCredentialsResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Connections   []*ConnectionCredentials `protobuf:"bytes,1,rep,name=connections,proto3" json:"connections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConnectionCredentialsResponse) Reset() {
+	*x = ListConnectionCredentialsResponse{}
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConnectionCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConnectionCredentialsResponse) ProtoMessage() {}
+
+func (x *ListConnectionCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_connections_v1_internal_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConnectionCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*ListConnectionCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_connections_v1_internal_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListConnectionCredentialsResponse) GetConnections() []*ConnectionCredentials {
+	if x != nil {
+		return x.Connections
+	}
+	return nil
+}
+
 var File_switchboard_connections_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_connections_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	")switchboard/connections/v1/internal.proto\x12\x1aswitchboard.connections.v1\x1a switchboard/api/v1/options.proto\x1a,switchboard/connections/v1/connections.proto\"C\n" +
+	")switchboard/connections/v1/internal.proto\x12\x1aswitchboard.connections.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a,switchboard/connections/v1/connections.proto\x1a(switchboard/connections/v1/sandbox.proto\"C\n" +
 	"\x1cGetConnectionInternalRequest\x12#\n" +
 	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\"\x86\x01\n" +
 	"\x1dGetConnectionInternalResponse\x12\x1d\n" +
@@ -510,12 +712,27 @@ const file_switchboard_connections_v1_internal_proto_rawDesc = "" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12@\n" +
 	"\x05types\x18\x02 \x03(\x0e2*.switchboard.connections.v1.ConnectionTypeR\x05types\"j\n" +
 	"\x1eListCompanyConnectionsResponse\x12H\n" +
-	"\vconnections\x18\x01 \x03(\v2&.switchboard.connections.v1.ConnectionR\vconnections2\x82\x05\n" +
+	"\vconnections\x18\x01 \x03(\v2&.switchboard.connections.v1.ConnectionR\vconnections\"F\n" +
+	"\x1fGetConnectionCredentialsRequest\x12#\n" +
+	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\"\xd6\x01\n" +
+	"\x15ConnectionCredentials\x12#\n" +
+	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x02 \x01(\x03R\tcompanyId\x12>\n" +
+	"\x04type\x18\x03 \x01(\x0e2*.switchboard.connections.v1.ConnectionTypeR\x04type\x129\n" +
+	"\vcredentials\x18\x04 \x01(\v2\x17.google.protobuf.StructR\vcredentials\"b\n" +
+	" ListConnectionCredentialsRequest\x12>\n" +
+	"\x04type\x18\x01 \x01(\x0e2*.switchboard.connections.v1.ConnectionTypeR\x04type\"x\n" +
+	"!ListConnectionCredentialsResponse\x12S\n" +
+	"\vconnections\x18\x01 \x03(\v21.switchboard.connections.v1.ConnectionCredentialsR\vconnections2\xb0\b\n" +
 	"\x1aConnectionsInternalService\x12\x8c\x01\n" +
 	"\x15GetConnectionInternal\x128.switchboard.connections.v1.GetConnectionInternalRequest\x1a9.switchboard.connections.v1.GetConnectionInternalResponse\x12\x9e\x01\n" +
 	"\x1bListSubscriptionConnections\x12>.switchboard.connections.v1.ListSubscriptionConnectionsRequest\x1a?.switchboard.connections.v1.ListSubscriptionConnectionsResponse\x12\x9b\x01\n" +
 	"\x1aSetSubscriptionConnections\x12=.switchboard.connections.v1.SetSubscriptionConnectionsRequest\x1a>.switchboard.connections.v1.SetSubscriptionConnectionsResponse\x12\x8f\x01\n" +
-	"\x16ListCompanyConnections\x129.switchboard.connections.v1.ListCompanyConnectionsRequest\x1a:.switchboard.connections.v1.ListCompanyConnectionsResponse\x1a\x04\xd0\xf3\x18\x03B@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
+	"\x16ListCompanyConnections\x129.switchboard.connections.v1.ListCompanyConnectionsRequest\x1a:.switchboard.connections.v1.ListCompanyConnectionsResponse\x12\x8a\x01\n" +
+	"\x18GetConnectionCredentials\x12;.switchboard.connections.v1.GetConnectionCredentialsRequest\x1a1.switchboard.connections.v1.ConnectionCredentials\x12\x98\x01\n" +
+	"\x19ListConnectionCredentials\x12<.switchboard.connections.v1.ListConnectionCredentialsRequest\x1a=.switchboard.connections.v1.ListConnectionCredentialsResponse\x12\x83\x01\n" +
+	"\x1bSetConnectionStatusInternal\x126.switchboard.connections.v1.SetConnectionStatusRequest\x1a,.switchboard.connections.v1.ConnectionStatus\x1a\x04\xd0\xf3\x18\x03B@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
 
 var (
 	file_switchboard_connections_v1_internal_proto_rawDescOnce sync.Once
@@ -529,7 +746,7 @@ func file_switchboard_connections_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_connections_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_connections_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_switchboard_connections_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_switchboard_connections_v1_internal_proto_goTypes = []any{
 	(*GetConnectionInternalRequest)(nil),        // 0: switchboard.connections.v1.GetConnectionInternalRequest
 	(*GetConnectionInternalResponse)(nil),       // 1: switchboard.connections.v1.GetConnectionInternalResponse
@@ -540,27 +757,44 @@ var file_switchboard_connections_v1_internal_proto_goTypes = []any{
 	(*SetSubscriptionConnectionsResponse)(nil),  // 6: switchboard.connections.v1.SetSubscriptionConnectionsResponse
 	(*ListCompanyConnectionsRequest)(nil),       // 7: switchboard.connections.v1.ListCompanyConnectionsRequest
 	(*ListCompanyConnectionsResponse)(nil),      // 8: switchboard.connections.v1.ListCompanyConnectionsResponse
-	(*Connection)(nil),                          // 9: switchboard.connections.v1.Connection
-	(ConnectionType)(0),                         // 10: switchboard.connections.v1.ConnectionType
+	(*GetConnectionCredentialsRequest)(nil),     // 9: switchboard.connections.v1.GetConnectionCredentialsRequest
+	(*ConnectionCredentials)(nil),               // 10: switchboard.connections.v1.ConnectionCredentials
+	(*ListConnectionCredentialsRequest)(nil),    // 11: switchboard.connections.v1.ListConnectionCredentialsRequest
+	(*ListConnectionCredentialsResponse)(nil),   // 12: switchboard.connections.v1.ListConnectionCredentialsResponse
+	(*Connection)(nil),                          // 13: switchboard.connections.v1.Connection
+	(ConnectionType)(0),                         // 14: switchboard.connections.v1.ConnectionType
+	(*structpb.Struct)(nil),                     // 15: google.protobuf.Struct
+	(*SetConnectionStatusRequest)(nil),          // 16: switchboard.connections.v1.SetConnectionStatusRequest
+	(*ConnectionStatus)(nil),                    // 17: switchboard.connections.v1.ConnectionStatus
 }
 var file_switchboard_connections_v1_internal_proto_depIdxs = []int32{
-	9,  // 0: switchboard.connections.v1.GetConnectionInternalResponse.connection:type_name -> switchboard.connections.v1.Connection
+	13, // 0: switchboard.connections.v1.GetConnectionInternalResponse.connection:type_name -> switchboard.connections.v1.Connection
 	3,  // 1: switchboard.connections.v1.ListSubscriptionConnectionsResponse.subscriptions:type_name -> switchboard.connections.v1.SubscriptionConnections
-	10, // 2: switchboard.connections.v1.ListCompanyConnectionsRequest.types:type_name -> switchboard.connections.v1.ConnectionType
-	9,  // 3: switchboard.connections.v1.ListCompanyConnectionsResponse.connections:type_name -> switchboard.connections.v1.Connection
-	0,  // 4: switchboard.connections.v1.ConnectionsInternalService.GetConnectionInternal:input_type -> switchboard.connections.v1.GetConnectionInternalRequest
-	2,  // 5: switchboard.connections.v1.ConnectionsInternalService.ListSubscriptionConnections:input_type -> switchboard.connections.v1.ListSubscriptionConnectionsRequest
-	5,  // 6: switchboard.connections.v1.ConnectionsInternalService.SetSubscriptionConnections:input_type -> switchboard.connections.v1.SetSubscriptionConnectionsRequest
-	7,  // 7: switchboard.connections.v1.ConnectionsInternalService.ListCompanyConnections:input_type -> switchboard.connections.v1.ListCompanyConnectionsRequest
-	1,  // 8: switchboard.connections.v1.ConnectionsInternalService.GetConnectionInternal:output_type -> switchboard.connections.v1.GetConnectionInternalResponse
-	4,  // 9: switchboard.connections.v1.ConnectionsInternalService.ListSubscriptionConnections:output_type -> switchboard.connections.v1.ListSubscriptionConnectionsResponse
-	6,  // 10: switchboard.connections.v1.ConnectionsInternalService.SetSubscriptionConnections:output_type -> switchboard.connections.v1.SetSubscriptionConnectionsResponse
-	8,  // 11: switchboard.connections.v1.ConnectionsInternalService.ListCompanyConnections:output_type -> switchboard.connections.v1.ListCompanyConnectionsResponse
-	8,  // [8:12] is the sub-list for method output_type
-	4,  // [4:8] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	14, // 2: switchboard.connections.v1.ListCompanyConnectionsRequest.types:type_name -> switchboard.connections.v1.ConnectionType
+	13, // 3: switchboard.connections.v1.ListCompanyConnectionsResponse.connections:type_name -> switchboard.connections.v1.Connection
+	14, // 4: switchboard.connections.v1.ConnectionCredentials.type:type_name -> switchboard.connections.v1.ConnectionType
+	15, // 5: switchboard.connections.v1.ConnectionCredentials.credentials:type_name -> google.protobuf.Struct
+	14, // 6: switchboard.connections.v1.ListConnectionCredentialsRequest.type:type_name -> switchboard.connections.v1.ConnectionType
+	10, // 7: switchboard.connections.v1.ListConnectionCredentialsResponse.connections:type_name -> switchboard.connections.v1.ConnectionCredentials
+	0,  // 8: switchboard.connections.v1.ConnectionsInternalService.GetConnectionInternal:input_type -> switchboard.connections.v1.GetConnectionInternalRequest
+	2,  // 9: switchboard.connections.v1.ConnectionsInternalService.ListSubscriptionConnections:input_type -> switchboard.connections.v1.ListSubscriptionConnectionsRequest
+	5,  // 10: switchboard.connections.v1.ConnectionsInternalService.SetSubscriptionConnections:input_type -> switchboard.connections.v1.SetSubscriptionConnectionsRequest
+	7,  // 11: switchboard.connections.v1.ConnectionsInternalService.ListCompanyConnections:input_type -> switchboard.connections.v1.ListCompanyConnectionsRequest
+	9,  // 12: switchboard.connections.v1.ConnectionsInternalService.GetConnectionCredentials:input_type -> switchboard.connections.v1.GetConnectionCredentialsRequest
+	11, // 13: switchboard.connections.v1.ConnectionsInternalService.ListConnectionCredentials:input_type -> switchboard.connections.v1.ListConnectionCredentialsRequest
+	16, // 14: switchboard.connections.v1.ConnectionsInternalService.SetConnectionStatusInternal:input_type -> switchboard.connections.v1.SetConnectionStatusRequest
+	1,  // 15: switchboard.connections.v1.ConnectionsInternalService.GetConnectionInternal:output_type -> switchboard.connections.v1.GetConnectionInternalResponse
+	4,  // 16: switchboard.connections.v1.ConnectionsInternalService.ListSubscriptionConnections:output_type -> switchboard.connections.v1.ListSubscriptionConnectionsResponse
+	6,  // 17: switchboard.connections.v1.ConnectionsInternalService.SetSubscriptionConnections:output_type -> switchboard.connections.v1.SetSubscriptionConnectionsResponse
+	8,  // 18: switchboard.connections.v1.ConnectionsInternalService.ListCompanyConnections:output_type -> switchboard.connections.v1.ListCompanyConnectionsResponse
+	10, // 19: switchboard.connections.v1.ConnectionsInternalService.GetConnectionCredentials:output_type -> switchboard.connections.v1.ConnectionCredentials
+	12, // 20: switchboard.connections.v1.ConnectionsInternalService.ListConnectionCredentials:output_type -> switchboard.connections.v1.ListConnectionCredentialsResponse
+	17, // 21: switchboard.connections.v1.ConnectionsInternalService.SetConnectionStatusInternal:output_type -> switchboard.connections.v1.ConnectionStatus
+	15, // [15:22] is the sub-list for method output_type
+	8,  // [8:15] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_connections_v1_internal_proto_init() }
@@ -569,13 +803,14 @@ func file_switchboard_connections_v1_internal_proto_init() {
 		return
 	}
 	file_switchboard_connections_v1_connections_proto_init()
+	file_switchboard_connections_v1_sandbox_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_connections_v1_internal_proto_rawDesc), len(file_switchboard_connections_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

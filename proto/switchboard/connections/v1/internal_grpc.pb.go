@@ -23,6 +23,9 @@ const (
 	ConnectionsInternalService_ListSubscriptionConnections_FullMethodName = "/switchboard.connections.v1.ConnectionsInternalService/ListSubscriptionConnections"
 	ConnectionsInternalService_SetSubscriptionConnections_FullMethodName  = "/switchboard.connections.v1.ConnectionsInternalService/SetSubscriptionConnections"
 	ConnectionsInternalService_ListCompanyConnections_FullMethodName      = "/switchboard.connections.v1.ConnectionsInternalService/ListCompanyConnections"
+	ConnectionsInternalService_GetConnectionCredentials_FullMethodName    = "/switchboard.connections.v1.ConnectionsInternalService/GetConnectionCredentials"
+	ConnectionsInternalService_ListConnectionCredentials_FullMethodName   = "/switchboard.connections.v1.ConnectionsInternalService/ListConnectionCredentials"
+	ConnectionsInternalService_SetConnectionStatusInternal_FullMethodName = "/switchboard.connections.v1.ConnectionsInternalService/SetConnectionStatusInternal"
 )
 
 // ConnectionsInternalServiceClient is the client API for ConnectionsInternalService service.
@@ -45,6 +48,19 @@ type ConnectionsInternalServiceClient interface {
 	// none), by id, each as the public API shows it (with its subscription).
 	// Messaging lists its chat sources from it.
 	ListCompanyConnections(ctx context.Context, in *ListCompanyConnectionsRequest, opts ...grpc.CallOption) (*ListCompanyConnectionsResponse, error)
+	// A connection's credentials, for the messenger adapter that acts for it
+	// (messaging's Telegram Bot API adapter reads a telegram_bot's
+	// bot_token): its private params, which no public answer shows.
+	GetConnectionCredentials(ctx context.Context, in *GetConnectionCredentialsRequest, opts ...grpc.CallOption) (*ConnectionCredentials, error)
+	// Every connection of a type, of every company, by id, with its
+	// credentials: the messenger adapters' pollers find their bots in it.
+	ListConnectionCredentials(ctx context.Context, in *ListConnectionCredentialsRequest, opts ...grpc.CallOption) (*ListConnectionCredentialsResponse, error)
+	// The messenger side changing a connection's status outside test mode (a
+	// revoked bot token: bad/generic_authorization_error; the bot answering
+	// again: good/normal). A new status is stored with its history record and
+	// connections.status_changed event in one transaction; an unchanged one
+	// writes nothing.
+	SetConnectionStatusInternal(ctx context.Context, in *SetConnectionStatusRequest, opts ...grpc.CallOption) (*ConnectionStatus, error)
 }
 
 type connectionsInternalServiceClient struct {
@@ -95,6 +111,36 @@ func (c *connectionsInternalServiceClient) ListCompanyConnections(ctx context.Co
 	return out, nil
 }
 
+func (c *connectionsInternalServiceClient) GetConnectionCredentials(ctx context.Context, in *GetConnectionCredentialsRequest, opts ...grpc.CallOption) (*ConnectionCredentials, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConnectionCredentials)
+	err := c.cc.Invoke(ctx, ConnectionsInternalService_GetConnectionCredentials_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionsInternalServiceClient) ListConnectionCredentials(ctx context.Context, in *ListConnectionCredentialsRequest, opts ...grpc.CallOption) (*ListConnectionCredentialsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListConnectionCredentialsResponse)
+	err := c.cc.Invoke(ctx, ConnectionsInternalService_ListConnectionCredentials_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionsInternalServiceClient) SetConnectionStatusInternal(ctx context.Context, in *SetConnectionStatusRequest, opts ...grpc.CallOption) (*ConnectionStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConnectionStatus)
+	err := c.cc.Invoke(ctx, ConnectionsInternalService_SetConnectionStatusInternal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectionsInternalServiceServer is the server API for ConnectionsInternalService service.
 // All implementations must embed UnimplementedConnectionsInternalServiceServer
 // for forward compatibility.
@@ -115,6 +161,19 @@ type ConnectionsInternalServiceServer interface {
 	// none), by id, each as the public API shows it (with its subscription).
 	// Messaging lists its chat sources from it.
 	ListCompanyConnections(context.Context, *ListCompanyConnectionsRequest) (*ListCompanyConnectionsResponse, error)
+	// A connection's credentials, for the messenger adapter that acts for it
+	// (messaging's Telegram Bot API adapter reads a telegram_bot's
+	// bot_token): its private params, which no public answer shows.
+	GetConnectionCredentials(context.Context, *GetConnectionCredentialsRequest) (*ConnectionCredentials, error)
+	// Every connection of a type, of every company, by id, with its
+	// credentials: the messenger adapters' pollers find their bots in it.
+	ListConnectionCredentials(context.Context, *ListConnectionCredentialsRequest) (*ListConnectionCredentialsResponse, error)
+	// The messenger side changing a connection's status outside test mode (a
+	// revoked bot token: bad/generic_authorization_error; the bot answering
+	// again: good/normal). A new status is stored with its history record and
+	// connections.status_changed event in one transaction; an unchanged one
+	// writes nothing.
+	SetConnectionStatusInternal(context.Context, *SetConnectionStatusRequest) (*ConnectionStatus, error)
 	mustEmbedUnimplementedConnectionsInternalServiceServer()
 }
 
@@ -136,6 +195,15 @@ func (UnimplementedConnectionsInternalServiceServer) SetSubscriptionConnections(
 }
 func (UnimplementedConnectionsInternalServiceServer) ListCompanyConnections(context.Context, *ListCompanyConnectionsRequest) (*ListCompanyConnectionsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListCompanyConnections not implemented")
+}
+func (UnimplementedConnectionsInternalServiceServer) GetConnectionCredentials(context.Context, *GetConnectionCredentialsRequest) (*ConnectionCredentials, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetConnectionCredentials not implemented")
+}
+func (UnimplementedConnectionsInternalServiceServer) ListConnectionCredentials(context.Context, *ListConnectionCredentialsRequest) (*ListConnectionCredentialsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListConnectionCredentials not implemented")
+}
+func (UnimplementedConnectionsInternalServiceServer) SetConnectionStatusInternal(context.Context, *SetConnectionStatusRequest) (*ConnectionStatus, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetConnectionStatusInternal not implemented")
 }
 func (UnimplementedConnectionsInternalServiceServer) mustEmbedUnimplementedConnectionsInternalServiceServer() {
 }
@@ -231,6 +299,60 @@ func _ConnectionsInternalService_ListCompanyConnections_Handler(srv interface{},
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectionsInternalService_GetConnectionCredentials_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetConnectionCredentialsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionsInternalServiceServer).GetConnectionCredentials(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionsInternalService_GetConnectionCredentials_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionsInternalServiceServer).GetConnectionCredentials(ctx, req.(*GetConnectionCredentialsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionsInternalService_ListConnectionCredentials_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListConnectionCredentialsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionsInternalServiceServer).ListConnectionCredentials(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionsInternalService_ListConnectionCredentials_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionsInternalServiceServer).ListConnectionCredentials(ctx, req.(*ListConnectionCredentialsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionsInternalService_SetConnectionStatusInternal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetConnectionStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionsInternalServiceServer).SetConnectionStatusInternal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionsInternalService_SetConnectionStatusInternal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionsInternalServiceServer).SetConnectionStatusInternal(ctx, req.(*SetConnectionStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectionsInternalService_ServiceDesc is the grpc.ServiceDesc for ConnectionsInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -253,6 +375,18 @@ var ConnectionsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListCompanyConnections",
 			Handler:    _ConnectionsInternalService_ListCompanyConnections_Handler,
+		},
+		{
+			MethodName: "GetConnectionCredentials",
+			Handler:    _ConnectionsInternalService_GetConnectionCredentials_Handler,
+		},
+		{
+			MethodName: "ListConnectionCredentials",
+			Handler:    _ConnectionsInternalService_ListConnectionCredentials_Handler,
+		},
+		{
+			MethodName: "SetConnectionStatusInternal",
+			Handler:    _ConnectionsInternalService_SetConnectionStatusInternal_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

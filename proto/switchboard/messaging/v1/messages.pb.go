@@ -941,7 +941,13 @@ type SendMessageRequest struct {
 	ServiceOrder    *structpb.Struct `protobuf:"bytes,12,opt,name=service_order,json=serviceOrder,proto3" json:"service_order,omitempty"`
 	WabaOrder       *structpb.Struct `protobuf:"bytes,13,opt,name=waba_order,json=wabaOrder,proto3" json:"waba_order,omitempty"`
 	ReplyTo         *SendReplyTo     `protobuf:"bytes,14,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
-	// Bot buttons, telegram_bot only.
+	// Bot buttons, telegram_bot only: one of Telegram's reply markups, sent
+	// as reply_markup: {inline_keyboard: [[{text, url | callback_data}]]},
+	// {keyboard: [[{text, request_contact?, request_location?}]],
+	// resize_keyboard?, one_time_keyboard?, is_persistent?,
+	// input_field_placeholder?, selective?}, {remove_keyboard: true,
+	// selective?} or {force_reply: true, input_field_placeholder?,
+	// selective?}. Every other value is 422 at its location.
 	Markup        *structpb.Struct `protobuf:"bytes,15,opt,name=markup,proto3" json:"markup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -12,6 +12,7 @@ import (
 	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
+	tgbot "switchboard.dev/pkg/telegrambot"
 	"switchboard.dev/pkg/webhookspub"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	"switchboard.dev/services/connections/internal/adapters/billing"
@@ -106,7 +107,7 @@ func spec(s settings) service.Spec {
 				// Real providers where an adapter exists (telegram_bot); the
 				// others answer 503 until theirs do.
 				deps.Verifier = telegrambot.Verifier{
-					Client: telegrambot.NewClient(s.TelegramAPIURL, s.TelegramTimeout),
+					Client: tgbot.NewClient(s.TelegramAPIURL, s.TelegramTimeout),
 					Next:   unavailable.Provider{}, Log: d.Log,
 				}
 				deps.Messenger = unavailable.Provider{}

@@ -23,6 +23,9 @@ type Repository interface {
 	// ConnectionByID is any connection, for callers that are not a company
 	// (the sandbox, other services).
 	ConnectionByID(ctx context.Context, id int64) (domain.Connection, error)
+	// ConnectionsOfType is every connection of type t, of every company, by
+	// id (the messenger adapters' pollers).
+	ConnectionsOfType(ctx context.Context, t domain.Type) ([]domain.Connection, error)
 	// Connections is a page of the company's connections of the given types
 	// (all when none), by id, and the count of all its connections.
 	Connections(ctx context.Context, companyID int64, page Page) ([]domain.Connection, int64, error)

@@ -16,6 +16,12 @@ func (s *Service) ConnectionInternal(ctx context.Context, id int64) (domain.Conn
 	return c, notFound(err)
 }
 
+// ConnectionsOfType is every connection of a type, of every company, with
+// its secrets: what the messenger adapters act with.
+func (s *Service) ConnectionsOfType(ctx context.Context, t domain.Type) ([]domain.Connection, error) {
+	return s.repo.ConnectionsOfType(ctx, t)
+}
+
 // SubscriptionMembers are the connections of each of the company's
 // subscriptions (billing shows them with its subscriptions).
 func (s *Service) SubscriptionMembers(ctx context.Context, companyID int64) ([]Members, error) {

@@ -13,6 +13,7 @@ import (
 	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
+	tgbot "switchboard.dev/pkg/telegrambot"
 	"switchboard.dev/pkg/webhookspub"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
 	"switchboard.dev/services/messaging/internal/adapters/billing"
@@ -22,6 +23,7 @@ import (
 	"switchboard.dev/services/messaging/internal/adapters/postgres"
 	"switchboard.dev/services/messaging/internal/adapters/sandbox"
 	"switchboard.dev/services/messaging/internal/adapters/storage"
+	"switchboard.dev/services/messaging/internal/adapters/telegrambot"
 	"switchboard.dev/services/messaging/internal/adapters/unavailable"
 	"switchboard.dev/services/messaging/internal/app"
 	"switchboard.dev/services/messaging/internal/domain"
@@ -50,6 +52,15 @@ type settings struct {
 	// Inbox calls per second per company (spec 8: one); 0 turns the limit
 	// off, for load tests.
 	InboxRate int `env:"SWITCHBOARD_MESSAGING_INBOX_RATE" envDefault:"1"`
+	// The Telegram Bot API of telegram_bot connections outside test mode:
+	// its base URL (tests point it at a fake), the bound of each call, and
+	// the pollers' tuning (adapters/telegrambot.PollConfig).
+	TelegramAPIURL     string        `env:"SWITCHBOARD_TELEGRAM_API_URL" envDefault:"https://api.telegram.org"`
+	TelegramTimeout    time.Duration `env:"SWITCHBOARD_TELEGRAM_TIMEOUT" envDefault:"10s"`
+	TelegramPollWait   time.Duration `env:"SWITCHBOARD_TELEGRAM_POLL_WAIT" envDefault:"25s"`
+	TelegramLease      time.Duration `env:"SWITCHBOARD_TELEGRAM_LEASE" envDefault:"60s"`
+	TelegramRefresh    time.Duration `env:"SWITCHBOARD_TELEGRAM_REFRESH" envDefault:"10s"`
+	TelegramMaxBackoff time.Duration `env:"SWITCHBOARD_TELEGRAM_MAX_BACKOFF" envDefault:"30s"`
 }
 
 func main() {
@@ -57,6 +68,17 @@ func main() {
 	service.Main(&s, func() (service.Spec, error) {
 		if s.InboxRate < 0 {
 			return service.Spec{}, errors.New("config: SWITCHBOARD_MESSAGING_INBOX_RATE must not be negative")
+		}
+		if s.TelegramPollWait < 0 || s.TelegramPollWait > 50*time.Second {
+			return service.Spec{}, errors.New("config: SWITCHBOARD_TELEGRAM_POLL_WAIT must be between 0 and 50s (Telegram's limit)")
+		}
+		if s.TelegramTimeout <= 0 || s.TelegramRefresh <= 0 || s.TelegramMaxBackoff <= 0 {
+			return service.Spec{}, errors.New("config: SWITCHBOARD_TELEGRAM_TIMEOUT, _REFRESH and _MAX_BACKOFF must be positive")
+		}
+		if s.TelegramLease <= s.TelegramPollWait+s.TelegramTimeout {
+			// The lease is renewed once per poll: a shorter one would lapse
+			// while its holder waits, and another replica would poll too.
+			return service.Spec{}, errors.New("config: SWITCHBOARD_TELEGRAM_LEASE must exceed SWITCHBOARD_TELEGRAM_POLL_WAIT plus SWITCHBOARD_TELEGRAM_TIMEOUT")
 		}
 		return spec(s), nil
 	})
@@ -91,11 +113,12 @@ func spec(s settings) service.Spec {
 			d.Background("outbox relay", relay.Run)
 			bill := billing.New(billingConn)
 			contactsClient := contacts.New(contactsConn)
+			connsClient := connections.New(connectionsConn)
 			deps := app.Deps{
 				Repo:             postgres.New(d.DB),
 				Blacklist:        postgres.New(d.DB),
 				Templates:        postgres.New(d.DB),
-				Connections:      connections.New(connectionsConn),
+				Connections:      connsClient,
 				Contacts:         contactsClient,
 				Cards:            contactsClient,
 				InboxLimit:       limiter.New(d.Redis, "messaging:", s.InboxRate),
@@ -107,11 +130,21 @@ func spec(s settings) service.Spec {
 				Config: app.Config{DefaultRegion: s.DefaultRegion, AllowPrivateTargets: s.AllowPrivateTargets,
 					PublicURL: s.PublicURL},
 			}
-			var sb *sandbox.Messenger
+			var (
+				sb       *sandbox.Messenger
+				tgClient *tgbot.Client
+				tgStatus *telegrambot.Status
+			)
 			if d.Config.Sandbox {
 				sb = sandbox.New(d.DB)
 				sb.DeliverAfter, sb.ReadAfter = s.SandboxDeliverAfter, s.SandboxReadAfter
 				deps.Messenger, deps.TemplateProvider = sb, sb
+			} else {
+				// Real messengers where adapters exist: telegram_bot through
+				// the Bot API; the other types answer unavailable.
+				tgClient = tgbot.NewClient(s.TelegramAPIURL, s.TelegramTimeout)
+				tgStatus = &telegrambot.Status{Conns: connsClient, Log: d.Log}
+				deps.Messenger = &telegrambot.Messenger{Client: tgClient, Conns: connsClient, Status: tgStatus, Next: unavailable.Messenger{}}
 			}
 			svc := app.New(deps)
 			// Sends reach the messenger after the API has answered.
@@ -125,8 +158,17 @@ func spec(s settings) service.Spec {
 			if err != nil {
 				return nil, err
 			}
-			files := grpcport.NewFiles(app.NewFiles(postgres.New(d.DB), store, app.FilesConfig{PublicURL: s.PublicURL}, d.Log))
-			return registrar{srv, files}, nil
+			filesApp := app.NewFiles(postgres.New(d.DB), store, app.FilesConfig{PublicURL: s.PublicURL}, d.Log)
+			if tgClient != nil {
+				poller := &telegrambot.Poller{
+					Client: tgClient, Conns: connsClient, Store: postgres.New(d.DB).Polls(), Ingest: svc, Files: filesApp,
+					Status: tgStatus, Log: d.Log,
+					Config: telegrambot.PollConfig{Wait: s.TelegramPollWait, Lease: s.TelegramLease, Refresh: s.TelegramRefresh,
+						Backoff: time.Second, MaxBackoff: s.TelegramMaxBackoff},
+				}
+				d.Background("telegram poller", poller.Run)
+			}
+			return registrar{srv, grpcport.NewFiles(filesApp)}, nil
 		},
 	}
 }

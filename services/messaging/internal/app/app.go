@@ -89,9 +89,21 @@ type Messenger interface {
 	// gave. No check is made that the person has an account (rule 4).
 	ResolvePerson(ctx context.Context, conn Connection, who Identifiers) (Person, error)
 	// Send hands an outbound message to the messenger and answers its id
-	// of the message. A *SendError is a final refusal; any other error may
-	// pass on retry. A repeated Send of one message must not send twice.
-	Send(ctx context.Context, conn Connection, chat domain.Chat, m domain.Message) (sourceMessageID string, err error)
+	// of the message. A *SendError is a final refusal; a *RetryAfter asks
+	// for the next attempt no sooner than it says; any other error may pass
+	// on retry. A repeated Send of one message must not send twice where
+	// the messenger can tell (the sandbox can; the Telegram Bot API keeps
+	// no request ids, so a send whose answer was lost may go twice).
+	Send(ctx context.Context, conn Connection, chat domain.Chat, m domain.Message) (Sent, error)
+}
+
+// Sent is the messenger's answer to a send.
+type Sent struct {
+	// SourceMessageID is the messenger's id of the message.
+	SourceMessageID string
+	// Delivered: the answer itself says the message reached the person's
+	// messenger (the Bot API's does), so no receipt will follow.
+	Delivered bool
 }
 
 // Identifiers of a person, as a create-chat request gives them; empty

@@ -173,8 +173,17 @@ func (s *Service) replay(ctx context.Context, cmd SendCmd) (SendResult, bool, er
 // waba_template send's content becomes the template as the API shows it,
 // and template what the messenger needs.
 func (s *Service) checkSend(ctx context.Context, cmd *SendCmd, chat domain.Chat, conn Connection) (template *domain.TemplateSend, err error) {
-	if cmd.Markup != nil && conn.Type != domain.TelegramBot {
-		return nil, apierr.Field(apierr.Body("markup"), "value_error", "Value error, markup (bot buttons) is for telegram_bot chats only")
+	if cmd.Markup != nil {
+		if conn.Type != domain.TelegramBot {
+			return nil, apierr.Field(apierr.Body("markup"), "value_error", "Value error, markup (bot buttons) is for telegram_bot chats only")
+		}
+		// Sent to Telegram as reply_markup: one of its reply markups, with
+		// only the keys the Bot API knows.
+		markup, err := domain.ParseMarkup(cmd.Markup, "markup")
+		if err != nil {
+			return nil, FieldErrors(err)
+		}
+		cmd.Markup = markup
 	}
 	switch cmd.Type {
 	case domain.WabaTemplate, domain.WabaInteractive:

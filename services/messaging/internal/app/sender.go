@@ -76,6 +76,19 @@ func (e *SendError) Error() string {
 	return fmt.Sprintf("messenger refused the message: %s: %s", e.Type, e.Text)
 }
 
+// RetryAfter is the messenger asking to wait (a rate limit): the send is
+// tried again after Wait, and the wait does not count as a failed attempt.
+type RetryAfter struct {
+	Wait time.Duration
+	Err  error
+}
+
+func (e *RetryAfter) Error() string {
+	return fmt.Sprintf("messenger asks to retry after %s: %v", e.Wait, e.Err)
+}
+
+func (e *RetryAfter) Unwrap() error { return e.Err }
+
 // Payments says whether a connection is paid (billing).
 type Payments interface {
 	ConnectionPaid(ctx context.Context, connectionID int64) (bool, error)
@@ -219,15 +232,29 @@ func (s *Service) deliver(ctx context.Context, c Claim, m domain.Message) error 
 			}
 		}
 	}
-	sourceID, err := s.messenger.Send(ctx, conn, chat, m)
-	var refused *SendError
+	sent, err := s.messenger.Send(ctx, conn, chat, m)
+	var (
+		refused *SendError
+		later   *RetryAfter
+	)
 	switch {
 	case errors.As(err, &refused):
 		return s.repo.SendFailed(ctx, m.ID, refused.Type, refused.Text)
+	case errors.As(err, &later):
+		if err := s.repo.SendLater(ctx, m.ID, s.now().Add(later.Wait)); err != nil {
+			return err
+		}
+		return fmt.Errorf("attempt %d, next in %s: %w", c.Attempts, later.Wait, err)
 	case err != nil:
 		return s.retry(ctx, c, err)
 	}
-	return s.repo.SendDone(ctx, m.ID, sourceID)
+	if err := s.repo.SendDone(ctx, m.ID, sent.SourceMessageID); err != nil {
+		return err
+	}
+	if !sent.Delivered {
+		return nil
+	}
+	return s.Receipt(ctx, Receipt{MessageID: m.ID, Status: Delivered})
 }
 
 // wabaDialog decides whether a business send may go (design/messaging.md):

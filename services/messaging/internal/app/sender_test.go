@@ -43,8 +43,9 @@ type snMessenger struct {
 	send  func(n int32) (string, error)
 }
 
-func (m *snMessenger) Send(context.Context, app.Connection, domain.Chat, domain.Message) (string, error) {
-	return m.send(m.calls.Add(1))
+func (m *snMessenger) Send(context.Context, app.Connection, domain.Chat, domain.Message) (app.Sent, error) {
+	id, err := m.send(m.calls.Add(1))
+	return app.Sent{SourceMessageID: id}, err
 }
 
 type snFixture struct {

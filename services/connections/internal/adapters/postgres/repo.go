@@ -198,6 +198,15 @@ func (r *Repo) ConnectionByID(ctx context.Context, id int64) (domain.Connection,
 	return scanConnection(r.db.QueryRow(ctx, `SELECT `+connectionCols+` FROM connections WHERE id = $1`, id))
 }
 
+// ConnectionsOfType implements app.Repository.
+func (r *Repo) ConnectionsOfType(ctx context.Context, t domain.Type) ([]domain.Connection, error) {
+	rows, err := r.db.Query(ctx, `SELECT `+connectionCols+` FROM connections WHERE type = $1 ORDER BY id`, string(t))
+	if err != nil {
+		return nil, fmt.Errorf("list connections of type: %w", err)
+	}
+	return collectConnections(rows)
+}
+
 // Connections implements app.Repository.
 func (r *Repo) Connections(ctx context.Context, companyID int64, page app.Page) ([]domain.Connection, int64, error) {
 	types := make([]string, len(page.Types))

@@ -4,23 +4,19 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"regexp"
 	"strconv"
 
 	"switchboard.dev/pkg/apierr"
+	tgbot "switchboard.dev/pkg/telegrambot"
 	"switchboard.dev/services/connections/internal/app"
 	"switchboard.dev/services/connections/internal/domain"
 )
-
-// tokenShape is how Telegram issues bot tokens: the bot's id, a colon and
-// the secret. Anything else never reaches the API (nor its URL path).
-var tokenShape = regexp.MustCompile(`^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$`)
 
 // Verifier implements app.Verifier outside test mode: a telegram_bot token
 // is checked with getMe, which gives bot_id and bot_username; every other
 // type goes to Next.
 type Verifier struct {
-	Client *Client
+	Client *tgbot.Client
 	Next   app.Verifier
 	Log    *slog.Logger
 }
@@ -37,11 +33,11 @@ func (v Verifier) Verify(ctx context.Context, t domain.Type, given map[string]an
 		return v.Next.Verify(ctx, t, given)
 	}
 	token, _ := given["bot_token"].(string)
-	if !tokenShape.MatchString(token) {
+	if !tgbot.TokenShape.MatchString(token) {
 		return nil, badToken("a bot token looks like 123456789:AAH... (the bot's id, a colon and the secret)")
 	}
 	me, err := v.Client.GetMe(ctx, token)
-	var refused *APIError
+	var refused *tgbot.APIError
 	switch {
 	case errors.As(err, &refused) && refused.Unauthorized():
 		return nil, badToken("Telegram does not know this bot token (revoked or mistyped)")

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard.dev/pkg/apierr"
+	tgbot "switchboard.dev/pkg/telegrambot"
 	"switchboard.dev/services/connections/internal/domain"
 )
 
@@ -26,12 +27,12 @@ type fakeBotAPI struct {
 
 	mu       sync.Mutex
 	requests []string
-	bots     map[string]User
+	bots     map[string]tgbot.User
 	status   int // when set, every call answers this status with a 5xx body
 }
 
 func newFakeBotAPI(t *testing.T) *fakeBotAPI {
-	f := &fakeBotAPI{bots: map[string]User{}}
+	f := &fakeBotAPI{bots: map[string]tgbot.User{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -81,12 +82,12 @@ func (n *nextVerifier) Verify(_ context.Context, t domain.Type, _ map[string]any
 const token = "7012345678:AAHfzP3xQ8k2mN4vB6cD8eF0gH1iJ2kL3mN"
 
 func verifier(f *fakeBotAPI, next *nextVerifier) Verifier {
-	return Verifier{Client: NewClient(f.srv.URL, 2*time.Second), Next: next, Log: slog.New(slog.DiscardHandler)}
+	return Verifier{Client: tgbot.NewClient(f.srv.URL, 2*time.Second), Next: next, Log: slog.New(slog.DiscardHandler)}
 }
 
 func TestVerifyAsksGetMe(t *testing.T) {
 	f := newFakeBotAPI(t)
-	f.bots[token] = User{ID: 7012345678, IsBot: true, FirstName: "Shop", Username: "shop_helper_bot"}
+	f.bots[token] = tgbot.User{ID: 7012345678, IsBot: true, FirstName: "Shop", Username: "shop_helper_bot"}
 	v := verifier(f, &nextVerifier{})
 	got, err := v.Verify(context.Background(), domain.TelegramBot, map[string]any{"bot_token": token})
 	require.NoError(t, err)
@@ -96,7 +97,7 @@ func TestVerifyAsksGetMe(t *testing.T) {
 
 func TestVerifyRefusesUnknownAndMalformedTokens(t *testing.T) {
 	f := newFakeBotAPI(t)
-	f.bots[token] = User{ID: 1, IsBot: false, Username: "a_person"}
+	f.bots[token] = tgbot.User{ID: 1, IsBot: false, Username: "a_person"}
 	v := verifier(f, &nextVerifier{})
 	for name, tc := range map[string]struct {
 		token  string
@@ -130,7 +131,7 @@ func TestVerifyUnreachableIs503(t *testing.T) {
 
 	// A closed server: the transport error names no token.
 	f.srv.Close()
-	_, err = NewClient(f.srv.URL, time.Second).GetMe(context.Background(), token)
+	_, err = tgbot.NewClient(f.srv.URL, time.Second).GetMe(context.Background(), token)
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), token)
 }
@@ -151,8 +152,8 @@ func TestAPIErrorCarriesRetryAfter(t *testing.T) {
 		_, _ = io.WriteString(w, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 7","parameters":{"retry_after":7}}`)
 	}))
 	defer srv.Close()
-	_, err := NewClient(srv.URL, time.Second).GetMe(context.Background(), token)
-	var e *APIError
+	_, err := tgbot.NewClient(srv.URL, time.Second).GetMe(context.Background(), token)
+	var e *tgbot.APIError
 	require.True(t, errors.As(err, &e))
 	require.Equal(t, 429, e.Code)
 	require.Equal(t, 7*time.Second, e.RetryAfter)

@@ -2,10 +2,14 @@ package grpc
 
 import (
 	"context"
+	"fmt"
+
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"switchboard.dev/pkg/apierr"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	"switchboard.dev/services/connections/internal/app"
+	"switchboard.dev/services/connections/internal/domain"
 )
 
 func (s *Server) GetConnectionInternal(ctx context.Context, req *connectionsv1.GetConnectionInternalRequest) (*connectionsv1.GetConnectionInternalResponse, error) {
@@ -75,4 +79,44 @@ func (s *Server) ListCompanyConnections(ctx context.Context, req *connectionsv1.
 			return out, nil
 		}
 	}
+}
+
+func (s *Server) GetConnectionCredentials(ctx context.Context, req *connectionsv1.GetConnectionCredentialsRequest) (*connectionsv1.ConnectionCredentials, error) {
+	c, err := s.app.ConnectionInternal(ctx, req.GetConnectionId())
+	if err != nil {
+		return nil, err
+	}
+	return credentialsPB(c)
+}
+
+func (s *Server) ListConnectionCredentials(ctx context.Context, req *connectionsv1.ListConnectionCredentialsRequest) (*connectionsv1.ListConnectionCredentialsResponse, error) {
+	t, err := typeField(req.GetType(), apierr.Body("type"))
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.app.ConnectionsOfType(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	out := &connectionsv1.ListConnectionCredentialsResponse{Connections: make([]*connectionsv1.ConnectionCredentials, 0, len(list))}
+	for _, c := range list {
+		pb, err := credentialsPB(c)
+		if err != nil {
+			return nil, err
+		}
+		out.Connections = append(out.Connections, pb)
+	}
+	return out, nil
+}
+
+func (s *Server) SetConnectionStatusInternal(ctx context.Context, req *connectionsv1.SetConnectionStatusRequest) (*connectionsv1.ConnectionStatus, error) {
+	return s.SetConnectionStatus(ctx, req)
+}
+
+func credentialsPB(c domain.Connection) (*connectionsv1.ConnectionCredentials, error) {
+	secrets, err := structpb.NewStruct(c.Secrets)
+	if err != nil {
+		return nil, fmt.Errorf("encode credentials of connection %d: %w", c.ID, err)
+	}
+	return &connectionsv1.ConnectionCredentials{ConnectionId: c.ID, CompanyId: c.CompanyID, Type: typePB(c.Type), Credentials: secrets}, nil
 }

@@ -5,6 +5,8 @@ package connections
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -97,3 +99,57 @@ func connection(pb *connectionsv1.Connection) app.Connection {
 
 // typeName is the type's JSON string.
 func typeName(t connectionsv1.ConnectionType) string { return protoapi.EnumJSON(t) }
+
+// Credentials are a connection's private params (a telegram_bot's
+// bot_token) with its company; domain.ErrNotFound when it does not exist.
+func (c *Client) Credentials(ctx context.Context, id int64) (company int64, creds map[string]any, err error) {
+	res, err := c.api.GetConnectionCredentials(ctx, &connectionsv1.GetConnectionCredentialsRequest{ConnectionId: id})
+	if err != nil {
+		if e, ok := apierr.FromError(err); ok && e.Code == apierr.ConnectionNotFound.Code {
+			return 0, nil, domain.ErrNotFound
+		}
+		return 0, nil, apierr.FromPeer("connections", "GetConnectionCredentials", err)
+	}
+	return res.GetCompanyId(), res.GetCredentials().AsMap(), nil
+}
+
+// Credentialed is a connection with its credentials.
+type Credentialed struct {
+	ID, CompanyID int64
+	Credentials   map[string]any
+}
+
+// CredentialsOfType are every connection of type t, of every company.
+func (c *Client) CredentialsOfType(ctx context.Context, t domain.Type) ([]Credentialed, error) {
+	res, err := c.api.ListConnectionCredentials(ctx, &connectionsv1.ListConnectionCredentialsRequest{Type: typePB(t)})
+	if err != nil {
+		return nil, apierr.FromPeer("connections", "ListConnectionCredentials", err)
+	}
+	out := make([]Credentialed, 0, len(res.GetConnections()))
+	for _, pb := range res.GetConnections() {
+		out = append(out, Credentialed{ID: pb.GetConnectionId(), CompanyID: pb.GetCompanyId(), Credentials: pb.GetCredentials().AsMap()})
+	}
+	return out, nil
+}
+
+// SetStatus is the messenger side changing a connection's status
+// (statusType and subtype as the API spells them: bad,
+// generic_authorization_error). An unchanged status writes nothing.
+func (c *Client) SetStatus(ctx context.Context, id int64, statusType, subtype string) error {
+	st, ok1 := connectionsv1.StatusType_value["STATUS_TYPE_"+strings.ToUpper(statusType)]
+	sub, ok2 := connectionsv1.StatusSubtype_value["STATUS_SUBTYPE_"+strings.ToUpper(subtype)]
+	if !ok1 || !ok2 {
+		return fmt.Errorf("connection status %s/%s is not one the API knows", statusType, subtype)
+	}
+	_, err := c.api.SetConnectionStatusInternal(ctx, &connectionsv1.SetConnectionStatusRequest{
+		ConnectionId: id, StatusType: connectionsv1.StatusType(st), StatusSubtype: connectionsv1.StatusSubtype(sub)})
+	if err != nil {
+		return apierr.FromPeer("connections", "SetConnectionStatusInternal", err)
+	}
+	return nil
+}
+
+// typePB is the connections API's name of a type.
+func typePB(t domain.Type) connectionsv1.ConnectionType {
+	return connectionsv1.ConnectionType(connectionsv1.ConnectionType_value["CONNECTION_TYPE_"+strings.ToUpper(string(t))])
+}

@@ -55,7 +55,7 @@ func (m *Messenger) behaviour(ctx context.Context, q pgx.Tx, connectionID int64)
 // (a repeated send of one message answers the same id), then answers as
 // the connection's behaviour says: fail refuses it; accept keeps quiet;
 // deliver and deliver_and_read schedule their receipts.
-func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.Chat, msg domain.Message) (string, error) {
+func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.Chat, msg domain.Message) (app.Sent, error) {
 	var sourceID string
 	var refused *app.SendError
 	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
@@ -116,12 +116,12 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return app.Sent{}, err
 	}
 	if refused != nil {
-		return "", refused
+		return app.Sent{}, refused
 	}
-	return sourceID, nil
+	return app.Sent{SourceMessageID: sourceID}, nil
 }
 
 // Received is one message the messenger received.

@@ -21,8 +21,8 @@ func (Messenger) ResolvePerson(context.Context, app.Connection, app.Identifiers)
 }
 
 // Send implements app.Messenger: the send fails for good.
-func (Messenger) Send(context.Context, app.Connection, domain.Chat, domain.Message) (string, error) {
-	return "", &app.SendError{Type: domain.ErrGeneric, Text: "no messenger provider is configured for this connection"}
+func (Messenger) Send(context.Context, app.Connection, domain.Chat, domain.Message) (app.Sent, error) {
+	return app.Sent{}, &app.SendError{Type: domain.ErrGeneric, Text: "no messenger provider is configured for this connection"}
 }
 
 var _ app.TemplateProvider = Messenger{}
