@@ -24,7 +24,7 @@ test: check-tree check-generate lint build
 ## and the inbox at 1 million messages, sustained sends vs pgbench, webhook fan-out
 ## of 10,000 events vs a bare net/http client, reads through the gateway and over
 ## gRPC vs pgbench -S; BENCH picks
-BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|Reads
+BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|Reads
 bench: build
 	@MODULES="gateway services/webhooks" SWITCHBOARD_BIN_DIR="$(BIN)" GO_TEST_FLAGS='-run ^$$ -bench $(BENCH) -benchtime 1x' deploy/local/test.sh
 

@@ -93,7 +93,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
-	defer stopTelegramStack(code != 0)
+	defer stopTelegramStacks(code != 0)
 	if u := undocumentedPaths(); len(u) > 0 {
 		fmt.Fprintf(os.Stderr, "e2e: answers of paths the API reference does not have (not checked): %s\n", strings.Join(u, ", "))
 	}

@@ -21,54 +21,83 @@ import (
 	"switchboard.dev/pkg/telegrambot/telegramtest"
 )
 
-// tgStack is a second platform with test mode off, its Telegram Bot API a
-// fake on loopback: the real telegram_bot adapter end to end. The first
-// test that needs it starts it; TestMain stops it.
-var tgStack struct {
+// realStack is another platform with test mode off, its Telegram Bot API
+// a fake on loopback: the real telegram_bot adapter end to end. The first
+// test that needs one starts it; TestMain stops them. Its pollers are
+// tuned short: 1 s long polls, a 4 s lease, the bot list read every
+// 200 ms.
+type realStack struct {
+	name string
+	// env is the stack's own settings; redisDB its Redis database (the
+	// stacks' ids overlap).
+	env     []string
+	redisDB int
+
 	once  sync.Once
 	stack *devstack.Stack
 	api   *telegramtest.Server
 	err   error
 }
 
-// telegramStack starts (once) and answers the real-mode stack and its fake
-// Bot API. Its pollers are tuned short: 1 s long polls, a 4 s lease, the
-// bot list read every 200 ms.
-func telegramStack(t *testing.T) (*devstack.Stack, *telegramtest.Server) {
+var (
+	// tgPolling polls its bots (the default).
+	tgPolling = &realStack{name: "tg", redisDB: 1}
+	// tgWebhook has a public address: its bots' updates come by webhook.
+	tgWebhook = &realStack{name: "tghook", redisDB: 2, env: []string{
+		"SWITCHBOARD_TELEGRAM_WEBHOOK_URL=" + tgHookBase,
+		"SWITCHBOARD_TELEGRAM_WEBHOOK_SECRET=e2e-webhook-key-0123456789abcdefghij"}}
+)
+
+// tgHookBase is the webhook stack's public address as Telegram is told it.
+const tgHookBase = "https://hooks.switchboard.test/base"
+
+func (r *realStack) start(t *testing.T) (*devstack.Stack, *telegramtest.Server) {
 	t.Helper()
-	tgStack.once.Do(func() {
-		tgStack.api = telegramtest.Start()
+	r.once.Do(func() {
+		r.api = telegramtest.Start()
 		o := stackOpts
 		o.NoSandbox = true
-		o.DBPrefix += "_tg"
-		o.LogDir = filepath.Join(filepath.Dir(o.LogDir), "logs-telegram")
-		// Its own Redis database: the stacks' ids overlap.
-		o.RedisAddr = "redis://" + o.RedisAddr + "/1"
+		o.DBPrefix += "_" + r.name
+		o.LogDir = filepath.Join(filepath.Dir(o.LogDir), "logs-"+r.name)
+		o.RedisAddr = fmt.Sprintf("redis://%s/%d", o.RedisAddr, r.redisDB)
 		o.Env = append(slices.Clone(o.Env),
-			"SWITCHBOARD_TELEGRAM_API_URL="+tgStack.api.URL,
+			"SWITCHBOARD_TELEGRAM_API_URL="+r.api.URL,
 			"SWITCHBOARD_TELEGRAM_TIMEOUT=2s", "SWITCHBOARD_TELEGRAM_POLL_WAIT=1s", "SWITCHBOARD_TELEGRAM_LEASE=4s",
 			"SWITCHBOARD_TELEGRAM_REFRESH=200ms", "SWITCHBOARD_TELEGRAM_MAX_BACKOFF=1s")
+		o.Env = append(o.Env, r.env...)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		tgStack.stack, tgStack.err = devstack.Start(ctx, o)
+		r.stack, r.err = devstack.Start(ctx, o)
 	})
-	require.NoError(t, tgStack.err, "start the real-mode stack")
-	return tgStack.stack, tgStack.api
+	require.NoError(t, r.err, "start the real-mode stack %s", r.name)
+	t.Cleanup(func() {
+		if t.Failed() {
+			// The processes' whole logs, for what the tails do not show.
+			dir := artifacts(t)
+			for _, name := range []string{"connections", "messaging", "gateway"} {
+				_ = os.WriteFile(filepath.Join(dir, name+".log"), []byte(r.stack.Log(name)), 0o644)
+			}
+			t.Logf("the real-mode stack's logs are in %s", dir)
+		}
+	})
+	return r.stack, r.api
 }
 
-// stopTelegramStack stops what telegramStack started, with the logs'
-// tails when the run failed.
-func stopTelegramStack(failed bool) {
-	if s := tgStack.stack; s != nil {
-		s.Stop()
-		if failed {
-			for _, svc := range []string{"connections", "messaging", "gateway"} {
-				fmt.Printf("--- telegram stack %s log (tail)\n%s\n", svc, s.Tail(svc, 40))
+// stopTelegramStacks stops what the real-mode stacks started, with the
+// logs' tails when the run failed.
+func stopTelegramStacks(failed bool) {
+	for _, r := range []*realStack{tgPolling, tgWebhook} {
+		if r.stack != nil {
+			r.stack.Stop()
+			if failed {
+				for _, svc := range []string{"connections", "messaging", "gateway"} {
+					fmt.Printf("--- %s stack %s log (tail)\n%s\n", r.name, svc, r.stack.Tail(svc, 40))
+				}
 			}
 		}
-	}
-	if tgStack.api != nil {
-		tgStack.api.Close()
+		if r.api != nil {
+			r.api.Close()
+		}
 	}
 }
 
@@ -163,17 +192,7 @@ func (k tgClient) lastStatus(conn int64) any {
 // revoked token.
 func TestTelegramBot(t *testing.T) {
 	t.Parallel()
-	s, bot := telegramStack(t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			// The processes' whole logs, for what the tails do not show.
-			dir := artifacts(t)
-			for _, name := range []string{"connections", "messaging", "gateway"} {
-				_ = os.WriteFile(filepath.Join(dir, name+".log"), []byte(s.Log(name)), 0o644)
-			}
-			t.Logf("the real-mode stack's logs are in %s", dir)
-		}
-	})
+	s, bot := tgPolling.start(t)
 	k := tgClient{t: t, base: s.BaseURL, c: newCompanyAt(t, s.BaseURL, nil)}
 	const token = "7012345678:AAHe2eTokenOfTheTelegramBotTest_0123"
 	bot.AddBot(token, 7012345678, "shop_e2e_bot")
@@ -206,6 +225,12 @@ func TestTelegramBot(t *testing.T) {
 	ann := telegramtest.User{ID: 5001, FirstName: "Ann", LastName: "Lee", Username: "ann_lee"}
 	bob := telegramtest.User{ID: 5002, FirstName: "Bob"}
 
+	// A polling platform takes no webhook posts.
+	r = callAt(t, s.BaseURL, "POST", p("/telegram/v1/bots/%d/updates", connID), telegramtest.PrivateText(9, ann, "x"),
+		"X-Telegram-Bot-Api-Secret-Token", "anything")
+	require.Equal(t, 404, r.Status, "%s", r.Body)
+	require.Equal(t, float64(10000), r.JSON(t)["error_code"])
+
 	t.Run("receive", func(t *testing.T) {
 		k := k
 		k.t = t
@@ -214,9 +239,10 @@ func TestTelegramBot(t *testing.T) {
 		require.Equal(t, "Ann Lee", chat["name"])
 		require.Equal(t, "ann_lee", chat["username"])
 		require.Equal(t, false, chat["is_group"])
-		require.Equal(t, float64(1), chat["unanswered_count"])
 		msgs := k.waitMessages(chat["id"], 1)
 		m := msgs[0]
+		// The chat is stored before its message: read it again.
+		require.Equal(t, float64(1), k.chat(connID, "5001")["unanswered_count"])
 		require.Equal(t, "inbound", m["direction"])
 		require.Equal(t, "5001:1", m["source_message_id"])
 		require.Equal(t, "5001", m["chat_id"])
@@ -375,7 +401,9 @@ func TestTelegramBot(t *testing.T) {
 		for _, m := range msgs[:40] {
 			texts = append(texts, m["text"].(map[string]any)["text"].(string))
 		}
-		sort.Slice(texts, func(i, j int) bool { return len(texts[i]) < len(texts[j]) || len(texts[i]) == len(texts[j]) && texts[i] < texts[j] })
+		sort.Slice(texts, func(i, j int) bool {
+			return len(texts[i]) < len(texts[j]) || len(texts[i]) == len(texts[j]) && texts[i] < texts[j]
+		})
 		want := make([]string, 40)
 		for i := range want {
 			want[i] = fmt.Sprintf("update %d", i+1)
@@ -429,4 +457,86 @@ func countEvents(r *wdReceiver, typ string) int {
 		}
 	}
 	return n
+}
+
+// TestTelegramBotWebhook: a platform with a public address takes its bots'
+// updates by Telegram's webhook: the lease holder sets the webhook (and
+// puts it back when it is changed elsewhere), Telegram's posts are stored
+// once however often they come, and only Telegram's secret opens the
+// route.
+func TestTelegramBotWebhook(t *testing.T) {
+	t.Parallel()
+	s, bot := tgWebhook.start(t)
+	k := tgClient{t: t, base: s.BaseURL, c: newCompanyAt(t, s.BaseURL, nil)}
+	const token = "7012345679:AAHe2eTokenOfTheWebhookBotTest_01234"
+	bot.AddBot(token, 7012345679, "hook_e2e_bot")
+	conn := k.json("POST", "/connections/", map[string]any{"name": "Hook bot", "type": "telegram_bot",
+		"params": map[string]any{"bot_token": token}}, 200).(map[string]any)
+	connID := int64(conn["id"].(float64))
+	hookPath := p("/telegram/v1/bots/%d/updates", connID)
+
+	// The webhook is set to the platform's address, with a secret, and the
+	// bot is good.
+	require.Eventually(t, func() bool { return bot.WebhookURL(token) == tgHookBase+hookPath }, 15*time.Second, tick)
+	sets := bot.Calls(token, "setWebhook")
+	require.Len(t, sets, 1)
+	secret, _ := sets[0].Params["secret_token"].(string)
+	require.Regexp(t, `^[0-9a-f]{64}$`, secret)
+	require.Equal(t, json.Number("1"), sets[0].Params["max_connections"])
+	require.Empty(t, bot.Calls(token, "getUpdates"), "a webhook platform does not poll")
+	require.Eventually(t, func() bool { return k.lastStatus(connID) != nil }, 15*time.Second, tick)
+	require.Equal(t, status("good", "normal"), k.lastStatus(connID))
+
+	post := func(update map[string]any, header ...string) response {
+		t.Helper()
+		return callAt(t, s.BaseURL, "POST", hookPath, update, header...)
+	}
+	ann := telegramtest.User{ID: 6001, FirstName: "Ann"}
+	// Telegram numbers a chat's messages in one sequence; the fake's
+	// numbering of the bot's own starts at 1, so this one comes later.
+	update := telegramtest.PrivateText(50, ann, "Hello by webhook")
+	update["update_id"] = 500
+
+	// Not Telegram: no secret, a wrong one, another bot's route.
+	for _, h := range [][]string{nil, {"X-Telegram-Bot-Api-Secret-Token", strings.Repeat("0", 64)}} {
+		r := post(update, h...)
+		require.Equal(t, 403, r.Status, "%s", r.Body)
+		require.Equal(t, float64(403), r.JSON(t)["error_code"])
+	}
+	r := callAt(t, s.BaseURL, "POST", p("/telegram/v1/bots/%d/updates", connID+1000), update, "X-Telegram-Bot-Api-Secret-Token", secret)
+	require.Equal(t, 404, r.Status, "%s", r.Body)
+
+	// Telegram posts; then posts the same update again (its retry): one
+	// message.
+	for range 2 {
+		r := post(update, "X-Telegram-Bot-Api-Secret-Token", secret)
+		require.Equal(t, 204, r.Status, "%s", r.Body)
+	}
+	chat := k.chat(connID, "6001")
+	msgs := k.waitMessages(chat["id"], 1)
+	require.Equal(t, "6001:50", msgs[0]["source_message_id"])
+	require.Equal(t, map[string]any{"text": "Hello by webhook"}, msgs[0]["text"])
+
+	// A kind the platform does not store is taken (204) and passed.
+	r = post(map[string]any{"update_id": 501, "edited_message": update["message"]}, "X-Telegram-Bot-Api-Secret-Token", secret)
+	require.Equal(t, 204, r.Status, "%s", r.Body)
+	time.Sleep(200 * time.Millisecond)
+	require.Len(t, k.messages(chat["id"]), 1)
+
+	// Sends go through the Bot API as in polling mode.
+	sent := k.json("POST", "/messaging/messages/", map[string]any{"chat_id": chat["id"], "message_type": "text",
+		"text": map[string]any{"text": "Hi Ann"}}, 200).(map[string]any)["message"].(map[string]any)
+	k.waitMessage(chat["id"], sent["message_id"], func(m map[string]any) bool { return m["delivered_at"] != nil })
+
+	// Someone points the bot elsewhere: the platform takes it back.
+	bot.SetWebhookURL(token, "https://elsewhere.example/hook")
+	require.Eventually(t, func() bool { return bot.WebhookURL(token) == tgHookBase+hookPath }, 15*time.Second, tick)
+
+	// A revoked token: the connection turns bad.
+	bot.Revoke(token)
+	require.Eventually(t, func() bool {
+		st, _ := k.lastStatus(connID).(map[string]any)
+		return st["status_type"] == "bad"
+	}, 15*time.Second, tick)
+	require.Equal(t, status("bad", "generic_authorization_error"), k.lastStatus(connID))
 }

@@ -307,3 +307,26 @@ func (c *Client) Download(ctx context.Context, token, filePath string) (io.ReadC
 	}
 	return res.Body, res.Header.Get("Content-Type"), nil
 }
+
+// WebhookInfo is getWebhookInfo's answer (the fields the platform reads).
+type WebhookInfo struct {
+	URL                string `json:"url"`
+	PendingUpdateCount int    `json:"pending_update_count"`
+	LastErrorDate      int64  `json:"last_error_date"`
+	LastErrorMessage   string `json:"last_error_message"`
+}
+
+// GetWebhookInfo is the bot's webhook ("" URL: none, getUpdates mode).
+func (c *Client) GetWebhookInfo(ctx context.Context, token string) (WebhookInfo, error) {
+	var w WebhookInfo
+	err := c.call(ctx, token, "getWebhookInfo", nil, &w, 0)
+	return w, err
+}
+
+// SetWebhook makes Telegram post the bot's updates to url, one at a time
+// (max_connections 1, so a chat's messages arrive in order), proving
+// itself with secret in X-Telegram-Bot-Api-Secret-Token.
+func (c *Client) SetWebhook(ctx context.Context, token, url, secret string, allowed []string) error {
+	return c.call(ctx, token, "setWebhook", map[string]any{"url": url, "secret_token": secret,
+		"allowed_updates": allowed, "max_connections": 1}, nil, 0)
+}

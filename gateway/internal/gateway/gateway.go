@@ -83,6 +83,7 @@ func backends(cfg Config) []backend {
 			// /messaging/templates/{template_id}.
 			messagingv1.RegisterTemplatesServiceHandler,
 			messagingv1.RegisterWabaTemplatesServiceHandler,
+			messagingv1.RegisterTelegramWebhookServiceHandler,
 		}},
 		{"webhooks", cfg.WebhooksAddr, []registerFunc{
 			webhooksv1.RegisterWebhooksServiceHandler,

@@ -208,7 +208,8 @@ func NoContentForEmpty(_ context.Context, w http.ResponseWriter, m proto.Message
 
 // IncomingHeaderMatcher decides which request headers reach the services as
 // gRPC metadata: X-Api-Key as x-api-key, Idempotency-Key (message sends)
-// as idempotency-key, the W3C trace context (traceparent, tracestate,
+// as idempotency-key, X-Telegram-Bot-Api-Secret-Token (Telegram's proof on
+// the bot webhook) as x-telegram-bot-api-secret-token, the W3C trace context (traceparent, tracestate,
 // baggage), and grpc-gateway's default permanent headers
 // (grpcgateway-accept, grpcgateway-user-agent, ...). Authorization is
 // forwarded as "authorization" by grpc-gateway itself whatever the matcher
@@ -216,7 +217,7 @@ func NoContentForEmpty(_ context.Context, w http.ResponseWriter, m proto.Message
 // headers are not forwarded: clients must not set arbitrary metadata.
 func IncomingHeaderMatcher(key string) (string, bool) {
 	switch key = textproto.CanonicalMIMEHeaderKey(key); key {
-	case "X-Api-Key", "Idempotency-Key", "Traceparent", "Tracestate", "Baggage":
+	case "X-Api-Key", "Idempotency-Key", "X-Telegram-Bot-Api-Secret-Token", "Traceparent", "Tracestate", "Baggage":
 		return strings.ToLower(key), true
 	case "Authorization":
 		return "", false

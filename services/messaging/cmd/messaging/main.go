@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"net/url"
 	"time"
 
 	"google.golang.org/grpc"
@@ -61,6 +62,11 @@ type settings struct {
 	TelegramLease      time.Duration `env:"SWITCHBOARD_TELEGRAM_LEASE" envDefault:"60s"`
 	TelegramRefresh    time.Duration `env:"SWITCHBOARD_TELEGRAM_REFRESH" envDefault:"10s"`
 	TelegramMaxBackoff time.Duration `env:"SWITCHBOARD_TELEGRAM_MAX_BACKOFF" envDefault:"30s"`
+	// Webhook mode: the platform's public https address, where Telegram
+	// posts updates instead of being polled, and the key of the secrets
+	// it proves itself with (at least 32 characters).
+	TelegramWebhookURL    string `env:"SWITCHBOARD_TELEGRAM_WEBHOOK_URL"`
+	TelegramWebhookSecret string `env:"SWITCHBOARD_TELEGRAM_WEBHOOK_SECRET"`
 }
 
 func main() {
@@ -69,8 +75,10 @@ func main() {
 		if s.InboxRate < 0 {
 			return service.Spec{}, errors.New("config: SWITCHBOARD_MESSAGING_INBOX_RATE must not be negative")
 		}
-		if s.TelegramPollWait < 0 || s.TelegramPollWait > 50*time.Second {
-			return service.Spec{}, errors.New("config: SWITCHBOARD_TELEGRAM_POLL_WAIT must be between 0 and 50s (Telegram's limit)")
+		if s.TelegramPollWait < time.Second || s.TelegramPollWait > 50*time.Second {
+			// Telegram counts the wait in whole seconds: under one is no
+			// wait, a poll loop without pause.
+			return service.Spec{}, errors.New("config: SWITCHBOARD_TELEGRAM_POLL_WAIT must be between 1s and 50s (Telegram's limit)")
 		}
 		if s.TelegramTimeout <= 0 || s.TelegramRefresh <= 0 || s.TelegramMaxBackoff <= 0 {
 			return service.Spec{}, errors.New("config: SWITCHBOARD_TELEGRAM_TIMEOUT, _REFRESH and _MAX_BACKOFF must be positive")
@@ -79,6 +87,15 @@ func main() {
 			// The lease is renewed once per poll: a shorter one would lapse
 			// while its holder waits, and another replica would poll too.
 			return service.Spec{}, errors.New("config: SWITCHBOARD_TELEGRAM_LEASE must exceed SWITCHBOARD_TELEGRAM_POLL_WAIT plus SWITCHBOARD_TELEGRAM_TIMEOUT")
+		}
+		if s.TelegramWebhookURL != "" {
+			// Telegram posts to https only.
+			if u, err := url.Parse(s.TelegramWebhookURL); err != nil || u.Scheme != "https" || u.Host == "" {
+				return service.Spec{}, errors.New("config: SWITCHBOARD_TELEGRAM_WEBHOOK_URL must be an absolute https URL (Telegram posts to https only)")
+			}
+			if len(s.TelegramWebhookSecret) < 32 {
+				return service.Spec{}, errors.New("config: webhook mode needs SWITCHBOARD_TELEGRAM_WEBHOOK_SECRET of at least 32 characters")
+			}
 		}
 		return spec(s), nil
 	})
@@ -158,24 +175,28 @@ func spec(s settings) service.Spec {
 			if err != nil {
 				return nil, err
 			}
+			var hook grpcport.TelegramHook
 			filesApp := app.NewFiles(postgres.New(d.DB), store, app.FilesConfig{PublicURL: s.PublicURL}, d.Log)
 			if tgClient != nil {
 				poller := &telegrambot.Poller{
 					Client: tgClient, Conns: connsClient, Store: postgres.New(d.DB).Polls(), Ingest: svc, Files: filesApp,
 					Status: tgStatus, Log: d.Log,
 					Config: telegrambot.PollConfig{Wait: s.TelegramPollWait, Lease: s.TelegramLease, Refresh: s.TelegramRefresh,
-						Backoff: time.Second, MaxBackoff: s.TelegramMaxBackoff},
+						Backoff: time.Second, MaxBackoff: s.TelegramMaxBackoff,
+						WebhookURL: s.TelegramWebhookURL, WebhookKey: []byte(s.TelegramWebhookSecret)},
 				}
 				d.Background("telegram poller", poller.Run)
+				hook = poller
 			}
-			return registrar{srv, grpcport.NewFiles(filesApp)}, nil
+			return registrar{srv, grpcport.NewFiles(filesApp), grpcport.NewTelegram(hook)}, nil
 		},
 	}
 }
 
 type registrar struct {
-	srv   *grpcport.Server
-	files *grpcport.Files
+	srv      *grpcport.Server
+	files    *grpcport.Files
+	telegram *grpcport.Telegram
 }
 
 func (r registrar) Register(s *grpc.Server) {
@@ -187,4 +208,5 @@ func (r registrar) Register(s *grpc.Server) {
 	messagingv1.RegisterInboxServiceServer(s, r.srv)
 	messagingv1.RegisterTemplatesServiceServer(s, r.srv)
 	messagingv1.RegisterWabaTemplatesServiceServer(s, r.srv)
+	messagingv1.RegisterTelegramWebhookServiceServer(s, r.telegram)
 }

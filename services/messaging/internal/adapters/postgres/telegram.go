@@ -19,14 +19,16 @@ func (r *Repo) Polls() Polls { return Polls{r} }
 
 // Acquire takes the connection's lease for owner when nobody holds it (or
 // owner does): it answers the next offset to ask for and true; false when
-// another owner's lease still runs.
-func (p Polls) Acquire(ctx context.Context, connectionID, companyID int64, owner string, ttl time.Duration) (int64, bool, error) {
+// another owner's lease still runs. The offset is bot's: 0 when the
+// connection's offset was another bot's.
+func (p Polls) Acquire(ctx context.Context, connectionID, companyID int64, bot, owner string, ttl time.Duration) (int64, bool, error) {
 	var next int64
-	err := p.r.db.QueryRow(ctx, `INSERT INTO telegram_polls AS p (connection_id, company_id, owner, lease_until)
-		VALUES ($1, $2, $3, now() + $4::interval)
-		ON CONFLICT (connection_id) DO UPDATE SET owner = $3, lease_until = now() + $4::interval, updated_at = now()
-		WHERE p.owner = $3 OR p.lease_until < now()
-		RETURNING next_offset`, connectionID, companyID, owner, ttl).Scan(&next)
+	err := p.r.db.QueryRow(ctx, `INSERT INTO telegram_polls AS p (connection_id, company_id, bot_id, owner, lease_until)
+		VALUES ($1, $2, $3, $4, now() + $5::interval)
+		ON CONFLICT (connection_id) DO UPDATE SET owner = $4, lease_until = now() + $5::interval, updated_at = now(),
+			bot_id = $3, next_offset = CASE WHEN p.bot_id = $3 THEN p.next_offset ELSE 0 END
+		WHERE p.owner = $4 OR p.lease_until < now()
+		RETURNING next_offset`, connectionID, companyID, bot, owner, ttl).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}

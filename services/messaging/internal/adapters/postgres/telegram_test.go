@@ -18,11 +18,11 @@ func TestPollLease(t *testing.T) {
 	ctx := context.Background()
 	polls := New(pgtest.New(t, migrations.FS)).Polls()
 
-	next, ok, err := polls.Acquire(ctx, 1, 7, "a", time.Minute)
+	next, ok, err := polls.Acquire(ctx, 1, 7, "b1", "a", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Zero(t, next)
-	_, ok, err = polls.Acquire(ctx, 1, 7, "b", time.Minute)
+	_, ok, err = polls.Acquire(ctx, 1, 7, "b1", "b", time.Minute)
 	require.NoError(t, err)
 	require.False(t, ok, "b took a running lease")
 
@@ -38,7 +38,7 @@ func TestPollLease(t *testing.T) {
 
 	// Released: b takes over at a's offset, and a can no longer act.
 	require.NoError(t, polls.Release(ctx, 1, "a"))
-	next, ok, err = polls.Acquire(ctx, 1, 7, "b", 300*time.Millisecond)
+	next, ok, err = polls.Acquire(ctx, 1, 7, "b1", "b", 300*time.Millisecond)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(1005), next)
@@ -53,17 +53,32 @@ func TestPollLease(t *testing.T) {
 	held, err = polls.Renew(ctx, 1, "b", 300*time.Millisecond)
 	require.NoError(t, err)
 	require.True(t, held)
-	_, ok, err = polls.Acquire(ctx, 1, 7, "c", time.Minute)
+	_, ok, err = polls.Acquire(ctx, 1, 7, "b1", "c", time.Minute)
 	require.NoError(t, err)
 	require.False(t, ok)
 	time.Sleep(400 * time.Millisecond)
-	next, ok, err = polls.Acquire(ctx, 1, 7, "c", time.Minute)
+	next, ok, err = polls.Acquire(ctx, 1, 7, "b1", "c", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(1005), next)
 
+	// The connection given another bot's token: that bot starts from 0
+	// (Telegram's update ids are per bot), then keeps its own offset.
+	require.NoError(t, polls.Release(ctx, 1, "c"))
+	next, ok, err = polls.Acquire(ctx, 1, 7, "b2", "c", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Zero(t, next)
+	held, err = polls.Commit(ctx, 1, "c", 7)
+	require.NoError(t, err)
+	require.True(t, held)
+	next, ok, err = polls.Acquire(ctx, 1, 7, "b2", "c", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(7), next)
+
 	// Other connections are apart.
-	_, ok, err = polls.Acquire(ctx, 2, 7, "b", time.Minute)
+	_, ok, err = polls.Acquire(ctx, 2, 7, "b1", "b", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
 }
@@ -86,7 +101,7 @@ func TestPollLeaseRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, ok, err := polls.Acquire(ctx, 9, 7, string(rune('a'+i)), time.Minute)
+			_, ok, err := polls.Acquire(ctx, 9, 7, "b1", string(rune('a'+i)), time.Minute)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

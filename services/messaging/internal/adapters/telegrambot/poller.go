@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,8 +21,9 @@ import (
 // its holder moves the offset.
 type PollStore interface {
 	// Acquire takes the lease when it is free or expired: the next offset
-	// and true; false while another owner's lease runs.
-	Acquire(ctx context.Context, connectionID, companyID int64, owner string, ttl time.Duration) (next int64, ok bool, err error)
+	// of the bot (0 when the stored one was another bot's) and true; false
+	// while another owner's lease runs.
+	Acquire(ctx context.Context, connectionID, companyID int64, bot, owner string, ttl time.Duration) (next int64, ok bool, err error)
 	// Renew extends the owner's lease; false when the owner lost it.
 	Renew(ctx context.Context, connectionID int64, owner string, ttl time.Duration) (bool, error)
 	// Commit stores the next offset; false when the owner lost the lease.
@@ -56,6 +58,12 @@ type PollConfig struct {
 	// Backoff is the first pause after a failure, doubling up to
 	// MaxBackoff; a token Telegram refuses is tried again every MaxBackoff.
 	Backoff, MaxBackoff time.Duration
+	// WebhookURL, when set, is the platform's public address: updates come
+	// by Telegram's webhook to {WebhookURL}/telegram/v1/bots/{id}/updates
+	// instead of polling, and each lease holder checks its bot's webhook
+	// every Wait. WebhookKey makes the secrets Telegram proves itself with.
+	WebhookURL string
+	WebhookKey []byte
 }
 
 // DefaultPollConfig is the production tuning.
@@ -74,7 +82,9 @@ var allowedUpdates = []string{"message", "callback_query"}
 // it, and Telegram drops it only when the next getUpdates says so, so a
 // restart or a takeover asks again from the last stored offset: nothing
 // is lost, and what is asked twice is stored once (Ingest keeps one message
-// per source message id).
+// per source message id). In webhook mode (PollConfig.WebhookURL) the lease
+// holder keeps the bot's webhook pointing at the platform instead, and
+// Receive takes what Telegram posts (webhook.go).
 type Poller struct {
 	Client *tgbot.Client
 	Conns  Connections
@@ -92,8 +102,19 @@ type Poller struct {
 // bot is one connection this replica polls.
 type bot struct {
 	id, company int64
-	mu          sync.Mutex
-	token       string
+	// botID is the bot the lease was taken for (botOf its token).
+	botID string
+	// stop ends its poller.
+	stop  context.CancelFunc
+	mu    sync.Mutex
+	token string
+}
+
+// botOf is the bot a token belongs to: Telegram's tokens start with the
+// bot's id.
+func botOf(token string) string {
+	id, _, _ := strings.Cut(token, ":")
+	return id
 }
 
 func (b *bot) setToken(t string) {
@@ -125,8 +146,10 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 }
 
-// refresh reads the bots, gives running pollers their current tokens and
-// starts a poller for each bot whose lease is free.
+// refresh reads the bots, gives running pollers their current tokens,
+// stops the pollers of connections gone or given another bot (the next
+// refresh starts that bot from its own offset), and starts a poller for
+// each bot whose lease is free.
 func (p *Poller) refresh(ctx context.Context, wg *sync.WaitGroup) {
 	list, err := p.Conns.CredentialsOfType(ctx, domain.TelegramBot)
 	if err != nil {
@@ -135,17 +158,32 @@ func (p *Poller) refresh(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		return
 	}
+	listed := make(map[int64]bool, len(list))
+	for _, c := range list {
+		listed[c.ID] = true
+	}
+	p.mu.Lock()
+	for id, b := range p.running {
+		if !listed[id] {
+			b.stop()
+		}
+	}
+	p.mu.Unlock()
 	for _, c := range list {
 		token, _ := c.Credentials["bot_token"].(string)
 		p.mu.Lock()
 		b, ok := p.running[c.ID]
 		p.mu.Unlock()
 		if ok {
-			b.setToken(token)
+			if botOf(token) != b.botID {
+				b.stop()
+			} else {
+				b.setToken(token)
+			}
 			continue
 		}
 		owner := newOwner()
-		next, ok, err := p.Store.Acquire(ctx, c.ID, c.CompanyID, owner, p.Config.Lease)
+		next, ok, err := p.Store.Acquire(ctx, c.ID, c.CompanyID, botOf(token), owner, p.Config.Lease)
 		if err != nil {
 			if ctx.Err() == nil {
 				p.Log.WarnContext(ctx, "telegram: take poll lease", "connection_id", c.ID, "error", err)
@@ -155,14 +193,16 @@ func (p *Poller) refresh(ctx context.Context, wg *sync.WaitGroup) {
 		if !ok {
 			continue
 		}
-		b = &bot{id: c.ID, company: c.CompanyID, token: token}
+		bctx, stop := context.WithCancel(ctx)
+		b = &bot{id: c.ID, company: c.CompanyID, botID: botOf(token), stop: stop, token: token}
 		p.mu.Lock()
 		p.running[c.ID] = b
 		p.mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.poll(ctx, b, owner, next)
+			defer stop()
+			p.poll(bctx, b, owner, next)
 			p.mu.Lock()
 			delete(p.running, b.id)
 			p.mu.Unlock()
@@ -203,6 +243,8 @@ func (p *Poller) poll(ctx context.Context, b *bot, owner string, offset int64) {
 		fails++
 		return min(p.Config.Backoff<<min(fails-1, 16), p.Config.MaxBackoff)
 	}
+	// hooked is the token this lease set the webhook for (webhook mode).
+	hooked := ""
 	for ctx.Err() == nil {
 		held, err := p.Store.Renew(ctx, b.id, owner, p.Config.Lease)
 		if err != nil {
@@ -224,7 +266,12 @@ func (p *Poller) poll(ctx context.Context, b *bot, owner string, offset int64) {
 			}
 			continue
 		}
-		updates, err := p.Client.GetUpdates(ctx, token, offset, 100, p.Config.Wait, allowedUpdates)
+		var updates []tgbot.Update
+		if p.Config.WebhookURL != "" {
+			err = p.keepHook(ctx, b, token, &hooked)
+		} else {
+			updates, err = p.Client.GetUpdates(ctx, token, offset, 100, p.Config.Wait, allowedUpdates)
+		}
 		var refused *tgbot.APIError
 		switch {
 		case ctx.Err() != nil:
@@ -259,8 +306,15 @@ func (p *Poller) poll(ctx context.Context, b *bot, owner string, offset int64) {
 			}
 			continue
 		}
-		fails = 0
 		p.Status.Report(ctx, b.id, true)
+		if p.Config.WebhookURL != "" {
+			fails = 0
+			if !pause(p.Config.Wait) {
+				return
+			}
+			continue
+		}
+		handled := true
 		for _, u := range updates {
 			if u.UpdateID < offset {
 				continue
@@ -273,6 +327,7 @@ func (p *Poller) poll(ctx context.Context, b *bot, owner string, offset int64) {
 				// again.
 				log.WarnContext(ctx, "telegram: store update", "update_id", u.UpdateID, "error", err)
 				pause(backoff())
+				handled = false
 				break
 			}
 			offset = u.UpdateID + 1
@@ -287,6 +342,11 @@ func (p *Poller) poll(ctx context.Context, b *bot, owner string, offset int64) {
 				log.InfoContext(ctx, "telegram: poll lease taken over")
 				return
 			}
+		}
+		if handled {
+			// Only a poll whose every update was stored ends a run of
+			// failures: a failing update's pauses keep growing.
+			fails = 0
 		}
 	}
 }

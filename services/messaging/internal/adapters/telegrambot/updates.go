@@ -37,20 +37,28 @@ func (p *Poller) handle(ctx context.Context, b *bot, token string, u tgbot.Updat
 			}
 		}
 	}
-	if err != nil {
-		return err
-	}
-	if !ok {
+	if err == nil && !ok {
 		p.Log.DebugContext(ctx, "telegram: update of a kind the platform does not store", "connection_id", b.id, "update_id", u.UpdateID)
 		return nil
 	}
-	in.ConnectionID = b.id
-	_, err = p.Ingest.Ingest(ctx, in)
-	if e, isAPI := apierr.FromError(err); isAPI && e.Status < 500 {
+	if err == nil {
+		in.ConnectionID = b.id
+		_, err = p.Ingest.Ingest(ctx, in)
+	}
+	if refused(err) {
+		// Asking again would be refused again, and hold up every later
+		// update of the bot.
 		p.Log.WarnContext(ctx, "telegram: update refused", "connection_id", b.id, "update_id", u.UpdateID, "error", err)
 		return nil
 	}
 	return err
+}
+
+// refused is an error of the platform's own judgement (a 4xx API error:
+// content it does not take, a file over its limit), not of something down.
+func refused(err error) bool {
+	e, isAPI := apierr.FromError(err)
+	return isAPI && e.Status < 500
 }
 
 // chatOf is the platform's view of a Telegram chat: a private chat is the
@@ -154,17 +162,28 @@ func (p *Poller) media(ctx context.Context, b *bot, token string, f tgbot.File, 
 		content["size"] = f.FileSize
 	}
 	mimeType := f.MimeType
-	got, err := p.Client.GetFile(ctx, token, f.FileID)
-	var refused *tgbot.APIError
-	if errors.As(err, &refused) && refused.Code == 400 {
+	// Telegram refusing the file (over the Bot API's 20 MB, gone) will
+	// refuse it again: the message is kept without it.
+	unavailable := func(err error) bool {
+		var api *tgbot.APIError
+		if !errors.As(err, &api) || api.Code < 400 || api.Code >= 500 || api.Unauthorized() || api.TooManyRequests() {
+			return false
+		}
 		p.Log.WarnContext(ctx, "telegram: file not available", "connection_id", b.id, "error", err)
 		content["mime_type"] = orDefault(mimeType, defMime)
+		return true
+	}
+	got, err := p.Client.GetFile(ctx, token, f.FileID)
+	if unavailable(err) {
 		return content, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	body, ctype, err := p.Client.Download(ctx, token, got.FilePath)
+	if unavailable(err) {
+		return content, nil
+	}
 	if err != nil {
 		return nil, err
 	}
