@@ -22,9 +22,10 @@ test: check-tree check-generate lint build
 ## bench: the benchmarks on ephemeral servers, each beside a reference measured
 ## in the same run: contacts (100,000: list/search/phone p50/p95/p99), messages
 ## and the inbox at 1 million messages, sustained sends vs pgbench, webhook fan-out
-## of 10,000 events vs a bare net/http client, reads through the gateway and over
-## gRPC vs pgbench -S; BENCH picks
-BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|Reads
+## of 10,000 events vs a bare net/http client, two webhooks replicas vs one, a
+## polled Telegram bot's updates vs the sandbox's inbound route, reads through the
+## gateway and over gRPC vs pgbench -S; BENCH picks
+BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|TelegramIngest|Reads
 bench: build
 	@MODULES="gateway services/webhooks" SWITCHBOARD_BIN_DIR="$(BIN)" GO_TEST_FLAGS='-run ^$$ -bench $(BENCH) -benchtime 1x' deploy/local/test.sh
 

@@ -185,7 +185,7 @@ func chromiumPath(t *testing.T) string {
 
 // artifacts is the folder for what tests leave to look at afterwards:
 // SWITCHBOARD_TEST_ARTIFACTS, else one under the system's temporary folder.
-func artifacts(t *testing.T) string {
+func artifacts(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("SWITCHBOARD_TEST_ARTIFACTS")
 	if dir == "" {

@@ -51,7 +51,7 @@ var (
 // tgHookBase is the webhook stack's public address as Telegram is told it.
 const tgHookBase = "https://hooks.switchboard.test/base"
 
-func (r *realStack) start(t *testing.T) (*devstack.Stack, *telegramtest.Server) {
+func (r *realStack) start(t testing.TB) (*devstack.Stack, *telegramtest.Server) {
 	t.Helper()
 	r.once.Do(func() {
 		r.api = telegramtest.Start()

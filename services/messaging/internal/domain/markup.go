@@ -138,9 +138,10 @@ func (c *checker) boolean(obj map[string]any, at []any, key string) (value, ok b
 	return b, ok
 }
 
-// knownButton refuses the keys of a button not among keys: Telegram's
-// buttons of other kinds with what is supported, others as unknown.
-func (c *checker) knownButton(obj map[string]any, at []any, keys, others []string, supported string) {
+// knownOr refuses the keys of obj not among keys, by name: those among
+// others (Telegram's buttons of other kinds) with the message supported,
+// the rest as unknown.
+func (c *checker) knownOr(obj map[string]any, at []any, keys, others []string, supported string) {
 	var extra []string
 	for k := range obj {
 		if !slices.Contains(keys, k) {
@@ -213,7 +214,7 @@ func (c *checker) rows(obj map[string]any, at []any, key string, maxRows, perRow
 func (c *checker) inlineKeyboard(raw map[string]any, at []any) []any {
 	return c.rows(raw, at, markupInline, MaxInlineButtons, MaxInlineRowButtons, MaxInlineButtons,
 		func(b map[string]any, bat []any) map[string]any {
-			c.knownButton(b, bat, []string{"text", "url", "callback_data"}, otherInlineButtons, inlineButtonsSupported)
+			c.knownOr(b, bat, []string{"text", "url", "callback_data"}, otherInlineButtons, inlineButtonsSupported)
 			out := map[string]any{}
 			if text, ok := c.str(b, bat, "text", true, MaxInlineButtonText); ok {
 				out["text"] = text
@@ -249,7 +250,7 @@ func (c *checker) inlineKeyboard(raw map[string]any, at []any) []any {
 func (c *checker) keyboard(raw map[string]any, at []any) []any {
 	return c.rows(raw, at, markupReply, MaxKeyboardButtons, MaxKeyboardRowButtons, MaxKeyboardButtons,
 		func(b map[string]any, bat []any) map[string]any {
-			c.knownButton(b, bat, []string{"text", "request_contact", "request_location"}, otherKeyboardButtons, keyboardButtonsSupported)
+			c.knownOr(b, bat, []string{"text", "request_contact", "request_location"}, otherKeyboardButtons, keyboardButtonsSupported)
 			out := map[string]any{}
 			if text, ok := c.str(b, bat, "text", true, MaxKeyboardButtonText); ok {
 				out["text"] = text

@@ -183,16 +183,7 @@ func pathTo(at []any, step any) []any {
 
 // known refuses the keys of obj not among keys, by name.
 func (c *checker) known(obj map[string]any, at []any, keys ...string) {
-	var extra []string
-	for k := range obj {
-		if !slices.Contains(keys, k) {
-			extra = append(extra, k)
-		}
-	}
-	slices.Sort(extra)
-	for _, k := range extra {
-		c.fail(at, k, "extra_forbidden", "Extra inputs are not permitted")
-	}
+	c.knownOr(obj, at, keys, nil, "")
 }
 
 // str reads obj[key] as a string of 1..max characters (max 0: any
