@@ -57,6 +57,7 @@ func (r *realStack) start(t testing.TB) (*devstack.Stack, *telegramtest.Server) 
 		r.api = telegramtest.Start()
 		o := stackOpts
 		o.NoSandbox = true
+		o.NoPprof = true // the first stack's ports
 		o.DBPrefix += "_" + r.name
 		o.LogDir = filepath.Join(filepath.Dir(o.LogDir), "logs-"+r.name)
 		o.RedisAddr = fmt.Sprintf("redis://%s/%d", o.RedisAddr, r.redisDB)

@@ -60,6 +60,9 @@ type Options struct {
 	// NoSandbox starts the stack with test mode off: no sandbox routes,
 	// real providers where adapters exist (the operator API still works).
 	NoSandbox bool
+	// NoPprof gives the processes no profiling port whatever the
+	// environment says: a second stack beside one that has them.
+	NoPprof bool
 }
 
 // PprofBasePortEnv names the variable that gives every process of the stack
@@ -114,7 +117,12 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		"SWITCHBOARD_FILES_DIR="+filepath.Join(filepath.Dir(filepath.Clean(o.LogDir)), "files"),
 	)
 	env = append(env, o.Env...)
-	pprofAddrs, err := pprofAddrs(os.Getenv(PprofBasePortEnv))
+	pprofBase := os.Getenv(PprofBasePortEnv)
+	if o.NoPprof {
+		pprofBase = ""
+		env = append(env, server.PprofAddrEnv+"=")
+	}
+	pprofAddrs, err := pprofAddrs(pprofBase)
 	if err != nil {
 		return nil, err
 	}
