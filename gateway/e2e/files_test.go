@@ -44,6 +44,12 @@ type filePart struct {
 // response and the SHA-256 of the file's bytes.
 func upload(t testing.TB, companyID int64, apiKey string, fp filePart) (response, []byte) {
 	t.Helper()
+	return uploadAt(t, stack.BaseURL, companyID, apiKey, fp)
+}
+
+// uploadAt is upload to the gateway at base (another stack's).
+func uploadAt(t testing.TB, base string, companyID int64, apiKey string, fp filePart) (response, []byte) {
+	t.Helper()
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	sum := sha256.New()
@@ -54,7 +60,7 @@ func upload(t testing.TB, companyID int64, apiKey string, fp filePart) (response
 		}
 		pw.CloseWithError(err)
 	}()
-	req, err := http.NewRequest("POST", stack.BaseURL+p("/v2/companies/%d/files/", companyID), pr)
+	req, err := http.NewRequest("POST", base+p("/v2/companies/%d/files/", companyID), pr)
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	if apiKey != "" {

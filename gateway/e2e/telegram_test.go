@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -354,6 +355,24 @@ func TestTelegramBot(t *testing.T) {
 		require.Equal(t, "sendPhoto", last.Method)
 		require.Equal(t, "https://cdn.example.com/bike.jpg", last.Params["photo"])
 		require.Equal(t, "The red one", last.Params["caption"])
+
+		// A file uploaded to the platform goes to Telegram as an upload
+		// (Telegram could not fetch a platform without a public address).
+		up, sum := uploadAt(t, s.BaseURL, k.c.ID, k.c.Key, filePart{filename: "bike.png", contentType: "image/png", size: 3000, head: pngMagic})
+		require.Equal(t, 200, up.Status, "%s", up.Body)
+		own := k.json("POST", "/messaging/messages/", map[string]any{"chat_id": chatID, "message_type": "image",
+			"image": map[string]any{"url": up.JSON(t)["url"], "caption": "Ours"}}, 200).(map[string]any)["message"].(map[string]any)
+		k.waitMessage(chatID, own["message_id"], func(m map[string]any) bool { return m["delivered_at"] != nil })
+		calls = bot.Sent(token)
+		last = calls[len(calls)-1]
+		require.Equal(t, "sendPhoto", last.Method)
+		require.Equal(t, "Ours", last.Params["caption"])
+		file, ok := last.Params["photo"].(telegramtest.Upload)
+		require.True(t, ok, "photo sent as %T, not uploaded", last.Params["photo"])
+		require.Equal(t, "bike.png", file.Filename)
+		require.Equal(t, "image/png", file.ContentType)
+		got := sha256.Sum256(file.Data)
+		require.Equal(t, sum, got[:])
 
 		// A 429: the send waits retry_after, then goes.
 		bot.Fail(token, "sendMessage", 1, telegramtest.APIError{Code: 429, Description: "Too Many Requests: retry after 1", RetryAfter: 1})

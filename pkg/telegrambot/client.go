@@ -12,7 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"regexp"
 	"strings"
@@ -117,6 +120,12 @@ func (c *Client) call(ctx context.Context, token, method string, params, out any
 		return fmt.Errorf("telegram %s: %w", method, stripURL(err))
 	}
 	defer res.Body.Close()
+	return decode(method, res, out)
+}
+
+// decode reads the Bot API's answer: the result into out, or its refusal
+// as an *APIError.
+func decode(method string, res *http.Response, out any) error {
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
 	if err != nil {
 		return fmt.Errorf("telegram %s: read answer: %w", method, err)
@@ -147,6 +156,79 @@ func (c *Client) call(ctx context.Context, token, method string, params, out any
 		return fmt.Errorf("telegram %s: result: %w", method, err)
 	}
 	return nil
+}
+
+// upload posts params and one file as multipart/form-data to method, the
+// file streamed (never held whole), and decodes the result into out.
+func (c *Client) upload(ctx context.Context, token, method string, params map[string]any, field, filename, contentType string, file io.Reader, out any) error {
+	pr, pw := io.Pipe()
+	form := multipart.NewWriter(pw)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		pw.CloseWithError(writeForm(form, params, field, filename, contentType, file))
+	}()
+	// The writer reads file: it must be done before the caller closes it.
+	defer func() { pr.Close(); <-written }()
+	// A file of tens of megabytes takes longer than a call.
+	ctx, cancel := context.WithTimeout(ctx, c.timeout+uploadTime)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/bot"+token+"/"+method, pr)
+	if err != nil {
+		return fmt.Errorf("telegram %s: %w", method, stripURL(err))
+	}
+	req.Header.Set("Content-Type", form.FormDataContentType())
+	res, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("telegram %s: %w", method, stripURL(err))
+	}
+	defer res.Body.Close()
+	return decode(method, res, out)
+}
+
+// uploadTime bounds an upload beyond the client's timeout.
+const uploadTime = 2 * time.Minute
+
+// writeForm writes the fields (objects as JSON, as the Bot API reads
+// them) and the file part, then closes the form.
+func writeForm(form *multipart.Writer, params map[string]any, field, filename, contentType string, file io.Reader) error {
+	for k, v := range params {
+		var val string
+		switch v := v.(type) {
+		case string:
+			val = v
+		default:
+			b, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			val = string(b)
+		}
+		if err := form.WriteField(k, val); err != nil {
+			return err
+		}
+	}
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", mime.FormatMediaType("form-data", map[string]string{"name": field, "filename": filename}))
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	part, err := form.CreatePart(h)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(part, file); err != nil {
+		return err
+	}
+	return form.Close()
+}
+
+// SendFile calls a send method with the file uploaded as field (photo,
+// document, ...) instead of given by URL.
+func (c *Client) SendFile(ctx context.Context, token, method string, params map[string]any, field, filename, contentType string, file io.Reader) (Message, error) {
+	var m Message
+	err := c.upload(ctx, token, method, params, field, filename, contentType, file, &m)
+	return m, err
 }
 
 // stripURL drops the URL from a transport error: it holds the token.

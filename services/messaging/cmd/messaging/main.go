@@ -148,9 +148,10 @@ func spec(s settings) service.Spec {
 					PublicURL: s.PublicURL},
 			}
 			var (
-				sb       *sandbox.Messenger
-				tgClient *tgbot.Client
-				tgStatus *telegrambot.Status
+				sb          *sandbox.Messenger
+				tgClient    *tgbot.Client
+				tgStatus    *telegrambot.Status
+				tgMessenger *telegrambot.Messenger
 			)
 			if d.Config.Sandbox {
 				sb = sandbox.New(d.DB)
@@ -161,7 +162,8 @@ func spec(s settings) service.Spec {
 				// the Bot API; the other types answer unavailable.
 				tgClient = tgbot.NewClient(s.TelegramAPIURL, s.TelegramTimeout)
 				tgStatus = &telegrambot.Status{Conns: connsClient, Log: d.Log}
-				deps.Messenger = &telegrambot.Messenger{Client: tgClient, Conns: connsClient, Status: tgStatus, Next: unavailable.Messenger{}}
+				tgMessenger = &telegrambot.Messenger{Client: tgClient, Conns: connsClient, Status: tgStatus, Next: unavailable.Messenger{}}
+				deps.Messenger = tgMessenger
 			}
 			svc := app.New(deps)
 			// Sends reach the messenger after the API has answered.
@@ -177,6 +179,9 @@ func spec(s settings) service.Spec {
 			}
 			var hook grpcport.TelegramHook
 			filesApp := app.NewFiles(postgres.New(d.DB), store, app.FilesConfig{PublicURL: s.PublicURL}, d.Log)
+			if tgMessenger != nil {
+				tgMessenger.Files = filesApp
+			}
 			if tgClient != nil {
 				poller := &telegrambot.Poller{
 					Client: tgClient, Conns: connsClient, Store: postgres.New(d.DB).Polls(), Ingest: svc, Files: filesApp,

@@ -178,6 +178,22 @@ func (f *Files) Open(ctx context.Context, token string) (File, io.ReadCloser, er
 	return rec, rc, nil
 }
 
+// OpenLink opens the file link names when it is one of the platform's file
+// links (PublicURL + "/files/<token>"), for a messenger that takes the
+// bytes rather than fetching a link; own is false for any other link.
+func (f *Files) OpenLink(ctx context.Context, link string) (rec File, body io.ReadCloser, own bool, err error) {
+	u := domain.TemplateFileURL(link)
+	if u == nil {
+		return File{}, nil, false, nil
+	}
+	token, own := fileLinkToken(f.cfg.PublicURL, u)
+	if !own {
+		return File{}, nil, false, nil
+	}
+	rec, body, err = f.Open(ctx, token)
+	return rec, body, true, err
+}
+
 // newToken is 256 random bits, base64url without padding (43 characters).
 func newToken() (string, error) {
 	var b [32]byte

@@ -236,7 +236,7 @@ func (s *Service) fileTemplateType(ctx context.Context, raw string) (domain.Temp
 	if u == nil {
 		return "", apierr.Field(apierr.Body("file_url"), "url_parsing", "Input should be an absolute http or https URL")
 	}
-	token, own := s.fileLinkToken(u)
+	token, own := fileLinkToken(s.cfg.PublicURL, u)
 	if !own {
 		return domain.FileTemplateTypeByURL(u), nil
 	}
@@ -255,10 +255,10 @@ func (s *Service) fileTemplateType(ctx context.Context, raw string) (domain.Temp
 }
 
 // fileLinkToken reads the token of a link under the platform's file links
-// (Config.PublicURL + "/files/"; scheme and host compared without regard
-// to case). own is false for any other link.
-func (s *Service) fileLinkToken(u *url.URL) (token string, own bool) {
-	base := domain.TemplateFileURL(s.cfg.PublicURL)
+// (publicURL + "/files/"; scheme and host compared without regard to
+// case). own is false for any other link.
+func fileLinkToken(publicURL string, u *url.URL) (token string, own bool) {
+	base := domain.TemplateFileURL(publicURL)
 	if base == nil || u.Scheme != base.Scheme || !strings.EqualFold(u.Host, base.Host) {
 		return "", false
 	}

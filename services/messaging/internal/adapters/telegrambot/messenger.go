@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -38,6 +39,14 @@ type Messenger struct {
 	Conns  Connections
 	Status *Status
 	Next   app.Messenger
+	// Files opens the platform's own file links, which go to Telegram as
+	// uploads (nil: every link goes as a link).
+	Files LinkOpener
+}
+
+// LinkOpener opens the platform's file links (app.Files.OpenLink).
+type LinkOpener interface {
+	OpenLink(ctx context.Context, link string) (f app.File, body io.ReadCloser, own bool, err error)
 }
 
 var _ app.Messenger = (*Messenger)(nil)
@@ -90,7 +99,7 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 	if err != nil {
 		return app.Sent{}, err
 	}
-	sent, err := m.Client.Send(ctx, token, method, params)
+	sent, err := m.send(ctx, token, method, params, msg.Type)
 	var refused *tgbot.APIError
 	switch {
 	case errors.As(err, &refused) && refused.Unauthorized():
@@ -106,6 +115,35 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 		return app.Sent{}, err
 	}
 	return app.Sent{SourceMessageID: SourceID(sent.Chat.ID, sent.MessageID), Delivered: true}, nil
+}
+
+// send makes the call. A media message whose link is one of the
+// platform's own files sends the bytes (Telegram takes uploads up to 50 MB,
+// links up to 20 MB, and cannot reach a platform without a public
+// address); any other link Telegram fetches itself.
+func (m *Messenger) send(ctx context.Context, token, method string, params map[string]any, typ domain.MessageType) (tgbot.Message, error) {
+	kind, media := sendMethod[typ]
+	if !media || m.Files == nil {
+		return m.Client.Send(ctx, token, method, params)
+	}
+	link, _ := params[kind[1]].(string)
+	f, body, own, err := m.Files.OpenLink(ctx, link)
+	if !own {
+		return m.Client.Send(ctx, token, method, params)
+	}
+	if refused(err) {
+		return tgbot.Message{}, &app.SendError{Type: domain.ErrGeneric, Text: "the file of the link no longer exists"}
+	}
+	if err != nil {
+		return tgbot.Message{}, err
+	}
+	defer body.Close()
+	delete(params, kind[1])
+	name := f.Name
+	if name == "" {
+		name = "file"
+	}
+	return m.Client.SendFile(ctx, token, method, params, kind[1], name, f.MimeType, body)
 }
 
 // sendParams are the Bot API call of a message.

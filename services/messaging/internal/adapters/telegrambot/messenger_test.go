@@ -354,3 +354,52 @@ func TestMessengerOtherTypes(t *testing.T) {
 	require.Len(t, r.next.all(), 2)
 	require.Empty(t, r.tg.Requests())
 }
+
+// ownFiles serves the platform's file links of one host.
+type ownFiles map[string]app.File
+
+const ownBase = "https://switchboard.test/files/"
+
+func (o ownFiles) OpenLink(_ context.Context, link string) (app.File, io.ReadCloser, bool, error) {
+	token, own := strings.CutPrefix(link, ownBase)
+	if !own {
+		return app.File{}, nil, false, nil
+	}
+	f, ok := o[token]
+	if !ok {
+		return app.File{}, nil, true, apierr.NotFound.E()
+	}
+	return f, io.NopCloser(strings.NewReader("bytes of " + f.Name)), true, nil
+}
+
+// TestMessengerUploadsOwnFiles: a link to one of the platform's files goes
+// to Telegram as the file's bytes (multipart, with its name and type); a
+// link elsewhere as the link; a link to a file gone is a final refusal.
+func TestMessengerUploadsOwnFiles(t *testing.T) {
+	t.Parallel()
+	r := newMsgRig(t)
+	r.m.Files = ownFiles{"tok1": {Name: "bike.png", MimeType: "image/png"}}
+	ctx := context.Background()
+	media := func(typ domain.MessageType, url string) domain.Message {
+		return domain.Message{ID: "m-2", ConnectionID: 1, Direction: "outbound", Type: typ,
+			Content: map[string]any{"url": url, "caption": "look"}}
+	}
+
+	_, err := r.m.Send(ctx, botConn, chatWith("42"), media(domain.Image, ownBase+"tok1"))
+	require.NoError(t, err)
+	out := r.tg.Sent(tokenA)
+	require.Len(t, out, 1)
+	require.Equal(t, "sendPhoto", out[0].Method)
+	require.Equal(t, telegramtest.Upload{Filename: "bike.png", ContentType: "image/png", Data: []byte("bytes of bike.png")}, out[0].Params["photo"])
+	require.Equal(t, "look", out[0].Params["caption"])
+	require.Equal(t, "42", out[0].Params["chat_id"])
+
+	_, err = r.m.Send(ctx, botConn, chatWith("42"), media(domain.File, "https://cdn.example.com/a.pdf"))
+	require.NoError(t, err)
+	out = r.tg.Sent(tokenA)
+	require.Equal(t, "https://cdn.example.com/a.pdf", out[1].Params["document"])
+
+	_, err = r.m.Send(ctx, botConn, chatWith("42"), media(domain.Video, ownBase+"gone"))
+	require.Equal(t, domain.ErrGeneric, asSendError(t, err).Type)
+	require.Len(t, r.tg.Sent(tokenA), 2)
+}
