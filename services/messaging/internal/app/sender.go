@@ -26,6 +26,9 @@ type SendRepository interface {
 	SendFailed(ctx context.Context, messageID, errType, errText string) error
 	// SendLater puts a send back in the queue until due.
 	SendLater(ctx context.Context, messageID string, due time.Time) error
+	// SendAfterWait puts a send back in the queue until due without
+	// counting the attempt: the messenger asked to wait (a rate limit).
+	SendAfterWait(ctx context.Context, messageID string, due time.Time) error
 	// OpenDialog holds the chat's row while it decides whether a business
 	// send at now needs a new dialog (none paid for at now): then take is
 	// called and, when it takes one, the dialog is paid for
@@ -241,7 +244,7 @@ func (s *Service) deliver(ctx context.Context, c Claim, m domain.Message) error 
 	case errors.As(err, &refused):
 		return s.repo.SendFailed(ctx, m.ID, refused.Type, refused.Text)
 	case errors.As(err, &later):
-		if err := s.repo.SendLater(ctx, m.ID, s.now().Add(later.Wait)); err != nil {
+		if err := s.repo.SendAfterWait(ctx, m.ID, s.now().Add(later.Wait)); err != nil {
 			return err
 		}
 		return fmt.Errorf("attempt %d, next in %s: %w", c.Attempts, later.Wait, err)

@@ -208,3 +208,40 @@ func TestIdempotencyKeyExpires(t *testing.T) {
 	require.NotEqual(t, first.Message.ID, later.Message.ID)
 	require.Equal(t, 2, f.count(t, `SELECT count(*) FROM messages`))
 }
+
+// snAnswers answers each send with the next of its answers.
+type snAnswers struct {
+	app.Messenger
+	calls   atomic.Int32
+	answers []func() (app.Sent, error)
+}
+
+func (m *snAnswers) Send(context.Context, app.Connection, domain.Chat, domain.Message) (app.Sent, error) {
+	n := int(m.calls.Add(1))
+	return m.answers[min(n, len(m.answers))-1]()
+}
+
+// TestSenderWaitsWithoutCounting: a messenger's "wait" (a rate limit's
+// retry_after) puts the send off without using up an attempt, so more
+// waits than MaxAttempts and then failures within it still end sent; and
+// a send the messenger says is delivered is delivered at once, with its
+// event.
+func TestSenderWaitsWithoutCounting(t *testing.T) {
+	wait := func() (app.Sent, error) {
+		return app.Sent{}, &app.RetryAfter{Wait: time.Millisecond, Err: errors.New("429 Too Many Requests")}
+	}
+	down := func() (app.Sent, error) { return app.Sent{}, errors.New("connection refused") }
+	m := &snAnswers{answers: []func() (app.Sent, error){wait, wait, wait, wait, down, down,
+		func() (app.Sent, error) { return app.Sent{SourceMessageID: "100:7", Delivered: true}, nil }}}
+	f := newSender(t, m, nil)
+	res, err := f.send(t, "hi", nil)
+	require.NoError(t, err)
+	f.runSender(t)
+	sent := f.waitMessage(t, res.Message.ID, func(m domain.Message) bool { return m.DeliveredAt != nil || m.ErrorAt != nil })
+	require.Nil(t, sent.ErrorAt, "the send gave up")
+	require.Equal(t, "100:7", *sent.SourceMessageID)
+	require.NotNil(t, sent.DeliveredAt)
+	require.EqualValues(t, 7, m.calls.Load())
+	require.Equal(t, 1, f.count(t, `SELECT count(*) FROM outbox WHERE event_type = 'messages.delivery.delivered'`))
+	require.Zero(t, f.count(t, `SELECT count(*) FROM outbound_sends`))
+}

@@ -47,6 +47,13 @@ func (r *Repo) SendLater(ctx context.Context, messageID string, due time.Time) e
 	return err
 }
 
+// SendAfterWait implements app.SendRepository: the claim counted the
+// attempt, so it is taken back.
+func (r *Repo) SendAfterWait(ctx context.Context, messageID string, due time.Time) error {
+	_, err := r.db.Exec(ctx, `UPDATE outbound_sends SET due_at = $2, attempts = greatest(attempts - 1, 0) WHERE message_id = $1`, messageID, due)
+	return err
+}
+
 // SendFailed implements app.SendRepository.
 func (r *Repo) SendFailed(ctx context.Context, messageID, errType, errText string) error {
 	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
