@@ -38,6 +38,24 @@ func (p Polls) Acquire(ctx context.Context, connectionID, companyID int64, bot, 
 	return next, true, nil
 }
 
+// Held are the connections whose lease runs now (any owner's): a
+// replica asks once per refresh instead of trying to take each.
+func (p Polls) Held(ctx context.Context) (map[int64]bool, error) {
+	rows, err := p.r.db.Query(ctx, `SELECT connection_id FROM telegram_polls WHERE lease_until >= now()`)
+	if err != nil {
+		return nil, fmt.Errorf("held telegram polls: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("held telegram polls: %w", err)
+	}
+	out := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
 // Renew extends owner's lease; false when owner no longer holds it.
 func (p Polls) Renew(ctx context.Context, connectionID int64, owner string, ttl time.Duration) (bool, error) {
 	tag, err := p.r.db.Exec(ctx, `UPDATE telegram_polls SET lease_until = now() + $3::interval, updated_at = now()

@@ -25,6 +25,9 @@ func TestPollLease(t *testing.T) {
 	_, ok, err = polls.Acquire(ctx, 1, 7, "b1", "b", time.Minute)
 	require.NoError(t, err)
 	require.False(t, ok, "b took a running lease")
+	leases, err := polls.Held(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[int64]bool{1: true}, leases)
 
 	held, err := polls.Commit(ctx, 1, "a", 1005)
 	require.NoError(t, err)
@@ -38,6 +41,9 @@ func TestPollLease(t *testing.T) {
 
 	// Released: b takes over at a's offset, and a can no longer act.
 	require.NoError(t, polls.Release(ctx, 1, "a"))
+	leases, err = polls.Held(ctx)
+	require.NoError(t, err)
+	require.Empty(t, leases)
 	next, ok, err = polls.Acquire(ctx, 1, 7, "b1", "b", 300*time.Millisecond)
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -24,6 +24,8 @@ type PollStore interface {
 	// of the bot (0 when the stored one was another bot's) and true; false
 	// while another owner's lease runs.
 	Acquire(ctx context.Context, connectionID, companyID int64, bot, owner string, ttl time.Duration) (next int64, ok bool, err error)
+	// Held are the connections whose lease runs now, whoever holds it.
+	Held(ctx context.Context) (map[int64]bool, error)
 	// Renew extends the owner's lease; false when the owner lost it.
 	Renew(ctx context.Context, connectionID int64, owner string, ttl time.Duration) (bool, error)
 	// Commit stores the next offset; false when the owner lost the lease.
@@ -169,6 +171,14 @@ func (p *Poller) refresh(ctx context.Context, wg *sync.WaitGroup) {
 		}
 	}
 	p.mu.Unlock()
+	// One read for all bots: only leases that have run out are tried.
+	held, err := p.Store.Held(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.Log.WarnContext(ctx, "telegram: read poll leases", "error", err)
+		}
+		return
+	}
 	for _, c := range list {
 		token, _ := c.Credentials["bot_token"].(string)
 		p.mu.Lock()
@@ -180,6 +190,9 @@ func (p *Poller) refresh(ctx context.Context, wg *sync.WaitGroup) {
 			} else {
 				b.setToken(token)
 			}
+			continue
+		}
+		if held[c.ID] {
 			continue
 		}
 		owner := newOwner()

@@ -337,6 +337,19 @@ func (s *pollStore) Acquire(ctx context.Context, connectionID, companyID int64, 
 	return next, ok, err
 }
 
+// Held counts each running lease the replica sees as a refusal: it skips
+// those (its own included, which it runs already).
+func (s *pollStore) Held(ctx context.Context) (map[int64]bool, error) {
+	if s.dead() {
+		return nil, errCrashed
+	}
+	held, err := s.PollStore.Held(ctx)
+	s.mu.Lock()
+	s.refused += len(held)
+	s.mu.Unlock()
+	return held, err
+}
+
 // stallRenews makes the replica's next renewals hang (a replica frozen,
 // or cut off from the database) until the answered func is called.
 func (s *pollStore) stallRenews() (resume func()) {
