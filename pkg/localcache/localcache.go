@@ -132,6 +132,10 @@ func (c *Cache[V]) Run(ctx context.Context, rdb redis.UniversalClient) {
 func (c *Cache[V]) listen(ctx context.Context, rdb redis.UniversalClient) (confirmed bool) {
 	ps := rdb.Subscribe(ctx, c.channel)
 	defer ps.Close()
+	// A read waits for its Ping deadline whatever ctx says: closing the
+	// subscription ends it at once, so a stopping process does not wait.
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	defer stop()
 	pinged := false
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, c.Ping)

@@ -26,8 +26,6 @@ func (c *counter) load(context.Context) (int, error) {
 // running starts c's Run and waits until its subscription is confirmed.
 func running(t *testing.T, c *localcache.Cache[int], rdb redis.UniversalClient) {
 	t.Helper()
-	// A receive does not end with its context, only at its timeout: a
-	// short Ping lets the cleanup finish soon.
 	c.Ping = 200 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -122,4 +120,27 @@ func TestTTLEnds(t *testing.T) {
 		v, err := c.Get(ctx, "k", a.load)
 		return err == nil && v > 1
 	}, 2*time.Second, 10*time.Millisecond, "an entry outlived its TTL")
+}
+
+// TestRunEndsWithItsContext: a stopping process is not held by a read
+// waiting for its Ping deadline (an hour here): Run returns once its
+// context ends. (It used to wait the Ping out: 5 s at every service's
+// stop.)
+func TestRunEndsWithItsContext(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	c := localcache.New[int]("test", prefix+"changes", 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c.Ping = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx, rdb)
+	}()
+	require.Eventually(t, c.Live, 5*time.Second, 5*time.Millisecond, "subscription never confirmed")
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run still waits for its subscription's read after its context ended")
+	}
 }
