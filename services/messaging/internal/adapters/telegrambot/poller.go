@@ -258,7 +258,9 @@ func (p *Poller) poll(ctx context.Context, b *bot, owner string, offset int64) {
 	}
 	// hooked is the token this lease set the webhook for (webhook mode).
 	hooked := ""
+	var renewed time.Time
 	for ctx.Err() == nil {
+		renewed = time.Now()
 		held, err := p.Store.Renew(ctx, b.id, owner, p.Config.Lease)
 		if err != nil {
 			log.WarnContext(ctx, "telegram: renew poll lease", "error", err)
@@ -344,6 +346,14 @@ func (p *Poller) poll(ctx context.Context, b *bot, owner string, offset int64) {
 				break
 			}
 			offset = u.UpdateID + 1
+			if time.Since(renewed) > p.Config.Lease/3 {
+				// A long batch (files to fetch) must not outlast the lease.
+				renewed = time.Now()
+				if held, err := p.Store.Renew(ctx, b.id, owner, p.Config.Lease); err == nil && !held {
+					log.InfoContext(ctx, "telegram: poll lease taken over")
+					return
+				}
+			}
 			held, err := p.Store.Commit(ctx, b.id, owner, offset)
 			if err != nil {
 				// Stored but the offset not written: after a restart the
