@@ -65,6 +65,10 @@ type Options struct {
 	NoPprof bool
 }
 
+// DevSecretsKey seals connections' secrets on a development stack ("switchboard
+// dev secrets key 32b!"): public, never for real tokens.
+const DevSecretsKey = "c3dpdGNoYm9hcmQgZGV2IHNlY3JldHMga2V5IDMyYiE="
+
 // PprofBasePortEnv names the variable that gives every process of the stack
 // its own profiling port on loopback: the gateway base, then the services
 // base+1, base+2, ... in the order of Services (Stack.PprofAddrs lists them).
@@ -112,6 +116,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		"SWITCHBOARD_ADMIN_TOKEN="+o.AdminToken,
 		"SWITCHBOARD_INTERNAL_TOKEN="+o.InternalToken,
 		"SWITCHBOARD_SANDBOX="+map[bool]string{true: "0", false: "1"}[o.NoSandbox],
+		// Connections' secrets are sealed as in production, with a key
+		// known to be a development one.
+		"SWITCHBOARD_SECRETS_KEY="+DevSecretsKey,
 		// File links point at this stack's gateway; files sit beside the logs.
 		"SWITCHBOARD_PUBLIC_URL=http://"+httpAddr,
 		"SWITCHBOARD_FILES_DIR="+filepath.Join(filepath.Dir(filepath.Clean(o.LogDir)), "files"),

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc"
@@ -44,16 +45,26 @@ type settings struct {
 	TelegramTimeout time.Duration `env:"SWITCHBOARD_TELEGRAM_TIMEOUT" envDefault:"10s"`
 	// Lets outbound fetches reach private addresses: development only.
 	AllowPrivateTargets bool `env:"SWITCHBOARD_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
+	// SecretsKey seals connections' secrets (bot tokens, sessions): 32
+	// bytes in base64. Unset, they are stored as they are (development).
+	SecretsKey string `env:"SWITCHBOARD_SECRETS_KEY"`
 }
 
 func main() {
 	var s settings
 	service.Main(&s, func() (service.Spec, error) {
-		return spec(s), nil
+		var sealer *postgres.Sealer
+		if s.SecretsKey != "" {
+			var err error
+			if sealer, err = postgres.NewSealer(s.SecretsKey); err != nil {
+				return service.Spec{}, fmt.Errorf("config: SWITCHBOARD_SECRETS_KEY: %w", err)
+			}
+		}
+		return spec(s, sealer), nil
 	})
 }
 
-func spec(s settings) service.Spec {
+func spec(s settings, sealer *postgres.Sealer) service.Spec {
 	return service.Spec{
 		Name:        "connections",
 		DefaultAddr: "127.0.0.1:9102",
@@ -92,8 +103,21 @@ func spec(s settings) service.Spec {
 			cfg.WhatsappCodeLifetime = s.WhatsappCodeLifetime
 			cfg.DefaultRegion = s.DefaultRegion
 			cfg.AllowPrivateTargets = s.AllowPrivateTargets
+			repo := postgres.New(d.DB).WithSealer(sealer)
+			if sealer == nil {
+				d.Log.Warn("SWITCHBOARD_SECRETS_KEY is not set: connections' secrets (bot tokens, sessions) are stored unencrypted")
+			} else {
+				// Secrets stored before the key was set are sealed now.
+				d.Background("seal stored secrets", func(ctx context.Context) error {
+					n, err := repo.SealStored(ctx)
+					if n > 0 {
+						d.Log.Info("sealed stored connection secrets", "connections", n)
+					}
+					return err
+				})
+			}
 			deps := app.Deps{
-				Repo:      postgres.New(d.DB),
+				Repo:      repo,
 				Billing:   billing.New(conn).WithSummaries(summaries),
 				Logins:    logins.New(d.Redis),
 				Pictures:  picture.New(s.AllowPrivateTargets),

@@ -24,12 +24,35 @@ import (
 // Repo implements app.Repository.
 type Repo struct {
 	db *pgxpool.Pool
+	// secrets seals connections' secrets; nil stores them as they are.
+	secrets *Sealer
 }
 
 var _ app.Repository = (*Repo)(nil)
 
 // New uses the pool of the connections database.
 func New(db *pgxpool.Pool) *Repo { return &Repo{db: db} }
+
+// WithSealer seals connections' secrets with s (nil: stored as they are).
+func (r *Repo) WithSealer(s *Sealer) *Repo {
+	r.secrets = s
+	return r
+}
+
+// scan reads a connection with its secrets opened.
+func (r *Repo) scan(row pgx.Row) (domain.Connection, error) {
+	c, err := scanConnection(row)
+	if err != nil {
+		return c, err
+	}
+	return c, r.secrets.open(&c)
+}
+
+func (r *Repo) collect(rows pgx.Rows) ([]domain.Connection, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Connection, error) {
+		return r.scan(row)
+	})
+}
 
 func miss(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -61,12 +84,6 @@ func scanConnection(row pgx.Row) (domain.Connection, error) {
 		c.Secrets = map[string]any{}
 	}
 	return c, nil
-}
-
-func collectConnections(rows pgx.Rows) ([]domain.Connection, error) {
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Connection, error) {
-		return scanConnection(row)
-	})
 }
 
 // statusCols splits a last status into its two nullable columns.
@@ -114,11 +131,14 @@ func (r *Repo) CreateConnection(ctx context.Context, c domain.Connection, slot *
 			}
 		}
 		st, sub := statusCols(c.LastStatus)
-		var err error
-		out, err = scanConnection(tx.QueryRow(ctx, `
+		secrets, err := r.secrets.seal(c.CompanyID, c.Secrets)
+		if err != nil {
+			return err
+		}
+		out, err = r.scan(tx.QueryRow(ctx, `
 			INSERT INTO connections (company_id, type, name, status_type, status_subtype, subscription_id, params, secrets)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+connectionCols,
-			c.CompanyID, string(c.Type), c.Name, st, sub, subscriptionID, nonNil(c.Params), nonNil(c.Secrets)))
+			c.CompanyID, string(c.Type), c.Name, st, sub, subscriptionID, nonNil(c.Params), secrets))
 		if err != nil {
 			return fmt.Errorf("insert connection: %w", err)
 		}
@@ -188,14 +208,14 @@ func insertEvent(ctx context.Context, tx pgx.Tx, e domain.Event) error {
 
 // Connection implements app.Repository.
 func (r *Repo) Connection(ctx context.Context, companyID, id int64) (domain.Connection, error) {
-	return scanConnection(r.db.QueryRow(ctx, `SELECT `+connectionCols+` FROM connections
+	return r.scan(r.db.QueryRow(ctx, `SELECT `+connectionCols+` FROM connections
 		WHERE company_id = $1 AND id = $2`, companyID, id))
 }
 
 // ConnectionByID implements app.Repository: by id alone, for callers that
 // are not a company.
 func (r *Repo) ConnectionByID(ctx context.Context, id int64) (domain.Connection, error) {
-	return scanConnection(r.db.QueryRow(ctx, `SELECT `+connectionCols+` FROM connections WHERE id = $1`, id))
+	return r.scan(r.db.QueryRow(ctx, `SELECT `+connectionCols+` FROM connections WHERE id = $1`, id))
 }
 
 // ConnectionsOfType implements app.Repository.
@@ -204,7 +224,7 @@ func (r *Repo) ConnectionsOfType(ctx context.Context, t domain.Type) ([]domain.C
 	if err != nil {
 		return nil, fmt.Errorf("list connections of type: %w", err)
 	}
-	return collectConnections(rows)
+	return r.collect(rows)
 }
 
 // Connections implements app.Repository.
@@ -228,7 +248,7 @@ func (r *Repo) Connections(ctx context.Context, companyID int64, page app.Page) 
 		if err != nil {
 			return fmt.Errorf("list connections: %w", err)
 		}
-		list, err = collectConnections(rows)
+		list, err = r.collect(rows)
 		return err
 	})
 	return list, total, err
@@ -248,7 +268,7 @@ func (r *Repo) UpdateConnection(ctx context.Context, ref app.Ref, update func(*d
 			row = tx.QueryRow(ctx, `SELECT `+connectionCols+` FROM connections
 				WHERE company_id = $1 AND id = $2 FOR UPDATE`, ref.CompanyID, ref.ID)
 		}
-		c, err := scanConnection(row)
+		c, err := r.scan(row)
 		if err != nil {
 			return err
 		}
@@ -277,11 +297,15 @@ func (r *Repo) UpdateConnection(ctx context.Context, ref app.Ref, update func(*d
 			return nil // nothing changed: nothing written
 		}
 		st, sub := statusCols(c.LastStatus)
-		out, err = scanConnection(tx.QueryRow(ctx, `
+		secrets, err := r.secrets.seal(c.CompanyID, c.Secrets)
+		if err != nil {
+			return err
+		}
+		out, err = r.scan(tx.QueryRow(ctx, `
 			UPDATE connections SET name = $2, status_type = $3, status_subtype = $4, params = $5, secrets = $6,
 			       updated_at = now()
 			WHERE id = $1 RETURNING `+connectionCols,
-			c.ID, c.Name, st, sub, nonNil(c.Params), nonNil(c.Secrets)))
+			c.ID, c.Name, st, sub, nonNil(c.Params), secrets))
 		if err != nil {
 			return fmt.Errorf("update connection: %w", err)
 		}
