@@ -45,7 +45,8 @@ type FileStore interface {
 	Upload(ctx context.Context, cmd app.UploadCmd, body io.Reader) (app.FileLink, error)
 }
 
-// PollConfig tunes the pollers.
+// PollConfig tunes the pollers (the production values are the
+// SWITCHBOARD_TELEGRAM_* defaults of cmd/messaging).
 type PollConfig struct {
 	// Wait is how long one getUpdates waits for an update (Telegram allows
 	// up to 50 s).
@@ -66,12 +67,6 @@ type PollConfig struct {
 	// every Wait. WebhookKey makes the secrets Telegram proves itself with.
 	WebhookURL string
 	WebhookKey []byte
-}
-
-// DefaultPollConfig is the production tuning.
-func DefaultPollConfig() PollConfig {
-	return PollConfig{Wait: 25 * time.Second, Lease: 60 * time.Second, Refresh: 10 * time.Second,
-		Backoff: time.Second, MaxBackoff: 30 * time.Second}
 }
 
 // allowedUpdates are the update kinds the platform reads.
