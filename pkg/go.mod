@@ -23,6 +23,7 @@ require (
 
 require (
 	cel.dev/expr v0.24.0 // indirect
+	code.dny.dev/ssrf v0.3.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect

@@ -14,29 +14,42 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"code.dny.dev/ssrf"
 )
 
 // ErrNotPublic is an address (or a name resolving to one) off the public
 // internet.
 var ErrNotPublic = errors.New("not a public address")
 
-// sharedSpace is 100.64.0.0/10, carrier-grade NAT: not reachable from the
-// internet either.
-var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+// guardian judges addresses by the IANA special-purpose address registries
+// (IPv4 and IPv6, generated into code.dny.dev/ssrf from IANA's own files),
+// rather than a list kept by hand: every private, loopback, link-local
+// (cloud metadata), shared (CGNAT), benchmarking, reserved, documentation
+// and multicast range, and for IPv6 everything outside global unicast
+// (2000::/3), which covers IPv4-compatible (::/96) and NAT64 (64:ff9b::/96)
+// forms, plus 6to4 (2002::/16) and Teredo (2001::/32), whose embedded IPv4
+// address could be any of the former. Ports and networks are not its
+// business here (a webhook may use any port), so only addresses are asked.
+var guardian = ssrf.New()
 
-// Public reports whether ip is an address on the public internet: not
-// loopback, private, link-local (which holds cloud metadata endpoints),
-// multicast, unspecified, shared (CGNAT) or "this network".
+// Public reports whether ip is an address on the public internet. An
+// IPv4-mapped IPv6 address (::ffff:a.b.c.d) is judged as its IPv4 address.
+// A NAT64 address of the well-known prefix (64:ff9b::/96, RFC 6052) is
+// judged by the IPv4 address it embeds: on an IPv6-only network with DNS64
+// every IPv4-only host is reached that way, so refusing the prefix would
+// refuse the whole IPv4 internet there, while 64:ff9b::a9fe:a9fe (metadata)
+// or 64:ff9b::7f00:1 (loopback) stay refused.
 func Public(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	switch {
-	case !ip.IsValid(), ip.IsLoopback(), ip.IsPrivate(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(),
-		ip.IsInterfaceLocalMulticast(), ip.IsMulticast(), ip.IsUnspecified(), sharedSpace.Contains(ip):
-		return false
-	case ip.Is4() && ip.As4()[0] == 0: // 0.0.0.0/8
+	if !ip.IsValid() {
 		return false
 	}
-	return true
+	if ssrf.IPv6NAT64Prefix.Contains(ip) {
+		b := ip.As16()
+		ip = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	return guardian.SafeAddr(ip) == nil
 }
 
 // CheckHost resolves host (a name or an IP literal) and answers
