@@ -47,6 +47,10 @@ var (
 	tgWebhook = &realStack{name: "tghook", redisDB: 2, env: []string{
 		"SWITCHBOARD_TELEGRAM_WEBHOOK_URL=" + tgHookBase,
 		"SWITCHBOARD_TELEGRAM_WEBHOOK_SECRET=e2e-webhook-key-0123456789abcdefghij"}}
+	// tgGuarded refuses private targets, as production does (the first
+	// stack allows them for its loopback receivers): the address guard
+	// end to end.
+	tgGuarded = &realStack{name: "guard", redisDB: 3, env: []string{"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=0"}}
 )
 
 // tgHookBase is the webhook stack's public address as Telegram is told it.
@@ -88,7 +92,7 @@ func (r *realStack) start(t testing.TB) (*devstack.Stack, *telegramtest.Server) 
 // stopTelegramStacks stops what the real-mode stacks started, with the
 // logs' tails when the run failed.
 func stopTelegramStacks(failed bool) {
-	for _, r := range []*realStack{tgPolling, tgWebhook} {
+	for _, r := range []*realStack{tgPolling, tgWebhook, tgGuarded} {
 		if r.stack != nil {
 			r.stack.Stop()
 			if failed {
