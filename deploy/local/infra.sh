@@ -107,9 +107,11 @@ cmd_npm() {
 	command -v npm >/dev/null 2>&1 || die "npm still missing after install"
 }
 
-# as_pg runs a command as the user that owns the cluster.
+# as_pg runs a command as the user that owns the cluster, from / (the
+# caller's folder, a clone under /root say, may be closed to that user, and
+# pg_ctl would say so on every stop). Every path given to it is absolute.
 as_pg() {
-	if is_root; then runuser -u postgres -- "$@"; else "$@"; fi
+	if is_root; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 abspath() { mkdir -p "$1" && (cd "$1" && pwd -P); }

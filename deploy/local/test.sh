@@ -25,18 +25,34 @@ say() { printf '==> %s\n' "$*" >&2; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
 
-# free_port prints a TCP port nothing listens on (from a random start in
-# 20000-59999, skipping ports in $*). Another process could still take it
-# before the server binds; infra.sh then fails clearly rather than sharing.
+# free_port VAR [EXCLUDED...] sets VAR to a TCP port nothing listens on. It is
+# chosen below the kernel's range for outgoing connections (so no connection
+# opened meanwhile can take it before the server binds it) and reserved
+# among our own processes by a lock on $PORT_LOCKS/<port> (the scheme of
+# pkg/freeport, which the Go tests use), held by this script and the servers
+# it starts until they stop. The servers may still lose a race to an
+# unrelated process: the start below then tries other ports.
+PORT_LOCKS=${TMPDIR:-/tmp}/switchboard-ports
 free_port() {
-	local p i
-	for i in $(seq 1 200); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+	local var=$1 lo=15000 hi p i fd
+	shift
+	read -r hi _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || hi=32768
+	hi=$((hi - 1))
+	mkdir -p "$PORT_LOCKS" && chmod 1777 "$PORT_LOCKS" 2>/dev/null || true
+	for i in $(seq 1 500); do
+		p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
 		[[ " $* " == *" $p "* ]] && continue
 		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
-		echo "$p"; return 0
+		exec {fd}>>"$PORT_LOCKS/$p" || continue
+		if ! flock -n "$fd"; then
+			exec {fd}>&-
+			continue
+		fi
+		printf -v "$var" '%s' "$p"
+		return 0
 	done
-	echo "test.sh: no free port found" >&2; return 1
+	echo "test.sh: no free port found" >&2
+	return 1
 }
 
 T0=$(now)
@@ -76,10 +92,16 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-PGPORT=$(free_port)
-REDISPORT=$(free_port "$PGPORT")
 T1=$(now)
-ADDRS=$("$INFRA" start "$WORK" "$PGPORT" "$REDISPORT")
+ADDRS=""
+for attempt in 1 2 3 4 5; do
+	free_port PGPORT
+	free_port REDISPORT "$PGPORT"
+	ADDRS=$("$INFRA" start "$WORK" "$PGPORT" "$REDISPORT") && break
+	say "servers did not start on ports $PGPORT and $REDISPORT (attempt $attempt of 5); trying others"
+	ADDRS=""
+	"$INFRA" stop "$WORK" || true
+done
 PG_DSN=$(sed -n 's/^PG_DSN=//p' <<<"$ADDRS")
 REDIS_ADDR=$(sed -n 's/^REDIS_ADDR=//p' <<<"$ADDRS")
 [ -n "$PG_DSN" ] && [ -n "$REDIS_ADDR" ] || { echo "test.sh: infra.sh start printed no addresses" >&2; exit 1; }

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"switchboard.dev/pkg/freeport"
 	"switchboard.dev/pkg/postgres"
 	"switchboard.dev/pkg/server"
 )
@@ -407,11 +408,7 @@ func pprofAddrs(base string) (map[string]string, error) {
 	return out, nil
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+// freeAddr is a loopback address for a process to listen on: outside the
+// kernel's outgoing range and reserved among our processes (pkg/freeport),
+// so no connection opened meanwhile takes it before the process binds.
+func freeAddr() (string, error) { return freeport.Addr() }

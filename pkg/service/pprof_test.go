@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"switchboard.dev/pkg/freeport"
 	"switchboard.dev/pkg/pgtest"
 	"switchboard.dev/pkg/redisx/redistest"
 	"switchboard.dev/pkg/server"
@@ -123,10 +124,8 @@ func startService(t *testing.T, pprofAddr string) string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	require.NoError(t, err)
-	addr := lis.Addr().String()
-	require.NoError(t, lis.Close())
 	return addr
 }
 

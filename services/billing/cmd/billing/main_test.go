@@ -16,6 +16,7 @@ import (
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/auth"
 	"switchboard.dev/pkg/config"
+	"switchboard.dev/pkg/freeport"
 	"switchboard.dev/pkg/pgtest"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
@@ -55,10 +56,8 @@ func (identityPeer) CheckCompanies(_ context.Context, req *identityv1.CheckCompa
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	require.NoError(t, err)
-	addr := lis.Addr().String()
-	require.NoError(t, lis.Close())
 	return addr
 }
 

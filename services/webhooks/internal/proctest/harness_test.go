@@ -33,6 +33,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"switchboard.dev/pkg/freeport"
 	"switchboard.dev/pkg/pgtest"
 	"switchboard.dev/pkg/postgres"
 	"switchboard.dev/pkg/server"
@@ -227,10 +228,8 @@ func pidCPU(pid int) time.Duration {
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
 	return addr
 }
 
