@@ -14,8 +14,7 @@ import (
 func TestPublic(t *testing.T) {
 	for addr, want := range map[string]bool{
 		"8.8.8.8": true, "2001:4860:4860::8888": true, "100.63.255.255": true, "1.1.1.1": true,
-		"2a00:1450:4010:c0e::65": true,
-		"127.0.0.1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false,
+		"2a00:1450:4010:c0e::65": true, "127.0.0.1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false,
 		"169.254.169.254": false, "100.64.0.1": false, "0.0.0.0": false, "0.1.2.3": false,
 		"224.0.0.1": false, "::1": false, "fe80::1": false, "fc00::1": false, "::": false,
 		"::ffff:127.0.0.1": false, "::ffff:8.8.8.8": true,
