@@ -126,10 +126,10 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 				return err
 			}
 		}
-		err = tx.QueryRow(ctx, `INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING source_message_id`,
-			conn.ID, msg.ID, "sb-out-"+uuid.NewString(), chat.SourceChatID, string(typ), body, markup).Scan(&sent.SourceMessageID)
-		if err != nil {
+		sent.SourceMessageID = "sb-out-" + uuid.NewString()
+		if _, err := tx.Exec(ctx, `INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			conn.ID, msg.ID, sent.SourceMessageID, chat.SourceChatID, string(typ), body, markup); err != nil {
 			return fmt.Errorf("sandbox outbox: %w", err)
 		}
 		var receipts []scheduled
