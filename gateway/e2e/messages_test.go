@@ -157,6 +157,7 @@ func TestSendBehaviours(t *testing.T) {
 	status("read")
 	read := waitMessage(t, c, chat, id, func(m map[string]any) bool { return m["read_at"] != nil })
 	require.NotNil(t, read["delivered_at"], "read implies delivered")
+	require.Equal(t, read["read_at"], read["delivered_at"], "a read of an undelivered message tells both at one instant")
 	status("delivered")
 	status("read")
 	again := waitMessage(t, c, chat, id, func(map[string]any) bool { return true })

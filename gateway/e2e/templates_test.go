@@ -186,7 +186,6 @@ func TestTemplatesUpdate(t *testing.T) {
 
 	// To interactive: params required; the text follows them.
 	requireLoc(t, tplPatch(t, c, id, map[string]any{"type": "waba_interactive"}), "body", "params", "type")
-	requireLoc(t, tplPatch(t, c, id, map[string]any{"type": "waba_interactive", "params": tplMenu(), "text": "Plain again"}), "body", "text")
 	patch(map[string]any{"type": "waba_interactive", "params": tplMenu()}, want("waba_interactive", "Greeting", tplMenuText, nil, tplMenuStored()))
 	// New params: a new text. The stored params sent back change nothing.
 	menu := tplMenu()
@@ -198,7 +197,8 @@ func TestTemplatesUpdate(t *testing.T) {
 	patch(map[string]any{"params": stored, "text": "Is the delivery time fine?", "type": "waba_interactive"},
 		want("waba_interactive", "Greeting", "Is the delivery time fine?", nil, stored))
 	requireLoc(t, tplPatch(t, c, id, map[string]any{"file_url": "https://cdn.example.com/cat.png"}), "body", "file_url")
-	requireLoc(t, tplPatch(t, c, id, map[string]any{"text": "Anything"}), "body", "text")
+	// The text alone changes nothing: an interactive template's is derived.
+	patch(map[string]any{"text": "Anything"}, want("waba_interactive", "Greeting", "Is the delivery time fine?", nil, stored))
 	// Back to a text: params {} and a text in the same request.
 	requireLoc(t, tplPatch(t, c, id, map[string]any{"type": "text", "text": "Plain"}), "body", "params")
 	requireLoc(t, tplPatch(t, c, id, map[string]any{"type": "text", "params": map[string]any{}}), "body", "text")
@@ -207,6 +207,42 @@ func TestTemplatesUpdate(t *testing.T) {
 	// A refused PATCH changed nothing.
 	requireLoc(t, tplPatch(t, c, id, map[string]any{"name": "", "text": "x"}), "body", "name")
 	tplList(t, c, []any{want("document", "Greeting", "", "https://cdn.example.com/prices.pdf", nil)})
+}
+
+// TestTemplatesInteractiveText: a client that sends a text with every
+// template is served: an interactive template's text is derived from its
+// params (header text, body and footer joined by line breaks), so a given
+// one, on create or on PATCH, is ignored and the derived one stored.
+func TestTemplatesInteractiveText(t *testing.T) {
+	c := newCompany(t, nil)
+	menu := func(name, text string) map[string]any {
+		return map[string]any{"type": "waba_interactive", "name": name, "text": text, "params": tplMenu()}
+	}
+	var all []any
+	for _, text := range []string{"Choose a delivery time", "", tplMenuText} {
+		got := requireJSON(t, tplCreate(t, c, menu("Text "+text, text)), 200,
+			tplJSON(c, "waba_interactive", "Text "+text, tplMenuText, nil, tplMenuStored()))
+		all = append([]any{got}, all...)
+	}
+	tplList(t, c, all)
+
+	id := all[0].(map[string]any)["id"]
+	stored := tplWithID(tplJSON(c, "waba_interactive", "Text "+tplMenuText, tplMenuText, nil, tplMenuStored()), all[0])
+	// The text alone: nothing changes.
+	requireJSON(t, tplPatch(t, c, id, map[string]any{"text": "Something else"}), 200, stored)
+	// New params with a text: the text follows the params.
+	short := tplMenu()
+	delete(short, "footer")
+	want := tplWithID(tplJSON(c, "waba_interactive", "Text "+tplMenuText, "Order 42\nIs the delivery time fine?", nil, tplMenuStored()), all[0])
+	want["params"].(map[string]any)["footer"] = nil
+	requireJSON(t, tplPatch(t, c, id, map[string]any{"params": short, "text": "Something else"}), 200, want)
+	// A plain template made interactive with its old text given again.
+	plain := requireJSON(t, tplCreate(t, c, map[string]any{"type": "text", "name": "Plain", "text": "Hello"}), 200, anyPresent)
+	plainWant := tplWithID(tplJSON(c, "waba_interactive", "Plain", tplMenuText, nil, tplMenuStored()), plain)
+	requireJSON(t, tplPatch(t, c, plain.(map[string]any)["id"], map[string]any{"type": "waba_interactive", "params": tplMenu(), "text": "Hello"}), 200,
+		plainWant)
+	// Stored as answered.
+	tplList(t, c, []any{plainWant, want, all[1], all[2]})
 }
 
 // TestTemplatesNotFound: 404 15005 for a deleted, unknown or another
@@ -297,7 +333,6 @@ func TestTemplatesValidation(t *testing.T) {
 		{map[string]any{"type": "waba_interactive", "name": "M"}, []any{"body", "params"}},
 		{map[string]any{"type": "waba_interactive", "name": "M", "params": map[string]any{}}, []any{"body", "params", "type"}},
 		{map[string]any{"type": "waba_interactive", "name": "M", "params": tplMenu(), "file_url": "https://cdn.example.com/cat.png"}, []any{"body", "file_url"}},
-		{map[string]any{"type": "waba_interactive", "name": "M", "params": tplMenu(), "text": "Other"}, []any{"body", "text"}},
 		{menu(set("type", "list")), []any{"body", "params", "type"}},
 		{menu(func(p map[string]any) { delete(p, "type") }), []any{"body", "params", "type"}},
 		{menu(set("extra", true)), []any{"body", "params", "extra"}},

@@ -220,6 +220,19 @@ func TestWabaTemplateLifecycle(t *testing.T) {
 	requireError(t, api(t, "GET", cpath(c, "/messaging/waba_templates/"), nil, key(webhooksOnly)...), 403, 403, "FORBIDDEN")
 }
 
+// TestWabaTemplateCreatedAtIsUpdatedAt: a template just created answers
+// updated_at equal to created_at, every time: one instant, not two
+// readings of the clock that straddle a microsecond now and then (hence
+// many creates).
+func TestWabaTemplateCreatedAtIsUpdatedAt(t *testing.T) {
+	c := newCompany(t, nil)
+	waba := idOf(mustCreate(t, c, "waba", wabaParams))
+	for i := range 150 {
+		created := requireJSON(t, createWabaTemplate(t, c, orderTemplate(waba)), 200, anyPresent).(map[string]any)
+		require.Equal(t, created["created_at"], created["updated_at"], "template %d, %s", i, created["name"])
+	}
+}
+
 // TestWabaTemplateValidation: every rule of the components and examples is
 // 422 at the offending field, and nothing is stored.
 func TestWabaTemplateValidation(t *testing.T) {

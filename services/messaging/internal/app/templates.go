@@ -82,7 +82,8 @@ type UpdateTemplateCmd struct {
 // UpdateTemplate applies the given fields to a template; the result obeys
 // the rules of a create as a whole and its type is derived again: a new
 // file_url is judged, a kept file keeps the type it was judged as. An
-// interactive template's text follows its params. Unknown or another
+// interactive template's text follows its params: a text given for one
+// changes nothing. Unknown or another
 // company's template is 404 15005.
 func (s *Service) UpdateTemplate(ctx context.Context, cmd UpdateTemplateCmd) (domain.Template, error) {
 	if cmd.Type != nil {
@@ -110,7 +111,8 @@ func (s *Service) UpdateTemplate(ctx context.Context, cmd UpdateTemplateCmd) (do
 			d.kind = *cmd.Type
 		}
 		// A plain template keeps its text; an interactive one's is derived
-		// from its params, so it is never carried over (to or from).
+		// from its params, so it is never carried over (to or from), and a
+		// text given for one is ignored (template).
 		if d.text == nil && d.kind == domain.TemplateTypeText && t.Type != domain.TemplateTypeInteractive {
 			d.text = &t.Text
 		}
@@ -177,7 +179,7 @@ type templateDraft struct {
 // A text is a text (1..4096 chars) or, with a file, the file's type with
 // the text as its caption (0..1024 chars, spec 8); its params are empty.
 // An interactive template has checked params and no file, and its text is
-// derived from them: a given text must be that text.
+// derived from them: a given text is ignored.
 func (d templateDraft) template() (domain.Template, error) {
 	t := domain.Template{Name: d.name, FileURL: d.fileURL, Params: map[string]any{}}
 	if d.kind == domain.TemplateTypeInteractive {
@@ -192,10 +194,9 @@ func (d templateDraft) template() (domain.Template, error) {
 		if err != nil {
 			return domain.Template{}, FieldErrors(err)
 		}
-		if d.text != nil && *d.text != it.Text {
-			return domain.Template{}, apierr.Field(apierr.Body("text"), "value_error",
-				"Value error, an interactive template's text is its header text, body and footer joined by line breaks: omit it")
-		}
+		// d.text is ignored: the text is derived, and a client that sends a
+		// text with every template (the create body names it) is served
+		// like one that leaves it out.
 		t.Type, t.Text, t.Params = domain.TemplateTypeInteractive, it.Text, it.Params
 		return t, nil
 	}

@@ -283,7 +283,8 @@ func tplButtons() map[string]any {
 }
 
 // TestTemplateInteractive: the structure is stored in its one shape and
-// the text is the header text, body and footer joined by line breaks.
+// the text is the header text, body and footer joined by line breaks,
+// whatever text the request gave.
 func TestTemplateInteractive(t *testing.T) {
 	ctx := context.Background()
 	button := func(id, title string) map[string]any {
@@ -342,12 +343,16 @@ func TestTemplateInteractive(t *testing.T) {
 		})
 	}
 
-	s, repo := newTemplates(t)
-	_, err := s.CreateTemplate(ctx, app.CreateTemplateCmd{
-		CompanyID: tplCompany, Type: domain.TemplateTypeInteractive, Name: "menu", Text: tplStr("Something else"), Params: tplButtons(),
-	})
-	tplRequireLocs(t, err, tplLoc("value_error", "text"))
-	require.Empty(t, repo.rows)
+	// A text given with the params is ignored, whatever it says: the
+	// stored text is the derived one.
+	s, _ := newTemplates(t)
+	for _, text := range []string{"Something else", "", "Pick one"} {
+		got, err := s.CreateTemplate(ctx, app.CreateTemplateCmd{
+			CompanyID: tplCompany, Type: domain.TemplateTypeInteractive, Name: "menu", Text: tplStr(text), Params: tplButtons(),
+		})
+		require.NoError(t, err)
+		require.Equal(t, "Pick one", got.Text, "given %q", text)
+	}
 }
 
 // TestTemplateInteractiveRefused: every refused value of the structure,
@@ -541,10 +546,8 @@ func TestUpdateTemplate(t *testing.T) {
 		tplLoc("missing", "params", "body"), tplLoc("missing", "params", "action"))
 
 	// To interactive: the text follows the params (the old one is not
-	// kept, nor may a different one be given).
-	refused(app.UpdateTemplateCmd{ID: plain.ID, Type: typ(domain.TemplateTypeInteractive), Params: tplButtons(), Text: tplStr("Hi again")},
-		tplLoc("value_error", "text"))
-	got, err = update(app.UpdateTemplateCmd{ID: plain.ID, Type: typ(domain.TemplateTypeInteractive), Params: tplButtons()})
+	// kept, and a given one is ignored).
+	got, err = update(app.UpdateTemplateCmd{ID: plain.ID, Type: typ(domain.TemplateTypeInteractive), Params: tplButtons(), Text: tplStr("Hi again")})
 	require.NoError(t, err)
 	require.Equal(t, domain.TemplateTypeInteractive, got.Type)
 	require.Equal(t, "Pick one", got.Text)
@@ -563,7 +566,11 @@ func TestUpdateTemplate(t *testing.T) {
 	require.NoError(t, err)
 	prev.Name = "menu"
 	require.Equal(t, prev, got)
-	refused(app.UpdateTemplateCmd{ID: plain.ID, Text: tplStr("Pick one")}, tplLoc("value_error", "text"))
+	// The text alone changes nothing: it is derived.
+	got, err = update(app.UpdateTemplateCmd{ID: plain.ID, Text: tplStr("Anything")})
+	require.NoError(t, err)
+	require.Equal(t, prev, got)
+	require.Equal(t, prev, repo.rows[plain.ID])
 	refused(app.UpdateTemplateCmd{ID: plain.ID, FileURL: tplStr("https://cdn.example.com/a.png")}, tplLoc("value_error", "file_url"))
 	refused(app.UpdateTemplateCmd{ID: plain.ID, Params: map[string]any{}},
 		tplLoc("missing", "params", "type"), tplLoc("missing", "params", "body"), tplLoc("missing", "params", "action"))

@@ -126,13 +126,16 @@ func (r *Repo) ApplyReceipt(ctx context.Context, rc app.Receipt, _ time.Time) er
 			if m.ReadAt != nil {
 				return nil
 			}
+			// A read of a message never reported delivered tells both at
+			// once: one reading of the clock for the two columns.
+			if _, err := tx.Exec(ctx, `UPDATE messages SET read_at = clock.at, delivered_at = coalesce(delivered_at, clock.at)
+				FROM (SELECT clock_timestamp() AS at) clock WHERE id = $1`, m.ID); err != nil {
+				return fmt.Errorf("record read: %w", err)
+			}
 			if m.DeliveredAt == nil {
-				if err := markDelivered(ctx, tx, chat, m); err != nil {
+				if err := emit(ctx, tx, domain.Delivery(domain.EventMessageDelivered, chat, m)); err != nil {
 					return err
 				}
-			}
-			if _, err := tx.Exec(ctx, `UPDATE messages SET read_at = clock_timestamp() WHERE id = $1`, m.ID); err != nil {
-				return fmt.Errorf("record read: %w", err)
 			}
 			return emit(ctx, tx, domain.Delivery(domain.EventMessageRead, chat, m))
 		}

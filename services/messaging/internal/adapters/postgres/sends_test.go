@@ -33,17 +33,7 @@ func TestOpenDialogTakesOnce(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // billing's round trip, while others wait on the chat
 		return true, nil
 	}
-	// Every connection of the pool open beforehand, so the sends really
-	// race instead of queueing for a connection being dialled.
-	var warm []*pgxpool.Conn
-	for range db.Config().MaxConns {
-		c, err := db.Acquire(ctx)
-		require.NoError(t, err)
-		warm = append(warm, c)
-	}
-	for _, c := range warm {
-		c.Release()
-	}
+	warmPool(t, db)
 	now := time.Now()
 	const n = 8
 	var wg sync.WaitGroup
@@ -73,30 +63,65 @@ func TestOpenDialogTakesOnce(t *testing.T) {
 }
 
 // TestAutoTemplateIsMadeOnce: first sends racing for a connection's auto
-// template store one.
+// template all get the one template stored. Each round races fresh
+// goroutines on a new connection, released together on warm pool
+// connections, so several pass the "none yet" read before any inserts:
+// the case where two inserts meet on the primary key (connection_id,
+// name) as well as on the partial unique index waba_templates_auto.
 func TestAutoTemplateIsMadeOnce(t *testing.T) {
 	ctx := context.Background()
-	r := New(pgtest.New(t, migrations.FS))
+	db := pgtest.New(t, migrations.FS)
+	r := New(db)
+	warmPool(t, db)
 	body := "{{1}}"
-	fresh := func() domain.BusinessTemplate {
-		return domain.BusinessTemplate{CompanyID: 7, ConnectionID: 70, Name: "switchboard_auto_text", CustomName: "switchboard_auto_text",
-			Locale: "en", Category: "UTILITY", Status: domain.TemplateApproved, Auto: true,
-			Components: []domain.Component{{Type: domain.ComponentBody, Text: &body}}}
+	const company, rounds, racers = int64(7), 40, 8
+	for round := range rounds {
+		conn := int64(700 + round)
+		fresh := func() domain.BusinessTemplate {
+			return domain.BusinessTemplate{CompanyID: company, ConnectionID: conn, Name: "switchboard_auto_text", CustomName: "switchboard_auto_text",
+				Locale: "en", Category: "UTILITY", Status: domain.TemplateApproved, Auto: true,
+				Components: []domain.Component{{Type: domain.ComponentBody, Text: &body}}}
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		got := make([]domain.BusinessTemplate, racers)
+		errs := make([]error, racers)
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				got[i], errs[i] = r.AutoWabaTemplate(ctx, company, conn, fresh)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i := range racers {
+			require.NoError(t, errs[i], "round %d, send %d", round, i)
+			require.Equal(t, got[0], got[i], "round %d: every send uses the one template", round)
+		}
+		require.Equal(t, "switchboard_auto_text", got[0].Name)
+		require.True(t, got[0].Auto)
+		list, err := r.WabaTemplateSummaries(ctx, company, &conn)
+		require.NoError(t, err)
+		require.Equal(t, []domain.TemplateSummary{{ConnectionID: conn, Name: "switchboard_auto_text", Locale: "en", Status: domain.TemplateApproved,
+			Category: "UTILITY", BodyParamsCount: 1}}, list, "round %d", round)
 	}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got, err := r.AutoWabaTemplate(ctx, 7, 70, fresh)
-			require.NoError(t, err)
-			require.Equal(t, "switchboard_auto_text", got.Name)
-		}()
-	}
-	wg.Wait()
-	list, err := r.WabaTemplateSummaries(ctx, 7, nil)
-	require.NoError(t, err)
-	require.Equal(t, []domain.TemplateSummary{{ConnectionID: 70, Name: "switchboard_auto_text", Locale: "en", Status: domain.TemplateApproved,
-		Category: "UTILITY", BodyParamsCount: 1}}, list)
 	var _ app.WabaTemplateRepository = r
+}
+
+// warmPool opens every connection of the pool beforehand, so racing
+// goroutines really race instead of queueing for a connection being
+// dialled.
+func warmPool(t *testing.T, db *pgxpool.Pool) {
+	t.Helper()
+	var warm []*pgxpool.Conn
+	for range db.Config().MaxConns {
+		c, err := db.Acquire(context.Background())
+		require.NoError(t, err)
+		warm = append(warm, c)
+	}
+	for _, c := range warm {
+		c.Release()
+	}
 }

@@ -169,8 +169,13 @@ func (r *Repo) ModerateWabaTemplate(ctx context.Context, connectionID int64, nam
 	return t, err
 }
 
-// AutoWabaTemplate implements app.WabaTemplateRepository: the partial
-// unique index on auto makes concurrent first sends store one template.
+// AutoWabaTemplate implements app.WabaTemplateRepository. Concurrent
+// first sends may all find none and all insert: the insert gives way on any
+// unique index (no conflict target), so the loser waits for the winner's
+// row and stores nothing instead of failing. Both the primary key
+// (connection_id, name) and the partial index waba_templates_auto
+// (connection_id) WHERE auto see the two rows collide, and a conflict
+// target would name only one of them: the other would still raise 23505.
 func (r *Repo) AutoWabaTemplate(ctx context.Context, company, connectionID int64, fresh func() domain.BusinessTemplate) (domain.BusinessTemplate, error) {
 	const read = `SELECT ` + wabaTemplateColumns + ` FROM waba_templates WHERE company_id = $1 AND connection_id = $2 AND auto`
 	t, err := scanWabaTemplate(r.db.QueryRow(ctx, read, company, connectionID))
@@ -184,14 +189,25 @@ func (r *Repo) AutoWabaTemplate(ctx context.Context, company, connectionID int64
 	}
 	// Generated names end in "_" and six characters, so no template of
 	// the user's can hold the auto template's name.
-	if _, err := r.db.Exec(ctx, `INSERT INTO waba_templates (company_id, connection_id, name,
+	t, err = scanWabaTemplate(r.db.QueryRow(ctx, `INSERT INTO waba_templates (company_id, connection_id, name,
 			custom_name, locale, category, status, rejected_reason, components, examples, auto,
 			body_params_count, header_format, buttons)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, '', $8, $9, true, $10, $11, $12)
-		ON CONFLICT (connection_id) WHERE auto DO NOTHING`,
+		ON CONFLICT DO NOTHING RETURNING `+wabaTemplateColumns,
 		t.CompanyID, t.ConnectionID, t.Name, t.CustomName, t.Locale, t.Category, t.Status, js.components, js.examples,
-		t.BodyParamsCount(), t.HeaderFormat(), js.buttons); err != nil {
-		return domain.BusinessTemplate{}, fmt.Errorf("store auto template: %w", err)
+		t.BodyParamsCount(), t.HeaderFormat(), js.buttons))
+	if !errors.Is(err, domain.ErrNotFound) {
+		if err != nil {
+			return domain.BusinessTemplate{}, fmt.Errorf("store auto template: %w", err)
+		}
+		return t, nil
 	}
-	return scanWabaTemplate(r.db.QueryRow(ctx, read, company, connectionID))
+	// Another send stored it first (committed: the insert waited for it).
+	t, err = scanWabaTemplate(r.db.QueryRow(ctx, read, company, connectionID))
+	if errors.Is(err, domain.ErrNotFound) {
+		// Deleted meanwhile, or a template that is not the auto one holds
+		// its name: the send is retried.
+		return domain.BusinessTemplate{}, fmt.Errorf("auto template of connection %d: not stored and not found", connectionID)
+	}
+	return t, err
 }

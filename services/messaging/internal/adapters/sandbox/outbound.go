@@ -51,12 +51,49 @@ func (m *Messenger) behaviour(ctx context.Context, q pgx.Tx, connectionID int64)
 	return b, err
 }
 
-// Send implements app.Messenger: the messenger receives the message once
-// (a repeated send of one message answers the same id), then answers as
-// the connection's behaviour says: fail refuses it; accept keeps quiet;
-// deliver and deliver_and_read schedule their receipts.
+// Reports is what a messenger type tells of a message it took (README,
+// "What each sandbox messenger reports"): the sandbox of a type sends only
+// the receipts its real messenger sends, so tests see no receipt a client
+// would never get.
+type Reports struct {
+	// DeliveredOnAnswer: the messenger has no separate delivery receipt;
+	// its answer to the send is the delivery (the Telegram Bot API's is:
+	// adapters/telegrambot answers app.Sent{Delivered: true}).
+	DeliveredOnAnswer bool
+	// Delivered: a delivered receipt follows the send.
+	Delivered bool
+	// Read: a read receipt follows when the person reads the message.
+	Read bool
+}
+
+// TypeReports is the table of what each chat type's messenger reports.
+// WhatsApp (personal and business) acknowledges the person's device and
+// the reading as two receipts. The others have no delivery receipt: the
+// messenger's answer with the message is its delivery. Bots (Telegram,
+// MAX) never learn that a message was read; accounts and VK communities
+// and Avito see the person's read marks.
+var TypeReports = map[domain.Type]Reports{
+	domain.Whatsapp:    {Delivered: true, Read: true},
+	domain.Waba:        {Delivered: true, Read: true},
+	domain.Telegram:    {DeliveredOnAnswer: true, Read: true},
+	domain.TelegramBot: {DeliveredOnAnswer: true},
+	domain.MaxPersonal: {DeliveredOnAnswer: true, Read: true},
+	domain.MaxBot:      {DeliveredOnAnswer: true},
+	domain.VKGroup:     {DeliveredOnAnswer: true, Read: true},
+	domain.VKDirect:    {DeliveredOnAnswer: true, Read: true},
+	domain.Avito:       {DeliveredOnAnswer: true, Read: true},
+}
+
+// Send implements app.Messenger: the messenger receives the message, then
+// answers as the connection's behaviour says, within what its type
+// reports (TypeReports): fail refuses it; accept keeps every report back,
+// a delivery on the answer included; deliver gives the delivery;
+// deliver_and_read the delivery and, where the type reports it, the
+// read. Each attempt is received as it would be by the real messenger: a
+// repeated send of one message (a worker that sent it twice) is a second
+// copy with its own id and receipts, and a second row of the outbox.
 func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.Chat, msg domain.Message) (app.Sent, error) {
-	var sourceID string
+	var sent app.Sent
 	var refused *app.SendError
 	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
 		b, err := m.behaviour(ctx, tx, conn.ID)
@@ -75,11 +112,11 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 		}
 		// A template goes out as its name and values, whatever the message
 		// shows (an auto-template text shows its text).
-		typ, sent := msg.Type, any(msg.Content)
+		typ, content := msg.Type, any(msg.Content)
 		if msg.Template != nil {
-			typ, sent = domain.WabaTemplate, msg.Template
+			typ, content = domain.WabaTemplate, msg.Template
 		}
-		content, err := json.Marshal(sent)
+		body, err := json.Marshal(content)
 		if err != nil {
 			return err
 		}
@@ -89,27 +126,26 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 				return err
 			}
 		}
-		err = tx.QueryRow(ctx, `INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (message_id) DO NOTHING RETURNING source_message_id`,
-			conn.ID, msg.ID, "sb-out-"+uuid.NewString(), chat.SourceChatID, string(typ), content, markup).Scan(&sourceID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Received before: the same answer, no second set of receipts.
-			return tx.QueryRow(ctx, `SELECT source_message_id FROM sandbox_outbox WHERE message_id = $1`, msg.ID).Scan(&sourceID)
-		}
-		if err != nil {
+		sent.SourceMessageID = "sb-out-" + uuid.NewString()
+		if _, err := tx.Exec(ctx, `INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			conn.ID, msg.ID, sent.SourceMessageID, chat.SourceChatID, string(typ), body, markup); err != nil {
 			return fmt.Errorf("sandbox outbox: %w", err)
 		}
 		var receipts []scheduled
-		switch now := time.Now(); b.Outbound {
-		case DeliverAndRead:
-			receipts = []scheduled{{app.Delivered, now.Add(m.DeliverAfter)}, {app.Read, now.Add(m.ReadAfter)}}
-		case Deliver:
-			receipts = []scheduled{{app.Delivered, now.Add(m.DeliverAfter)}}
+		now, reports := time.Now(), TypeReports[conn.Type]
+		if b.Outbound == Deliver || b.Outbound == DeliverAndRead {
+			sent.Delivered = reports.DeliveredOnAnswer
+			if reports.Delivered {
+				receipts = append(receipts, scheduled{app.Delivered, now.Add(m.DeliverAfter)})
+			}
+		}
+		if b.Outbound == DeliverAndRead && reports.Read {
+			receipts = append(receipts, scheduled{app.Read, now.Add(m.ReadAfter)})
 		}
 		for _, r := range receipts {
 			if _, err := tx.Exec(ctx, `INSERT INTO sandbox_receipts (connection_id, source_message_id, status, due_at)
-				VALUES ($1, $2, $3, $4)`, conn.ID, sourceID, string(r.status), r.at); err != nil {
+				VALUES ($1, $2, $3, $4)`, conn.ID, sent.SourceMessageID, string(r.status), r.at); err != nil {
 				return fmt.Errorf("schedule receipt: %w", err)
 			}
 		}
@@ -121,18 +157,22 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 	if refused != nil {
 		return app.Sent{}, refused
 	}
-	return app.Sent{SourceMessageID: sourceID}, nil
+	return sent, nil
 }
 
-// Received is one message the messenger received.
+// Received is one message the messenger received: one send attempt.
 type Received struct {
+	// MessageID is the platform's message the attempt sent: two rows with
+	// one MessageID are a message sent twice.
+	MessageID                                  string
 	SourceMessageID, SourceChatID, MessageType string
 	Content, Markup                            map[string]any
 }
 
-// Outbox is what the connection's messenger received, oldest first.
+// Outbox is what the connection's messenger received, oldest first: every
+// send attempt, duplicates included.
 func (m *Messenger) Outbox(ctx context.Context, connectionID int64) ([]Received, error) {
-	rows, err := m.db.Query(ctx, `SELECT source_message_id, source_chat_id, message_type, content, markup
+	rows, err := m.db.Query(ctx, `SELECT message_id, source_message_id, source_chat_id, message_type, content, markup
 		FROM sandbox_outbox WHERE connection_id = $1 ORDER BY seq`, connectionID)
 	if err != nil {
 		return nil, err
@@ -140,7 +180,7 @@ func (m *Messenger) Outbox(ctx context.Context, connectionID int64) ([]Received,
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Received, error) {
 		var r Received
 		var content, markup []byte
-		if err := row.Scan(&r.SourceMessageID, &r.SourceChatID, &r.MessageType, &content, &markup); err != nil {
+		if err := row.Scan(&r.MessageID, &r.SourceMessageID, &r.SourceChatID, &r.MessageType, &content, &markup); err != nil {
 			return r, err
 		}
 		if markup != nil {

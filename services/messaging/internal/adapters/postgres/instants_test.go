@@ -1,0 +1,87 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/pkg/pgtest"
+	"switchboard.dev/services/messaging/internal/app"
+	"switchboard.dev/services/messaging/internal/domain"
+	"switchboard.dev/services/messaging/migrations"
+)
+
+// TestWabaTemplateCreatedAtIsUpdatedAt: a business template just stored,
+// by a create or as a connection's auto template, was updated when it was
+// created: one instant, not two readings of the clock a microsecond apart.
+// Many rows, because two readings straddle a microsecond only now and then.
+func TestWabaTemplateCreatedAtIsUpdatedAt(t *testing.T) {
+	ctx := context.Background()
+	r := New(pgtest.New(t, migrations.FS))
+	body := "Hello {{1}}"
+	for i := range 300 {
+		tmpl := domain.BusinessTemplate{CompanyID: 9, ConnectionID: 90, Name: fmt.Sprintf("t_%06d", i), CustomName: "t",
+			Locale: "en", Category: "UTILITY", Status: domain.TemplateSubmitted,
+			Components: []domain.Component{{Type: domain.ComponentBody, Text: &body}}, Examples: domain.Examples{BodyText: []string{"Ann"}}}
+		got, err := r.CreateWabaTemplate(ctx, tmpl)
+		require.NoError(t, err)
+		require.Equal(t, got.CreatedAt, got.UpdatedAt, "template %s", got.Name)
+		read, err := r.WabaTemplate(ctx, 9, 90, tmpl.Name)
+		require.NoError(t, err)
+		require.Equal(t, got, read, "answered as stored")
+	}
+	for conn := range int64(100) {
+		auto := func() domain.BusinessTemplate {
+			return domain.BusinessTemplate{CompanyID: 9, ConnectionID: 100 + conn, Name: "switchboard_auto_text", CustomName: "switchboard_auto_text",
+				Locale: "en", Category: "UTILITY", Status: domain.TemplateApproved, Auto: true,
+				Components: []domain.Component{{Type: domain.ComponentBody, Text: &body}}}
+		}
+		got, err := r.AutoWabaTemplate(ctx, 9, 100+conn, auto)
+		require.NoError(t, err)
+		require.Equal(t, got.CreatedAt, got.UpdatedAt, "auto template of connection %d", 100+conn)
+	}
+}
+
+// TestReadOfUndeliveredIsOneInstant: a read receipt of a message never
+// reported delivered tells both at once, so delivered_at is read_at (as
+// stored and as the next read shows it).
+func TestReadOfUndeliveredIsOneInstant(t *testing.T) {
+	ctx := context.Background()
+	r := New(pgtest.New(t, migrations.FS))
+	created, err := r.FindOrCreateChat(ctx, domain.Chat{CompanyID: 8, ConnectionID: 80, ConnectionType: domain.Telegram,
+		SourceChatID: "4242", Name: "Ann"}, func(context.Context, domain.Chat, bool) (int64, bool, error) { return 1, true, nil })
+	require.NoError(t, err)
+	for range 5 {
+		m := domain.Message{ID: uuid.NewString(), CompanyID: 8, ChatID: created.Chat.ID, ConnectionID: 80,
+			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
+		_, err := r.SaveOutbound(ctx, m, nil, nil)
+		require.NoError(t, err)
+		require.NoError(t, r.ApplyReceipt(ctx, app.Receipt{MessageID: m.ID, Status: app.Read}, time.Time{}))
+		got, err := r.Message(ctx, 8, m.ID)
+		require.NoError(t, err)
+		require.NotNil(t, got.ReadAt)
+		require.NotNil(t, got.DeliveredAt)
+		require.Equal(t, *got.ReadAt, *got.DeliveredAt)
+		require.Equal(t, []string{domain.EventMessageDelivered, domain.EventMessageRead}, outboxTypes(t, r, m.ID))
+	}
+}
+
+// outboxTypes are the event types written for one message, in order.
+func outboxTypes(t *testing.T, r *Repo, messageID string) []string {
+	t.Helper()
+	rows, err := r.db.Query(context.Background(), `SELECT event_type FROM outbox
+		WHERE payload->'event'->>'message_id' = $1 ORDER BY seq`, messageID)
+	require.NoError(t, err)
+	var out []string
+	for rows.Next() {
+		var typ string
+		require.NoError(t, rows.Scan(&typ))
+		out = append(out, typ)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
