@@ -1,7 +1,6 @@
 package proctest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -14,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -73,12 +74,26 @@ func runMain(m *testing.M) int {
 
 // proc is one running `webhooks` process.
 type proc struct {
-	t      testing.TB
-	name   string
-	addr   string // its gRPC address
+	t    testing.TB
+	name string
+	addr string // its gRPC address
+	// source is the loopback address its deliveries leave from
+	// (SWITCHBOARD_WEBHOOK_SOURCE_ADDR): a receiver tells the processes
+	// apart by the peer address of a request alone.
+	source netip.Addr
 	cmd    *exec.Cmd
 	logs   *logBuffer
 	exited chan struct{}
+}
+
+// sources hands each process of the test binary its own loopback source
+// address, 127.0.0.2 onwards (Linux routes all of 127.0.0.0/8 to the
+// loopback interface, so any of them can be bound without setup).
+var sources atomic.Uint32
+
+func nextSource() netip.Addr {
+	n := sources.Add(1) - 1
+	return netip.AddrFrom4([4]byte{127, 0, byte(n / 250), byte(n%250 + 2)})
 }
 
 type logBuffer struct {
@@ -106,7 +121,7 @@ func startWebhooks(t testing.TB, name, dsn string, settings ...string) *proc {
 	t.Helper()
 	redisAddr := os.Getenv("SWITCHBOARD_TEST_REDIS_ADDR")
 	require.NotEmpty(t, redisAddr, "SWITCHBOARD_TEST_REDIS_ADDR is unset: run `make test`, or deploy/local/infra.sh and export it")
-	p := &proc{t: t, name: name, addr: freeAddr(t), logs: &logBuffer{}, exited: make(chan struct{})}
+	p := &proc{t: t, name: name, addr: freeAddr(t), source: nextSource(), logs: &logBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(webhooksBin)
 	// The last value of a variable wins, so these override the caller's
 	// environment.
@@ -120,6 +135,7 @@ func startWebhooks(t testing.TB, name, dsn string, settings ...string) *proc {
 		"SWITCHBOARD_IDENTITY_ADDR=127.0.0.1:1",    // the internal token needs no identity
 		"SWITCHBOARD_LOG_LEVEL=warn",
 		"OTEL_TRACES_EXPORTER=none",
+		"SWITCHBOARD_WEBHOOK_SOURCE_ADDR="+p.source.String(),
 	)
 	p.cmd.Env = append(p.cmd.Env, settings...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
@@ -130,7 +146,7 @@ func startWebhooks(t testing.TB, name, dsn string, settings ...string) *proc {
 	}()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- %s (pid %d) log, last lines:\n%s", p.name, p.pid(), tail(p.logs.String(), 30))
+			t.Logf("--- %s (pid %d, source %s) log, last lines:\n%s", p.name, p.pid(), p.source, tail(p.logs.String(), 30))
 		}
 	})
 	t.Cleanup(p.stop)
@@ -367,25 +383,20 @@ type hit struct {
 	chat      int64
 	n         int
 	at        time.Time
-	// pid is the process whose socket sent it (0: not looked up).
-	pid int
+	// from is the address the request's connection came from: each
+	// webhooks process of a test has its own (proc.source), so it names
+	// the process that sent it.
+	from netip.Addr
 }
 
 // receiver is a loopback HTTP server that checks every request's
 // Standard Webhooks signature with its own HMAC code (not the engine's),
 // records it, and answers what answer says (200 when answer is nil).
 //
-// It also tells which process sent each request. The engine's requests
-// carry nothing that names the replica (and production code gets no test
-// hook), but each process has its own TCP connections. When a connection
-// is accepted (http.Server.ConnContext, before any request on it is
-// read), the receiver finds the client end of it, the loopback socket
-// whose local port is the connection's remote port, in /proc/net/tcp, and
-// then the process holding that socket's inode among its file descriptors
-// (/proc/<pid>/fd/* -> socket:[inode]), looking first at the processes it
-// was told about (watch). The client's socket exists before its connect
-// completes, so the lookup cannot miss it; every request on the connection
-// is then attributed to that process.
+// Which process sent a request is read from the connection's peer
+// address: every process binds its deliveries to its own loopback source
+// address, a documented setting of the service (an egress IP), so the
+// attribution needs no lookup that could race with a process's death.
 type receiver struct {
 	t      testing.TB
 	srv    *httptest.Server
@@ -396,35 +407,15 @@ type receiver struct {
 	mu       sync.Mutex
 	hits     []hit
 	distinct map[string]map[int]bool // path -> event numbers seen
-	watched  []int
 }
-
-type peerKey struct{}
 
 func newReceiver(t testing.TB, secret string, answer func(h hit) int) *receiver {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	require.NoError(t, err)
 	rc := &receiver{t: t, secret: secret, key: key, answer: answer, distinct: map[string]map[int]bool{}}
-	rc.srv = httptest.NewUnstartedServer(http.HandlerFunc(rc.serve))
-	rc.srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		rc.mu.Lock()
-		watched := slices.Clone(rc.watched)
-		rc.mu.Unlock()
-		if len(watched) == 0 {
-			return ctx
-		}
-		return context.WithValue(ctx, peerKey{}, peerPID(c, watched))
-	}
-	rc.srv.Start()
+	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.srv.Close)
 	return rc
-}
-
-// watch names a process whose requests are to be attributed.
-func (rc *receiver) watch(pid int) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.watched = append(rc.watched, pid)
 }
 
 func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
@@ -460,9 +451,12 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	pid, _ := r.Context().Value(peerKey{}).(int)
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		rc.t.Errorf("receiver: peer address %q: %v", r.RemoteAddr, err)
+	}
 	rc.mu.Lock()
-	h := hit{idx: len(rc.hits), path: r.URL.Path, webhookID: id, chat: env.Event.ChatID, n: env.Event.N, at: at, pid: pid}
+	h := hit{idx: len(rc.hits), path: r.URL.Path, webhookID: id, chat: env.Event.ChatID, n: env.Event.N, at: at, from: peer.Addr()}
 	rc.hits = append(rc.hits, h)
 	seen := rc.distinct[h.path]
 	if seen == nil {
@@ -503,77 +497,6 @@ func (rc *receiver) waitCount(path string, want int, timeout time.Duration) bool
 		time.Sleep(2 * time.Millisecond)
 	}
 	return true
-}
-
-// peerPID is the process that holds the client end of the loopback TCP
-// connection c, looked for first among candidates, then among every
-// process; 0 if none is found.
-func peerPID(c net.Conn, candidates []int) int {
-	local, ok1 := c.LocalAddr().(*net.TCPAddr)
-	remote, ok2 := c.RemoteAddr().(*net.TCPAddr)
-	if !ok1 || !ok2 {
-		return 0
-	}
-	inode := socketInode(remote.Port, local.Port)
-	if inode == "" {
-		return 0
-	}
-	target := "socket:[" + inode + "]"
-	holds := func(pid int) bool {
-		dir := fmt.Sprintf("/proc/%d/fd", pid)
-		fds, err := os.ReadDir(dir)
-		if err != nil {
-			return false
-		}
-		for _, fd := range fds {
-			if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && link == target {
-				return true
-			}
-		}
-		return false
-	}
-	for _, pid := range candidates {
-		if holds(pid) {
-			return pid
-		}
-	}
-	all, _ := os.ReadDir("/proc")
-	for _, d := range all {
-		if pid, err := strconv.Atoi(d.Name()); err == nil && holds(pid) {
-			return pid
-		}
-	}
-	return 0
-}
-
-// socketInode finds, in /proc/net/tcp and tcp6, the socket whose local
-// port is localPort and remote port remotePort, and answers its inode.
-func socketInode(localPort, remotePort int) string {
-	port := func(addr string) int {
-		i := strings.LastIndexByte(addr, ':')
-		p, err := strconv.ParseInt(addr[i+1:], 16, 32)
-		if i < 0 || err != nil {
-			return -1
-		}
-		return int(p)
-	}
-	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(file)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		sc.Scan() // the header
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) >= 10 && port(fields[1]) == localPort && port(fields[2]) == remotePort && fields[9] != "0" {
-				f.Close()
-				return fields[9]
-			}
-		}
-		f.Close()
-	}
-	return ""
 }
 
 // ---------------------------------------------------------------------------
