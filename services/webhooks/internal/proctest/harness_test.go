@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -117,23 +116,31 @@ func (l *logBuffer) String() string {
 // SWITCHBOARD_WEBHOOK_* settings (KEY=value) and waits until its gRPC
 // server answers health checks. It is stopped (SIGTERM) when the test
 // ends, and its log is shown if the test failed.
+//
+// Its gRPC server takes a free port itself (127.0.0.1:0) and the address
+// is read from its log: a port found free here and handed over could be
+// taken by any process on the machine (other tests' connections take
+// ports from the same range) before the binary, still migrating, binds
+// it.
 func startWebhooks(t testing.TB, name, dsn string, settings ...string) *proc {
 	t.Helper()
 	redisAddr := os.Getenv("SWITCHBOARD_TEST_REDIS_ADDR")
 	require.NotEmpty(t, redisAddr, "SWITCHBOARD_TEST_REDIS_ADDR is unset: run `make test`, or deploy/local/infra.sh and export it")
-	p := &proc{t: t, name: name, addr: freeAddr(t), source: nextSource(), logs: &logBuffer{}, exited: make(chan struct{})}
+	p := &proc{t: t, name: name, source: nextSource(), logs: &logBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(webhooksBin)
 	// The last value of a variable wins, so these override the caller's
 	// environment.
 	p.cmd.Env = append(os.Environ(),
 		"SWITCHBOARD_DATABASE_URL="+dsn,
-		"SWITCHBOARD_GRPC_ADDR="+p.addr,
+		"SWITCHBOARD_GRPC_ADDR=127.0.0.1:0",
 		"SWITCHBOARD_REDIS_ADDR="+redisAddr,
 		"SWITCHBOARD_INTERNAL_TOKEN="+internalToken,
 		"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1",
 		"SWITCHBOARD_CONNECTIONS_ADDR=127.0.0.1:1", // never called by the engine or the intake
 		"SWITCHBOARD_IDENTITY_ADDR=127.0.0.1:1",    // the internal token needs no identity
-		"SWITCHBOARD_LOG_LEVEL=warn",
+		// Info for the "serving" line with the address; the engine logs
+		// nothing below warn, and successful calls are debug.
+		"SWITCHBOARD_LOG_LEVEL=info",
 		"OTEL_TRACES_EXPORTER=none",
 		"SWITCHBOARD_WEBHOOK_SOURCE_ADDR="+p.source.String(),
 	)
@@ -158,13 +165,36 @@ func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) grpcAddr() string { return p.addr }
 
+// servingAddr is the address in the process's "serving" log line, ""
+// until it is written.
+func (p *proc) servingAddr() string {
+	for line := range strings.SplitSeq(p.logs.String(), "\n") {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" && l.Addr != "" {
+			return l.Addr
+		}
+	}
+	return ""
+}
+
 func (p *proc) waitReady() {
 	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for p.addr = p.servingAddr(); p.addr == ""; p.addr = p.servingAddr() {
+		select {
+		case <-p.exited:
+			p.t.Fatalf("%s exited before it was ready:\n%s", p.name, tail(p.logs.String(), 30))
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s not serving after 30s:\n%s", p.name, tail(p.logs.String(), 30))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(p.t, err)
 	defer conn.Close()
 	health := healthpb.NewHealthClient(conn)
-	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
 		case <-p.exited:
@@ -239,15 +269,6 @@ func pidCPU(pid int) time.Duration {
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
 }
 
 func tail(s string, n int) string {
