@@ -15,9 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"switchboard.dev/pkg/devstack"
+	"switchboard.dev/pkg/postgres"
 )
 
 // whRetries, whPauseAfter and whProbe are the compressed stack's delivery
@@ -225,4 +227,72 @@ func TestWebhookDeliveryAttemptsLog(t *testing.T) {
 	// Pages count rows.
 	requireJSON(t, k.do("GET", p("/webhooks/%s/deliveries/?limit=1&offset=1", wh), nil), 200, list[1:2])
 	requireJSON(t, k.do("GET", p("/webhooks/%s/deliveries/?offset=2", wh), nil), 200, list[2:])
+}
+
+// TestWebhookProbesCount: a probe of a paused URL is an attempt of the
+// delivery it carries and counts against its schedule. With a receiver
+// that always answers 500, a ping's delivery is tried at 0 s and retried
+// after 1, 2, 3 and 4 s; those five failures pause the URL, and its sixth
+// attempt is the probe 2 s later, after which its schedule (five retries)
+// is used up: it fails, having reached the receiver exactly 6 times. (A
+// probe that did not count repeated the same delivery every probe until
+// the retention ran out.) The next ping, queued while the URL is paused,
+// waits for the probes, which now carry it: exactly 6 attempts again, all
+// but one of them probes, then failed. Nothing else reaches the receiver.
+func TestWebhookProbesCount(t *testing.T) {
+	rc := newCountingReceiver(t, func(int) int { return http.StatusInternalServerError })
+	k := newWHClient(t)
+	url := rc.URL + "/down"
+	wh := k.subscribe(url)
+	attempts := 1 + len(whRetries)
+	requireFailedAfterAll := func(list []any, ping map[string]any) {
+		t.Helper()
+		var rows []any
+		for _, row := range list {
+			if row.(map[string]any)["id"] == ping["id"] {
+				rows = append(rows, row)
+			}
+		}
+		want := []any{attemptJSON(ping["id"], ping["event_id"], attempts, "failed", 500, "answered 500", nil)}
+		for n := attempts - 1; n >= 1; n-- {
+			want = append(want, attemptJSON(ping["id"], ping["event_id"], n, "pending", 500, "answered 500", anyTime))
+		}
+		requireValue(t, want, rows)
+		// Its row is final: nothing more can be sent for it.
+		require.Equal(t, attempts, rc.count(ping["event_id"]), "requests with the event's webhook-id")
+	}
+
+	// The URL's failed probes so far (each moves its probe schedule one
+	// step; a probe that finds nothing waiting does not).
+	db := webhookStackDB(t)
+	probes := func() int {
+		var paused bool
+		var step int
+		require.NoError(t, db.QueryRow(context.Background(), `SELECT paused, probe_step FROM targets WHERE url = $1`, url).Scan(&paused, &step))
+		require.True(t, paused, "five failures in a row paused the URL")
+		return step
+	}
+
+	first := k.ping(wh)
+	requireFailedAfterAll(k.awaitFinished(wh, first["id"]), first)
+	require.Equal(t, 1, probes(), "the first ping's sixth attempt was a probe")
+
+	second := k.ping(wh)
+	list := k.awaitFinished(wh, second["id"])
+	requireFailedAfterAll(list, second)
+	requireFailedAfterAll(list, first)
+	require.Len(t, list, 2*attempts)
+	require.Equal(t, 1+attempts, probes(), "every attempt of the second ping was a probe")
+}
+
+// webhookStackDB connects to the compressed stack's webhooks database.
+func webhookStackDB(t *testing.T) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	dsn, err := postgres.DSNWithDatabase(adminDSN, dbPrefix+"_wh_webhooks")
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(ctx) })
+	return conn
 }

@@ -379,7 +379,10 @@ func TestLaneOrder(t *testing.T) {
 func TestPauseAndResume(t *testing.T) {
 	cfg := fastConfig()
 	cfg.PauseAfter = 3
-	cfg.Retries = []time.Duration{time.Second, time.Second}
+	// A probe counts against its delivery's schedule: enough retries that
+	// the probes before the receiver recovers (at most three, below) use
+	// up none of them.
+	cfg.Retries = []time.Duration{time.Second, time.Second, time.Second, time.Second, time.Second}
 	cfg.Probes = []time.Duration{300 * time.Millisecond, 600 * time.Millisecond}
 	var healthy sync.Map
 	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) {
@@ -443,6 +446,71 @@ func TestPauseAndResume(t *testing.T) {
 		delivered[h.seq] = true
 	}
 	require.Len(t, delivered, 33)
+}
+
+// TestProbesCount: a probe of a paused URL is an attempt of the delivery
+// it carries and counts against that delivery's schedule. With a receiver
+// that always fails, every event reaches it exactly 1 + len(retries)
+// times, whether its attempts were ordinary or probes, and fails; the
+// next probe then carries the next waiting delivery. (Were probes free,
+// the oldest delivery would be probed until the retention, and the others
+// never.)
+func TestProbesCount(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Retries = []time.Duration{200 * time.Millisecond, 200 * time.Millisecond}
+	cfg.PauseAfter = 2
+	cfg.Probes = []time.Duration{300 * time.Millisecond}
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) {
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	r := newRig(t, cfg)
+	sub := r.subscribe(rc.srv.URL+"/hook", rc.secret)
+	ctx := context.Background()
+	first := r.emit(1)
+	// Two failures pause the URL: the first event's third attempt can
+	// only be a probe. The next events (one behind the first in its chat)
+	// wait for probes, unless this test was slow enough that they went
+	// before the pause: either way each has three attempts.
+	require.Eventually(t, func() bool {
+		var paused bool
+		err := r.db.QueryRow(ctx, `SELECT paused FROM targets WHERE url = $1`, rc.srv.URL+"/hook").Scan(&paused)
+		return err == nil && paused
+	}, 10*time.Second, 10*time.Millisecond, "two failures pause the URL")
+	others := []int{r.emit(2), r.emit(1)}
+	r.waitSettled(30 * time.Second)
+
+	attempts := 1 + len(cfg.Retries)
+	perEvent := map[int]int{}
+	for _, h := range rc.snapshot() {
+		perEvent[h.seq]++
+	}
+	require.Equal(t, map[int]int{first: attempts, others[0]: attempts, others[1]: attempts}, perEvent, "requests per event")
+	require.Equal(t, map[string]int{"failed": 3}, r.statuses())
+	var probes int
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT probe_step FROM targets WHERE url = $1`, rc.srv.URL+"/hook").Scan(&probes))
+	require.GreaterOrEqual(t, probes, 1, "the first event's last attempt was a probe")
+
+	// Each attempt has its row; each delivery ends failed, its earlier
+	// attempts pending (retried).
+	log := r.log(sub)
+	require.Len(t, log, 3*attempts)
+	byDelivery := map[int64][]domain.Delivery{}
+	for _, row := range log {
+		byDelivery[row.ID] = append(byDelivery[row.ID], row)
+	}
+	require.Len(t, byDelivery, 3)
+	for id, rows := range byDelivery {
+		require.Len(t, rows, attempts, "delivery %d", id)
+		for i, row := range rows {
+			require.Equal(t, attempts-i, row.Attempt, "delivery %d", id)
+			require.Equal(t, 500, *row.ResponseStatus)
+			want := "pending"
+			if i == 0 {
+				want = "failed"
+			}
+			require.Equal(t, want, row.Status, "delivery %d attempt %d", id, row.Attempt)
+		}
+	}
 }
 
 // TestRetention: a delivery that cannot be made within the retention is

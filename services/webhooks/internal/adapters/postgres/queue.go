@@ -159,7 +159,6 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	var (
 		ids                 []int64
 		tokens, statuses    []string
-		firsts, keeps       []bool
 		failures, durations []int32
 		retryIn             []float64
 		answers             []*int32
@@ -171,7 +170,6 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		for _, rec := range b.Sent {
 			a, r, d := rec.Attempt, rec.Result, rec.Decision
 			ids, tokens, statuses = append(ids, a.ID), append(tokens, a.Token), append(statuses, d.Status)
-			firsts, keeps = append(firsts, d.First), append(keeps, d.KeepSchedule)
 			failures, retryIn = append(failures, int32(d.Failures)), append(retryIn, secs(d.RetryIn))
 			durations = append(durations, int32(r.Duration.Milliseconds()))
 			var answer *int32
@@ -193,19 +191,18 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	batch.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	batch.Queue(`WITH u AS (
 			UPDATE deliveries d SET
-				status = r.status, first = r.first, failures = r.failures, attempt = d.attempt + 1,
-				next_attempt_at = CASE WHEN r.keep THEN d.next_attempt_at ELSE now() + make_interval(secs => r.retry_in) END,
+				status = r.status, first = false, failures = r.failures, attempt = d.attempt + 1,
+				next_attempt_at = now() + make_interval(secs => r.retry_in),
 				finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
 				claimed_until = '-infinity', claim_token = NULL
-			FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bool[], $5::int[], $6::bool[], $7::float8[],
-			            $8::int[], $9::text[], $10::int[])
-				AS r(id, token, status, first, failures, keep, retry_in, answer, err, duration)
+			FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[])
+				AS r(id, token, status, failures, retry_in, answer, err, duration)
 			WHERE d.id = r.id AND d.claim_token = r.token
 			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration)
 		INSERT INTO delivery_log (delivery_id, subscription_id, attempt, status, response_status, error, duration_ms, next_attempt_at)
 		SELECT id, subscription_id, attempt, status, answer, err, duration, CASE WHEN status = 'pending' THEN next_attempt_at END
 		FROM u`,
-		ids, tokens, statuses, firsts, failures, keeps, retryIn, answers, errs, durations).Exec(func(tag pgconn.CommandTag) error {
+		ids, tokens, statuses, failures, retryIn, answers, errs, durations).Exec(func(tag pgconn.CommandTag) error {
 		if lapsed := len(ids) - int(tag.RowsAffected()); lapsed > 0 {
 			// A lease ran out and another holder took those deliveries (or
 			// the subscription went): their results are the ones that
