@@ -56,14 +56,15 @@ FROM deliveries WHERE attempt > 0 OR status <> 'pending';
 DROP INDEX deliveries_log;
 CREATE INDEX deliveries_log ON deliveries (subscription_id, created_at, id) WHERE attempt = 0 AND status = 'pending';
 
--- The last attempt's details now live in the log alone.
-ALTER TABLE deliveries
-    DROP COLUMN response_status, DROP COLUMN error, DROP COLUMN duration_ms, DROP COLUMN attempted_at;
+-- The last attempt's details now live in the log alone: response_status,
+-- error, duration_ms and attempted_at of deliveries are no longer written
+-- or read. They stay until no replica of the version before runs (during
+-- a rolling deploy its replicas still record into them, and would fail
+-- without them); a later migration drops them. What such a replica
+-- records meanwhile has no log row.
 
 -- +goose Down
 SET lock_timeout = '5s';
-ALTER TABLE deliveries
-    ADD COLUMN response_status integer, ADD COLUMN error text, ADD COLUMN duration_ms integer, ADD COLUMN attempted_at timestamptz;
 -- Each delivery's newest row back onto it.
 UPDATE deliveries d SET response_status = l.response_status, error = l.error, duration_ms = l.duration_ms,
                         attempted_at = l.created_at
