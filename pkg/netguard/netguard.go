@@ -107,6 +107,11 @@ type ClientOptions struct {
 	AllowPrivate bool
 	// MaxConnsPerHost bounds the connections to one host (0: 16).
 	MaxConnsPerHost int
+	// LocalAddr, when set, is the source address of every connection (the
+	// port is the system's): the egress address a host with several uses,
+	// the one a receiver's allow-list names. Only targets of its family
+	// (IPv4 or IPv6) can be reached. The zero Addr leaves it to routing.
+	LocalAddr netip.Addr
 }
 
 // HTTPClient is a client for requests on a client's behalf: every dial is
@@ -118,6 +123,9 @@ func HTTPClient(o ClientOptions) *http.Client {
 		o.MaxConnsPerHost = 16
 	}
 	dialer := &net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second, Control: DialControl(o.AllowPrivate)}
+	if o.LocalAddr.IsValid() {
+		dialer.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(o.LocalAddr, 0))
+	}
 	return &http.Client{
 		Timeout: o.Timeout,
 		Transport: &http.Transport{

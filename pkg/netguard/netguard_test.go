@@ -120,3 +120,33 @@ func TestHTTPClient(t *testing.T) {
 	}
 	res.Body.Close()
 }
+
+// TestHTTPClientLocalAddr: with LocalAddr set, every connection leaves
+// from that address (the receiver sees it as the peer), and the dial is
+// still checked: a private target stays refused unless allowed.
+func TestHTTPClientLocalAddr(t *testing.T) {
+	peers := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		peers <- r.RemoteAddr
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	// Linux routes all of 127.0.0.0/8 to loopback: 127.0.0.2 is local.
+	source := netip.MustParseAddr("127.0.0.2")
+	guarded := HTTPClient(ClientOptions{Timeout: 2 * time.Second, LocalAddr: source})
+	if _, err := guarded.Get(srv.URL); !errors.Is(err, ErrNotPublic) {
+		t.Fatalf("guarded client with a source address: %v, want ErrNotPublic", err)
+	}
+	open := HTTPClient(ClientOptions{Timeout: 2 * time.Second, AllowPrivate: true, LocalAddr: source})
+	for range 2 {
+		res, err := open.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		peer, err := netip.ParseAddrPort(<-peers)
+		if err != nil || peer.Addr() != source {
+			t.Fatalf("request came from %v (%v), want %s", peer, err, source)
+		}
+	}
+}

@@ -91,12 +91,13 @@ func (EventType) EnumDescriptor() ([]byte, []int) {
 	return file_switchboard_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{0}
 }
 
-// Where a delivery stands.
+// Where a delivery stands (in the log: as the row left it).
 type DeliveryStatus int32
 
 const (
 	DeliveryStatus_DELIVERY_STATUS_UNSPECIFIED DeliveryStatus = 0
-	// Waiting for its (next) attempt.
+	// Waiting for its (next) attempt: on an attempt's row, the attempt
+	// failed and will be retried.
 	DeliveryStatus_DELIVERY_STATUS_PENDING DeliveryStatus = 1
 	// The receiver answered 200, 201 or 202.
 	DeliveryStatus_DELIVERY_STATUS_SUCCEEDED DeliveryStatus = 2
@@ -569,26 +570,42 @@ func (x *DeleteWebhookRequest) GetWebhookId() string {
 	return ""
 }
 
-// One delivery of one event to one subscription, with its last attempt.
+// One row of the deliveries log: an attempt of a delivery of one event to
+// one subscription; or the retention giving the delivery up (error "not
+// delivered within the retention"); or a delivery not attempted yet
+// (attempt 0). The newest row of a delivery shows where it stands.
 type WebhookDelivery struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The delivery's id, the same on each of its rows: what redeliver takes.
+	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	// The event's id as the receiver sees it (header webhook-id): "evt_"
 	// and 26 characters, the same in every delivery of the event.
 	EventId string `protobuf:"bytes,2,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
 	// An event kind of spec 6, or "webhooks.ping".
 	EventType string `protobuf:"bytes,3,opt,name=event_type,json=eventType,proto3" json:"event_type,omitempty"`
-	// Attempts made so far.
-	Attempt int32          `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Status  DeliveryStatus `protobuf:"varint,5,opt,name=status,proto3,enum=switchboard.webhooks.v1.DeliveryStatus" json:"status,omitempty"`
-	// The last attempt's HTTP status; null before any answer.
+	// The attempt's number, from 1 (a probe counts as one); 0 for a
+	// delivery not attempted yet; the retention's row repeats the number of
+	// attempts made.
+	Attempt int32 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The delivery's status as this row left it: pending on the row of a
+	// failed attempt that will be retried; succeeded, failed or dropped on
+	// its last.
+	Status DeliveryStatus `protobuf:"varint,5,opt,name=status,proto3,enum=switchboard.webhooks.v1.DeliveryStatus" json:"status,omitempty"`
+	// The HTTP status the attempt got; null without an answer (a timeout, a
+	// reset) and on a row that is no attempt.
 	ResponseStatus *int32 `protobuf:"varint,6,opt,name=response_status,json=responseStatus,proto3,oneof" json:"response_status,omitempty"`
-	// Why the last attempt failed; null otherwise.
+	// Why the attempt failed, or why the delivery was given up; null
+	// otherwise.
 	Error *string `protobuf:"bytes,7,opt,name=error,proto3,oneof" json:"error,omitempty"`
-	// How long the last attempt took; null before any attempt.
-	DurationMs *int32                 `protobuf:"varint,8,opt,name=duration_ms,json=durationMs,proto3,oneof" json:"duration_ms,omitempty"`
-	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	// When the next attempt is due; null unless pending.
+	// How long the attempt took; null on a row that is no attempt.
+	DurationMs *int32 `protobuf:"varint,8,opt,name=duration_ms,json=durationMs,proto3,oneof" json:"duration_ms,omitempty"`
+	// When the attempt's result was recorded (the retention gave up; the
+	// delivery was queued, for attempt 0).
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// When the delivery's next attempt was due as this row left it: the
+	// retry's time, by the retry schedule; null unless pending. While the
+	// URL is paused, the next attempt is a probe instead, at the probe's
+	// time.
 	NextAttemptAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=next_attempt_at,json=nextAttemptAt,proto3" json:"next_attempt_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

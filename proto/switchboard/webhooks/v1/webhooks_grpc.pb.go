@@ -56,20 +56,26 @@ type WebhooksServiceClient interface {
 	//
 	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	DeleteWebhook(ctx context.Context, in *DeleteWebhookRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
-	// The subscription's deliveries, newest first, as a bare array: each
-	// with the state of its last attempt. Unknown webhook: 404 error 33000.
+	// The subscription's deliveries log, newest first, as a bare array: a
+	// row per attempt (a probe of a paused URL is an attempt too), a row
+	// when the retention gives a delivery up, and a row per delivery not
+	// attempted yet. The rows of one delivery share its id. Rows are kept
+	// as long as their delivery: the retention (72 h) after it finished.
+	// Unknown webhook: 404 error 33000.
 	//
 	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error)
 	// Queues the delivery's event again for this subscription (to its
-	// current url), due at once; answers the new delivery. An unknown
-	// delivery, or one of another subscription: 404 error 33001. No body.
+	// current url), due at once, as a new delivery; answers its row (attempt
+	// 0, pending). delivery_id is the id of any row of the delivery in the
+	// log. An unknown delivery, or one of another subscription: 404 error
+	// 33001. No body.
 	//
 	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND; 404 error 33001
 	// WEBHOOK_DELIVERY_NOT_FOUND.
 	RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*WebhookDelivery, error)
 	// Sends a test event of kind webhooks.ping to this subscription only;
-	// answers its delivery. No body.
+	// answers its delivery's row (attempt 0, pending). No body.
 	//
 	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	PingWebhook(ctx context.Context, in *PingWebhookRequest, opts ...grpc.CallOption) (*WebhookDelivery, error)
@@ -189,20 +195,26 @@ type WebhooksServiceServer interface {
 	//
 	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	DeleteWebhook(context.Context, *DeleteWebhookRequest) (*emptypb.Empty, error)
-	// The subscription's deliveries, newest first, as a bare array: each
-	// with the state of its last attempt. Unknown webhook: 404 error 33000.
+	// The subscription's deliveries log, newest first, as a bare array: a
+	// row per attempt (a probe of a paused URL is an attempt too), a row
+	// when the retention gives a delivery up, and a row per delivery not
+	// attempted yet. The rows of one delivery share its id. Rows are kept
+	// as long as their delivery: the retention (72 h) after it finished.
+	// Unknown webhook: 404 error 33000.
 	//
 	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error)
 	// Queues the delivery's event again for this subscription (to its
-	// current url), due at once; answers the new delivery. An unknown
-	// delivery, or one of another subscription: 404 error 33001. No body.
+	// current url), due at once, as a new delivery; answers its row (attempt
+	// 0, pending). delivery_id is the id of any row of the delivery in the
+	// log. An unknown delivery, or one of another subscription: 404 error
+	// 33001. No body.
 	//
 	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND; 404 error 33001
 	// WEBHOOK_DELIVERY_NOT_FOUND.
 	RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*WebhookDelivery, error)
 	// Sends a test event of kind webhooks.ping to this subscription only;
-	// answers its delivery. No body.
+	// answers its delivery's row (attempt 0, pending). No body.
 	//
 	// Errors: 404 error 33000 WEBHOOK_NOT_FOUND.
 	PingWebhook(context.Context, *PingWebhookRequest) (*WebhookDelivery, error)

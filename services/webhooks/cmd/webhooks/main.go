@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"time"
 
 	"google.golang.org/grpc"
@@ -37,6 +39,11 @@ type settings struct {
 	Workers int `env:"SWITCHBOARD_WEBHOOK_WORKERS" envDefault:"64"`
 	// The longest the engine waits without a notification.
 	Poll time.Duration `env:"SWITCHBOARD_WEBHOOK_POLL" envDefault:"1s"`
+	// The local address deliveries leave from (unset: the route's): the
+	// one egress IP receivers can allow-list on a host with several. Tests
+	// give each replica its own loopback address, so a receiver tells them
+	// apart by the peer address alone.
+	SourceAddr netip.Addr `env:"SWITCHBOARD_WEBHOOK_SOURCE_ADDR"`
 }
 
 // engine checks the timing and makes the engine's configuration.
@@ -57,6 +64,9 @@ func (s settings) engine() (app.EngineConfig, error) {
 	case s.Workers < 1:
 		return app.EngineConfig{}, errors.New("SWITCHBOARD_WEBHOOK_WORKERS: at least 1")
 	}
+	if err := checkSourceAddr(s.SourceAddr); err != nil {
+		return app.EngineConfig{}, err
+	}
 	for name, ds := range map[string][]time.Duration{
 		"SWITCHBOARD_WEBHOOK_TIMEOUT": {s.Timeout}, "SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE": s.Retries,
 		"SWITCHBOARD_WEBHOOK_PROBE_SCHEDULE": s.Probes, "SWITCHBOARD_WEBHOOK_RETENTION": {s.Retention},
@@ -70,6 +80,20 @@ func (s settings) engine() (app.EngineConfig, error) {
 		Timeout: s.Timeout, Retries: s.Retries, PauseAfter: s.PauseAfter, Probes: s.Probes,
 		Retention: s.Retention, Workers: s.Workers, Poll: s.Poll,
 	}, nil
+}
+
+// checkSourceAddr makes a source address that is not this host's fail the
+// start, instead of every delivery failing to connect (and its URLs
+// pausing) later.
+func checkSourceAddr(a netip.Addr) error {
+	if !a.IsValid() {
+		return nil
+	}
+	l, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, 0)))
+	if err != nil {
+		return fmt.Errorf("SWITCHBOARD_WEBHOOK_SOURCE_ADDR %s is not an address of this host: %w", a, err)
+	}
+	return l.Close()
 }
 
 func main() {
@@ -96,6 +120,7 @@ func spec(s settings, cfg app.EngineConfig) service.Spec {
 			a := app.New(postgres.New(d.DB), connections.New(conn), app.Config{AllowPrivateTargets: s.AllowPrivateTargets})
 			engine := app.NewEngine(postgres.NewQueue(d.DB, d.Log), sender.New(sender.Options{
 				Timeout: cfg.Timeout, AllowPrivate: s.AllowPrivateTargets, MaxConnsPerHost: cfg.Workers,
+				SourceAddr: s.SourceAddr,
 			}), cfg, d.Log)
 			d.Background("delivery engine", engine.Run)
 			return registrar{grpcport.New(a)}, nil

@@ -16,7 +16,9 @@ import (
 // ones. Every method is scoped by company and answers domain.ErrNotFound
 // for a subscription that is not the company's.
 type DeliveriesRepository interface {
-	// Deliveries is a page of the subscription's deliveries, newest first.
+	// Deliveries is a page of the subscription's deliveries log, newest
+	// first: a row per attempt (probes included) and per delivery given up
+	// by the retention, and one per delivery not attempted yet.
 	Deliveries(ctx context.Context, company int64, subscription string, limit, offset int) ([]domain.Delivery, error)
 	// Redeliver queues the event of the subscription's delivery again, as
 	// a new delivery to the subscription's current url, due now, and
@@ -38,8 +40,9 @@ func deliveryNotFound(err error) error {
 	return notFound(err)
 }
 
-// Deliveries is GET /webhooks/{id}/deliveries: newest first; limit 0 is
-// the default page (transport validation keeps it within 1..100).
+// Deliveries is GET /webhooks/{id}/deliveries: the log, newest first;
+// limit 0 is the default page (transport validation keeps it within
+// 1..100).
 func (s *Service) Deliveries(ctx context.Context, company int64, id string, limit, offset int) ([]domain.Delivery, error) {
 	if uuid.Validate(id) != nil {
 		return nil, apierr.WebhookNotFound.E()

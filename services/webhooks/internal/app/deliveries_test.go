@@ -64,7 +64,8 @@ func readDelivery(t *testing.T, db *pgxpool.Pool, id int64) deliveryRow {
 // retry path and due now, and wakes the engine; a redelivery copies the
 // event, lane and order of a delivery to the subscription's current url
 // as a new pending delivery, leaving the old one as it was; the log lists
-// them newest first with the last attempt's outcome, page by page.
+// every attempt (each with its answer) and the deliveries not attempted
+// yet, newest first, page by page.
 func TestPingAndRedeliver(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t, migrations.FS)
@@ -133,10 +134,34 @@ func TestPingAndRedeliver(t *testing.T) {
 	require.True(t, planned0.First)
 	require.Equal(t, int64(77), planned0.Lane)
 
-	// The engine tried it: a 500 after 120 ms, failed for good.
-	_, err = db.Exec(ctx, `UPDATE deliveries SET status = 'failed', attempt = 1, failures = 1, response_status = 500, error = 'HTTP 500',
-		duration_ms = 120, attempted_at = now() WHERE id = $1`, msg.ID)
+	// The engine tries it, through its queue: a 500 after 120 ms, retried;
+	// the retry a 503 after 80 ms, and the schedule (one retry) is used up.
+	q := postgres.NewQueue(db, quietLog())
+	retries := []time.Duration{time.Minute}
+	record := func(a domain.Attempt, res domain.Result) {
+		t.Helper()
+		_, err := q.Record(ctx, []app.Batch{{
+			Sent:  []app.Recording{{Attempt: a, Result: res, Decision: domain.Decide(a, res, retries)}},
+			Lease: time.Minute, PauseAfter: 5, Probes: []time.Duration{time.Minute},
+		}})
+		require.NoError(t, err)
+	}
+	claimed, err := q.ClaimFirst(ctx, 10, time.Minute)
 	require.NoError(t, err)
+	require.Len(t, claimed, 2, "the event's deliveries to both subscriptions")
+	for _, c := range claimed {
+		if c.ID == msg.ID {
+			record(c, domain.Result{Outcome: domain.Unreachable, Status: 500, Error: "answered 500", Duration: 120 * time.Millisecond})
+		}
+	}
+	// Its retry is due before the ping's (so claimed first).
+	_, err = db.Exec(ctx, `UPDATE deliveries SET next_attempt_at = now() - interval '1 hour' WHERE id = $1`, msg.ID)
+	require.NoError(t, err)
+	claimed, err = q.ClaimRetries(ctx, 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.Equal(t, msg.ID, claimed[0].ID)
+	record(claimed[0], domain.Result{Outcome: domain.Unreachable, Status: 503, Error: "answered 503", Duration: 80 * time.Millisecond})
 	oldRow := readDelivery(t, db, msg.ID)
 
 	// The subscription moved since: the redelivery goes to its new url.
@@ -163,16 +188,24 @@ func TestPingAndRedeliver(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, notified())
 
+	// The log: a row per attempt, newest first, each with its own answer;
+	// the delivery's id on both (what a redelivery takes).
 	list, err = s.Deliveries(ctx, 1, a.ID, 0, 0)
 	require.NoError(t, err)
-	require.Equal(t, []int64{again2.ID, again.ID, msg.ID, ping.ID}, ids(list))
-	failed := list[2]
-	require.Equal(t, domain.StatusFailed, failed.Status)
-	require.Equal(t, 1, failed.Attempt)
-	require.Equal(t, 500, *failed.ResponseStatus)
-	require.Equal(t, "HTTP 500", *failed.Error)
-	require.Equal(t, 120, *failed.DurationMS)
+	require.Equal(t, []int64{again2.ID, again.ID, msg.ID, msg.ID, ping.ID}, ids(list))
+	failed, retried := list[2], list[3]
+	require.Equal(t, []any{2, domain.StatusFailed, 503, "answered 503", 80}, []any{failed.Attempt, failed.Status,
+		*failed.ResponseStatus, *failed.Error, *failed.DurationMS})
 	require.Nil(t, failed.NextAttemptAt, "next_attempt_at only while pending")
+	require.Equal(t, []any{1, domain.StatusPending, 500, "answered 500", 120}, []any{retried.Attempt, retried.Status,
+		*retried.ResponseStatus, *retried.Error, *retried.DurationMS})
+	require.NotNil(t, retried.NextAttemptAt, "the retry it left due")
+	require.WithinDuration(t, retried.CreatedAt.Add(time.Minute), *retried.NextAttemptAt, time.Second)
+	require.True(t, failed.CreatedAt.After(retried.CreatedAt))
+	for _, row := range list[2:4] {
+		require.Equal(t, msg.EventID, row.EventID)
+		require.Equal(t, "messages.create", row.EventType)
+	}
 
 	// Pages.
 	for _, tc := range []struct {
@@ -181,8 +214,9 @@ func TestPingAndRedeliver(t *testing.T) {
 	}{
 		{1, 0, []int64{again2.ID}},
 		{2, 1, []int64{again.ID, msg.ID}},
-		{100, 3, []int64{ping.ID}},
-		{0, 4, []int64{}},
+		{2, 3, []int64{msg.ID, ping.ID}},
+		{100, 4, []int64{ping.ID}},
+		{0, 5, []int64{}},
 		{0, 1000, []int64{}},
 	} {
 		list, err := s.Deliveries(ctx, 1, a.ID, tc.limit, tc.offset)

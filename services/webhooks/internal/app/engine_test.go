@@ -25,6 +25,7 @@ import (
 	"switchboard.dev/services/webhooks/internal/adapters/postgres"
 	"switchboard.dev/services/webhooks/internal/adapters/sender"
 	"switchboard.dev/services/webhooks/internal/app"
+	"switchboard.dev/services/webhooks/internal/domain"
 	"switchboard.dev/services/webhooks/migrations"
 )
 
@@ -192,9 +193,18 @@ func (r *rig) statuses() map[string]int {
 	return out
 }
 
+// log is a subscription's deliveries log as the API lists it (company 1,
+// the first page).
+func (r *rig) log(sub string) []domain.Delivery {
+	r.t.Helper()
+	list, err := r.svc.Deliveries(context.Background(), 1, sub, 0, 0)
+	require.NoError(r.t, err)
+	return list
+}
+
 // dump is the deliveries table, for a failure's message.
 func (r *rig) dump() string {
-	rows, err := r.db.Query(context.Background(), `SELECT id, url, status, first, attempt, failures, next_attempt_at - now(), claimed_until - now(), coalesce(error, '') FROM deliveries ORDER BY id`)
+	rows, err := r.db.Query(context.Background(), `SELECT id, url, status, first, attempt, failures, next_attempt_at - now(), claimed_until - now() FROM deliveries ORDER BY id`)
 	require.NoError(r.t, err)
 	var b strings.Builder
 	for rows.Next() {
@@ -266,6 +276,28 @@ func TestDeliveryOutcomes(t *testing.T) {
 		var attempts int
 		require.NoError(t, r.db.QueryRow(ctx, `SELECT status, attempt FROM deliveries WHERE subscription_id = $1`, subs[p]).Scan(&status, &attempts))
 		require.Equal(t, w, want{status, attempts}, p)
+		// The log: a row per attempt, newest first, each with its own
+		// answer; the delivery's status as each left it, so pending (and
+		// the retry's due time) until the last.
+		log := r.log(subs[p])
+		require.Len(t, log, w.attempts, p)
+		for i, row := range log {
+			n := w.attempts - i
+			require.Equal(t, n, row.Attempt, "%s: row %d", p, i)
+			if n == w.attempts {
+				require.Equal(t, w.status, row.Status, "%s: the last attempt's row", p)
+				require.Nil(t, row.NextAttemptAt, p)
+			} else {
+				require.Equal(t, "pending", row.Status, "%s: attempt %d was retried", p, n)
+				require.NotNil(t, row.NextAttemptAt, p)
+				require.WithinDuration(t, row.CreatedAt.Add(cfg.Retries[n-1]), *row.NextAttemptAt, 50*time.Millisecond,
+					"%s: attempt %d's retry is due after its delay", p, n)
+			}
+			require.NotNil(t, row.DurationMS, p)
+			if code := int(mustInt(p[1:])); code != 0 && p != "/302" {
+				require.Equal(t, code, *row.ResponseStatus, "%s: attempt %d", p, n)
+			}
+		}
 		for i, h := range hits {
 			if webhookID == "" {
 				webhookID = h.webhookID
@@ -283,18 +315,20 @@ func TestDeliveryOutcomes(t *testing.T) {
 			}
 		}
 	}
-	var status, errText string
-	var attempts int
-	require.NoError(t, r.db.QueryRow(ctx, `SELECT status, attempt, error FROM deliveries WHERE subscription_id = $1`, unresolvable).Scan(&status, &attempts, &errText))
-	require.Equal(t, "dropped", status, "an address that does not resolve is dropped")
-	require.Equal(t, 1, attempts)
-	require.Contains(t, errText, "does not resolve")
-	var slowErr string
-	require.NoError(t, r.db.QueryRow(ctx, `SELECT error FROM deliveries WHERE subscription_id = $1`, subs["/slow"]).Scan(&slowErr))
-	require.Equal(t, "no answer within the timeout", slowErr)
-	var redirect int
-	require.NoError(t, r.db.QueryRow(ctx, `SELECT response_status FROM deliveries WHERE subscription_id = $1`, subs["/302"]).Scan(&redirect))
-	require.Equal(t, http.StatusFound, redirect)
+	dropped := r.log(unresolvable)
+	require.Len(t, dropped, 1)
+	require.Equal(t, "dropped", dropped[0].Status, "an address that does not resolve is dropped")
+	require.Equal(t, 1, dropped[0].Attempt)
+	require.Nil(t, dropped[0].ResponseStatus)
+	require.Contains(t, *dropped[0].Error, "does not resolve")
+	for _, row := range r.log(subs["/slow"]) {
+		require.Equal(t, "no answer within the timeout", *row.Error)
+		require.Nil(t, row.ResponseStatus)
+	}
+	for _, row := range r.log(subs["/302"]) {
+		require.Equal(t, http.StatusFound, *row.ResponseStatus)
+	}
+	require.Nil(t, r.log(subs["/200"])[0].Error)
 	require.Empty(t, rc.byPath("/200")[1:], "the redirect was not followed")
 }
 
@@ -345,7 +379,10 @@ func TestLaneOrder(t *testing.T) {
 func TestPauseAndResume(t *testing.T) {
 	cfg := fastConfig()
 	cfg.PauseAfter = 3
-	cfg.Retries = []time.Duration{time.Second, time.Second}
+	// A probe counts against its delivery's schedule: enough retries that
+	// the probes before the receiver recovers (at most three, below) use
+	// up none of them.
+	cfg.Retries = []time.Duration{time.Second, time.Second, time.Second, time.Second, time.Second}
 	cfg.Probes = []time.Duration{300 * time.Millisecond, 600 * time.Millisecond}
 	var healthy sync.Map
 	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) {
@@ -411,30 +448,107 @@ func TestPauseAndResume(t *testing.T) {
 	require.Len(t, delivered, 33)
 }
 
-// TestRetention: a delivery that cannot be made within the retention is
-// marked failed, and the log keeps it for the retention after that.
-func TestRetention(t *testing.T) {
+// TestProbesCount: a probe of a paused URL is an attempt of the delivery
+// it carries and counts against that delivery's schedule. With a receiver
+// that always fails, every event reaches it exactly 1 + len(retries)
+// times, whether its attempts were ordinary or probes, and fails; the
+// next probe then carries the next waiting delivery. (Were probes free,
+// the oldest delivery would be probed until the retention, and the others
+// never.)
+func TestProbesCount(t *testing.T) {
 	cfg := fastConfig()
-	cfg.Retries = []time.Duration{time.Hour}
-	cfg.Retention = time.Second
+	cfg.Retries = []time.Duration{200 * time.Millisecond, 200 * time.Millisecond}
+	cfg.PauseAfter = 2
+	cfg.Probes = []time.Duration{300 * time.Millisecond}
 	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) {
 		w.WriteHeader(http.StatusInternalServerError)
 	})
 	r := newRig(t, cfg)
-	r.subscribe(rc.srv.URL+"/hook", rc.secret)
+	sub := r.subscribe(rc.srv.URL+"/hook", rc.secret)
+	ctx := context.Background()
+	first := r.emit(1)
+	// Two failures pause the URL: the first event's third attempt can
+	// only be a probe. The next events (one behind the first in its chat)
+	// wait for probes, unless this test was slow enough that they went
+	// before the pause: either way each has three attempts.
+	require.Eventually(t, func() bool {
+		var paused bool
+		err := r.db.QueryRow(ctx, `SELECT paused FROM targets WHERE url = $1`, rc.srv.URL+"/hook").Scan(&paused)
+		return err == nil && paused
+	}, 10*time.Second, 10*time.Millisecond, "two failures pause the URL")
+	others := []int{r.emit(2), r.emit(1)}
+	r.waitSettled(30 * time.Second)
+
+	attempts := 1 + len(cfg.Retries)
+	perEvent := map[int]int{}
+	for _, h := range rc.snapshot() {
+		perEvent[h.seq]++
+	}
+	require.Equal(t, map[int]int{first: attempts, others[0]: attempts, others[1]: attempts}, perEvent, "requests per event")
+	require.Equal(t, map[string]int{"failed": 3}, r.statuses())
+	var probes int
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT probe_step FROM targets WHERE url = $1`, rc.srv.URL+"/hook").Scan(&probes))
+	require.GreaterOrEqual(t, probes, 1, "the first event's last attempt was a probe")
+
+	// Each attempt has its row; each delivery ends failed, its earlier
+	// attempts pending (retried).
+	log := r.log(sub)
+	require.Len(t, log, 3*attempts)
+	byDelivery := map[int64][]domain.Delivery{}
+	for _, row := range log {
+		byDelivery[row.ID] = append(byDelivery[row.ID], row)
+	}
+	require.Len(t, byDelivery, 3)
+	for id, rows := range byDelivery {
+		require.Len(t, rows, attempts, "delivery %d", id)
+		for i, row := range rows {
+			require.Equal(t, attempts-i, row.Attempt, "delivery %d", id)
+			require.Equal(t, 500, *row.ResponseStatus)
+			want := "pending"
+			if i == 0 {
+				want = "failed"
+			}
+			require.Equal(t, want, row.Status, "delivery %d attempt %d", id, row.Attempt)
+		}
+	}
+}
+
+// TestRetention: a delivery that cannot be made within the retention is
+// marked failed, with a log row saying so beside its attempt's, and the
+// log keeps both for the retention after that.
+func TestRetention(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Retries = []time.Duration{time.Hour}
+	cfg.Retention = 2 * time.Second
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) {
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	r := newRig(t, cfg)
+	sub := r.subscribe(rc.srv.URL+"/hook", rc.secret)
 	r.emit(1)
 	ctx := context.Background()
 	require.Eventually(t, func() bool {
-		var status, errText string
-		err := r.db.QueryRow(ctx, `SELECT status, coalesce(error, '') FROM deliveries`).Scan(&status, &errText)
-		return err == nil && status == "failed" && errText == "not delivered within the retention"
-	}, 5*time.Second, 20*time.Millisecond)
+		var status string
+		err := r.db.QueryRow(ctx, `SELECT status FROM deliveries`).Scan(&status)
+		return err == nil && status == "failed"
+	}, 10*time.Second, 20*time.Millisecond)
 	require.Len(t, rc.snapshot(), 1, "one attempt, its retry an hour away")
+	// The log: the attempt (retried, an hour later), then the retention
+	// giving the delivery up, in the same transaction as the change.
+	log := r.log(sub)
+	require.Len(t, log, 2)
+	require.Equal(t, []any{1, "failed", "not delivered within the retention"}, []any{log[0].Attempt, log[0].Status, *log[0].Error})
+	require.Nil(t, log[0].ResponseStatus)
+	require.Nil(t, log[0].NextAttemptAt)
+	require.Equal(t, []any{1, "pending", 500}, []any{log[1].Attempt, log[1].Status, *log[1].ResponseStatus})
+	require.WithinDuration(t, log[1].CreatedAt.Add(time.Hour), *log[1].NextAttemptAt, time.Second)
 	require.Eventually(t, func() bool {
-		var deliveries, events int
-		require.NoError(t, r.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM events)`).Scan(&deliveries, &events))
-		return deliveries == 0 && events == 0
-	}, 5*time.Second, 20*time.Millisecond, "purged a retention after it finished, the event with it")
+		var deliveries, events, rows int
+		require.NoError(t, r.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM events),
+			(SELECT count(*) FROM delivery_log)`).Scan(&deliveries, &events, &rows))
+		return deliveries == 0 && events == 0 && rows == 0
+	}, 20*time.Second, 20*time.Millisecond, "purged a retention after it finished, the event and the log with it")
+	require.Empty(t, r.log(sub))
 }
 
 // TestSubscriptionChanges: a new URL takes what waits; a deleted

@@ -18,25 +18,34 @@ const PingEventType = "webhooks.ping"
 // log.
 const DeliveriesPageSize = 100
 
-// Delivery is one delivery of an event to a subscription, with what its
-// last attempt gave (the deliveries log).
+// Delivery is one row of a subscription's deliveries log: one attempt of
+// a delivery (probes included), the retention giving a delivery up, or a
+// delivery still waiting for its first attempt (a ping or a redelivery is
+// answered as such a row).
 type Delivery struct {
+	// ID is the delivery's (every row of one delivery has it): what a
+	// redelivery names.
 	ID int64
 	// EventID is the event's uuid (WebhookID gives what receivers see).
 	EventID   string
 	EventType string
-	// Attempt counts the attempts made.
+	// Attempt is the attempt's number, from 1; 0 on the row of a delivery
+	// not attempted yet; the retention's row repeats the number made.
 	Attempt int
-	// Status is one of StatusPending, StatusSucceeded, StatusFailed,
-	// StatusDropped.
+	// Status is the delivery's as this row left it: one of StatusPending
+	// (a failed attempt that will be retried), StatusSucceeded,
+	// StatusFailed, StatusDropped.
 	Status string
-	// ResponseStatus, Error and DurationMS are the last attempt's; nil
-	// before it, or when it had none (no answer, no error).
+	// ResponseStatus, Error and DurationMS are the attempt's; nil when it
+	// had none (no answer, no error) and on a row that is no attempt.
 	ResponseStatus *int
 	Error          *string
 	DurationMS     *int
-	CreatedAt      time.Time
-	// NextAttemptAt is when the next attempt is due: nil unless pending.
+	// CreatedAt is when the attempt's result was recorded (the delivery's
+	// creation for a row of one not attempted yet).
+	CreatedAt time.Time
+	// NextAttemptAt is when the delivery's next attempt was due as this
+	// row left it: nil unless Status is pending.
 	NextAttemptAt *time.Time
 }
 

@@ -21,7 +21,9 @@ type Attempt struct {
 	// retry schedule.
 	Attempts int
 	Failures int
-	// Probe: sent to a paused URL to learn whether it answers again.
+	// Probe: sent to a paused URL to learn whether it answers again. It is
+	// an attempt of its delivery like any other (Decide); only the URL's
+	// health counts it differently (the next probe moves along).
 	Probe bool
 	// Token names this claim; a result is recorded only under it.
 	Token string
@@ -60,25 +62,25 @@ const (
 	StatusDropped   = "dropped"
 )
 
-// Decision is what an attempt's result does to its delivery.
+// Decision is what an attempt's result does to its delivery. Any attempt
+// takes the delivery off the ordered path: a failed one waits on the
+// retry path, so it holds its chat's later events back no longer.
 type Decision struct {
 	Status string
-	// First stays true only for a failed probe of a delivery still on the
-	// ordered path: it keeps its place (and its lane waits) until the URL
-	// answers.
-	First bool
 	// Failures is the new count against the retry schedule.
 	Failures int
-	// RetryIn is the delay of the next attempt (Status pending, not a
-	// probe).
+	// RetryIn is the delay of the next attempt (Status pending).
 	RetryIn time.Duration
-	// KeepSchedule: a failed probe leaves the delivery's due time as it
-	// was (a pause does not use up its retries).
-	KeepSchedule bool
 }
 
 // Decide applies the delivery rules to one attempt's result. retries are
 // the delays of the retries after the first attempt.
+//
+// A probe is decided like any other attempt of the delivery it carries:
+// it counts against that delivery's schedule, and a failed probe that was
+// the delivery's last attempt fails it. (Were probes free, a paused URL's
+// oldest delivery would be probed until the retention ran out: one
+// attempt per probe, for three days.)
 func Decide(a Attempt, r Result, retries []time.Duration) Decision {
 	switch r.Outcome {
 	case Delivered:
@@ -87,9 +89,6 @@ func Decide(a Attempt, r Result, retries []time.Duration) Decision {
 		return Decision{Status: StatusFailed, Failures: a.Failures + 1}
 	case Unresolvable:
 		return Decision{Status: StatusDropped, Failures: a.Failures + 1}
-	}
-	if a.Probe {
-		return Decision{Status: StatusPending, First: a.First, Failures: a.Failures, KeepSchedule: true}
 	}
 	n := a.Failures + 1
 	if n > len(retries) {

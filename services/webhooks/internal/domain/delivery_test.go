@@ -22,10 +22,13 @@ func TestDecide(t *testing.T) {
 		{"first failure: first retry, off the ordered path", first, Unreachable, Decision{Status: StatusPending, Failures: 1, RetryIn: time.Minute}},
 		{"second failure: second retry", Attempt{Failures: 1}, Unreachable, Decision{Status: StatusPending, Failures: 2, RetryIn: 3 * time.Minute}},
 		{"schedule used up", Attempt{Failures: 2}, Unreachable, Decision{Status: StatusFailed, Failures: 3}},
-		{"failed probe keeps its place and its retries", Attempt{First: true, Probe: true, Failures: 0}, Unreachable,
-			Decision{Status: StatusPending, First: true, KeepSchedule: true}},
-		{"failed probe of a retry", Attempt{Probe: true, Failures: 2}, Unreachable,
-			Decision{Status: StatusPending, Failures: 2, KeepSchedule: true}},
+		{"a failed probe is a failed attempt: off the ordered path, first retry", Attempt{First: true, Probe: true}, Unreachable,
+			Decision{Status: StatusPending, Failures: 1, RetryIn: time.Minute}},
+		{"a failed probe counts against the schedule", Attempt{Probe: true, Failures: 1}, Unreachable,
+			Decision{Status: StatusPending, Failures: 2, RetryIn: 3 * time.Minute}},
+		{"a failed probe that was the last attempt fails the delivery", Attempt{Probe: true, Failures: 2}, Unreachable,
+			Decision{Status: StatusFailed, Failures: 3}},
+		{"probe delivered", Attempt{Probe: true, Failures: 2}, Delivered, Decision{Status: StatusSucceeded, Failures: 2}},
 		{"probe answered 4xx", Attempt{Probe: true, First: true}, Refused, Decision{Status: StatusFailed, Failures: 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package proctest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -11,9 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -33,7 +33,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"switchboard.dev/pkg/freeport"
 	"switchboard.dev/pkg/pgtest"
 	"switchboard.dev/pkg/postgres"
 	"switchboard.dev/pkg/server"
@@ -74,12 +73,26 @@ func runMain(m *testing.M) int {
 
 // proc is one running `webhooks` process.
 type proc struct {
-	t      testing.TB
-	name   string
-	addr   string // its gRPC address
+	t    testing.TB
+	name string
+	addr string // its gRPC address
+	// source is the loopback address its deliveries leave from
+	// (SWITCHBOARD_WEBHOOK_SOURCE_ADDR): a receiver tells the processes
+	// apart by the peer address of a request alone.
+	source netip.Addr
 	cmd    *exec.Cmd
 	logs   *logBuffer
 	exited chan struct{}
+}
+
+// sources hands each process of the test binary its own loopback source
+// address, 127.0.0.2 onwards (Linux routes all of 127.0.0.0/8 to the
+// loopback interface, so any of them can be bound without setup).
+var sources atomic.Uint32
+
+func nextSource() netip.Addr {
+	n := sources.Add(1) - 1
+	return netip.AddrFrom4([4]byte{127, 0, byte(n / 250), byte(n%250 + 2)})
 }
 
 type logBuffer struct {
@@ -103,24 +116,33 @@ func (l *logBuffer) String() string {
 // SWITCHBOARD_WEBHOOK_* settings (KEY=value) and waits until its gRPC
 // server answers health checks. It is stopped (SIGTERM) when the test
 // ends, and its log is shown if the test failed.
+//
+// Its gRPC server takes a free port itself (127.0.0.1:0) and the address
+// is read from its log: a port found free here and handed over could be
+// taken by any process on the machine (other tests' connections take
+// ports from the same range) before the binary, still migrating, binds
+// it.
 func startWebhooks(t testing.TB, name, dsn string, settings ...string) *proc {
 	t.Helper()
 	redisAddr := os.Getenv("SWITCHBOARD_TEST_REDIS_ADDR")
 	require.NotEmpty(t, redisAddr, "SWITCHBOARD_TEST_REDIS_ADDR is unset: run `make test`, or deploy/local/infra.sh and export it")
-	p := &proc{t: t, name: name, addr: freeAddr(t), logs: &logBuffer{}, exited: make(chan struct{})}
+	p := &proc{t: t, name: name, source: nextSource(), logs: &logBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(webhooksBin)
 	// The last value of a variable wins, so these override the caller's
 	// environment.
 	p.cmd.Env = append(os.Environ(),
 		"SWITCHBOARD_DATABASE_URL="+dsn,
-		"SWITCHBOARD_GRPC_ADDR="+p.addr,
+		"SWITCHBOARD_GRPC_ADDR=127.0.0.1:0",
 		"SWITCHBOARD_REDIS_ADDR="+redisAddr,
 		"SWITCHBOARD_INTERNAL_TOKEN="+internalToken,
 		"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1",
 		"SWITCHBOARD_CONNECTIONS_ADDR=127.0.0.1:1", // never called by the engine or the intake
 		"SWITCHBOARD_IDENTITY_ADDR=127.0.0.1:1",    // the internal token needs no identity
-		"SWITCHBOARD_LOG_LEVEL=warn",
+		// Info for the "serving" line with the address; the engine logs
+		// nothing below warn, and successful calls are debug.
+		"SWITCHBOARD_LOG_LEVEL=info",
 		"OTEL_TRACES_EXPORTER=none",
+		"SWITCHBOARD_WEBHOOK_SOURCE_ADDR="+p.source.String(),
 	)
 	p.cmd.Env = append(p.cmd.Env, settings...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
@@ -131,7 +153,7 @@ func startWebhooks(t testing.TB, name, dsn string, settings ...string) *proc {
 	}()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- %s (pid %d) log, last lines:\n%s", p.name, p.pid(), tail(p.logs.String(), 30))
+			t.Logf("--- %s (pid %d, source %s) log, last lines:\n%s", p.name, p.pid(), p.source, tail(p.logs.String(), 30))
 		}
 	})
 	t.Cleanup(p.stop)
@@ -143,13 +165,36 @@ func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) grpcAddr() string { return p.addr }
 
+// servingAddr is the address in the process's "serving" log line, ""
+// until it is written.
+func (p *proc) servingAddr() string {
+	for line := range strings.SplitSeq(p.logs.String(), "\n") {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" && l.Addr != "" {
+			return l.Addr
+		}
+	}
+	return ""
+}
+
 func (p *proc) waitReady() {
 	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for p.addr = p.servingAddr(); p.addr == ""; p.addr = p.servingAddr() {
+		select {
+		case <-p.exited:
+			p.t.Fatalf("%s exited before it was ready:\n%s", p.name, tail(p.logs.String(), 30))
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s not serving after 30s:\n%s", p.name, tail(p.logs.String(), 30))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(p.t, err)
 	defer conn.Close()
 	health := healthpb.NewHealthClient(conn)
-	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
 		case <-p.exited:
@@ -224,13 +269,6 @@ func pidCPU(pid int) time.Duration {
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	addr, err := freeport.Addr()
-	require.NoError(t, err)
-	return addr
 }
 
 func tail(s string, n int) string {
@@ -366,25 +404,20 @@ type hit struct {
 	chat      int64
 	n         int
 	at        time.Time
-	// pid is the process whose socket sent it (0: not looked up).
-	pid int
+	// from is the address the request's connection came from: each
+	// webhooks process of a test has its own (proc.source), so it names
+	// the process that sent it.
+	from netip.Addr
 }
 
 // receiver is a loopback HTTP server that checks every request's
 // Standard Webhooks signature with its own HMAC code (not the engine's),
 // records it, and answers what answer says (200 when answer is nil).
 //
-// It also tells which process sent each request. The engine's requests
-// carry nothing that names the replica (and production code gets no test
-// hook), but each process has its own TCP connections. When a connection
-// is accepted (http.Server.ConnContext, before any request on it is
-// read), the receiver finds the client end of it, the loopback socket
-// whose local port is the connection's remote port, in /proc/net/tcp, and
-// then the process holding that socket's inode among its file descriptors
-// (/proc/<pid>/fd/* -> socket:[inode]), looking first at the processes it
-// was told about (watch). The client's socket exists before its connect
-// completes, so the lookup cannot miss it; every request on the connection
-// is then attributed to that process.
+// Which process sent a request is read from the connection's peer
+// address: every process binds its deliveries to its own loopback source
+// address, a documented setting of the service (an egress IP), so the
+// attribution needs no lookup that could race with a process's death.
 type receiver struct {
 	t      testing.TB
 	srv    *httptest.Server
@@ -395,35 +428,15 @@ type receiver struct {
 	mu       sync.Mutex
 	hits     []hit
 	distinct map[string]map[int]bool // path -> event numbers seen
-	watched  []int
 }
-
-type peerKey struct{}
 
 func newReceiver(t testing.TB, secret string, answer func(h hit) int) *receiver {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	require.NoError(t, err)
 	rc := &receiver{t: t, secret: secret, key: key, answer: answer, distinct: map[string]map[int]bool{}}
-	rc.srv = httptest.NewUnstartedServer(http.HandlerFunc(rc.serve))
-	rc.srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		rc.mu.Lock()
-		watched := slices.Clone(rc.watched)
-		rc.mu.Unlock()
-		if len(watched) == 0 {
-			return ctx
-		}
-		return context.WithValue(ctx, peerKey{}, peerPID(c, watched))
-	}
-	rc.srv.Start()
+	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.srv.Close)
 	return rc
-}
-
-// watch names a process whose requests are to be attributed.
-func (rc *receiver) watch(pid int) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.watched = append(rc.watched, pid)
 }
 
 func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
@@ -459,9 +472,12 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	pid, _ := r.Context().Value(peerKey{}).(int)
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		rc.t.Errorf("receiver: peer address %q: %v", r.RemoteAddr, err)
+	}
 	rc.mu.Lock()
-	h := hit{idx: len(rc.hits), path: r.URL.Path, webhookID: id, chat: env.Event.ChatID, n: env.Event.N, at: at, pid: pid}
+	h := hit{idx: len(rc.hits), path: r.URL.Path, webhookID: id, chat: env.Event.ChatID, n: env.Event.N, at: at, from: peer.Addr()}
 	rc.hits = append(rc.hits, h)
 	seen := rc.distinct[h.path]
 	if seen == nil {
@@ -502,77 +518,6 @@ func (rc *receiver) waitCount(path string, want int, timeout time.Duration) bool
 		time.Sleep(2 * time.Millisecond)
 	}
 	return true
-}
-
-// peerPID is the process that holds the client end of the loopback TCP
-// connection c, looked for first among candidates, then among every
-// process; 0 if none is found.
-func peerPID(c net.Conn, candidates []int) int {
-	local, ok1 := c.LocalAddr().(*net.TCPAddr)
-	remote, ok2 := c.RemoteAddr().(*net.TCPAddr)
-	if !ok1 || !ok2 {
-		return 0
-	}
-	inode := socketInode(remote.Port, local.Port)
-	if inode == "" {
-		return 0
-	}
-	target := "socket:[" + inode + "]"
-	holds := func(pid int) bool {
-		dir := fmt.Sprintf("/proc/%d/fd", pid)
-		fds, err := os.ReadDir(dir)
-		if err != nil {
-			return false
-		}
-		for _, fd := range fds {
-			if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && link == target {
-				return true
-			}
-		}
-		return false
-	}
-	for _, pid := range candidates {
-		if holds(pid) {
-			return pid
-		}
-	}
-	all, _ := os.ReadDir("/proc")
-	for _, d := range all {
-		if pid, err := strconv.Atoi(d.Name()); err == nil && holds(pid) {
-			return pid
-		}
-	}
-	return 0
-}
-
-// socketInode finds, in /proc/net/tcp and tcp6, the socket whose local
-// port is localPort and remote port remotePort, and answers its inode.
-func socketInode(localPort, remotePort int) string {
-	port := func(addr string) int {
-		i := strings.LastIndexByte(addr, ':')
-		p, err := strconv.ParseInt(addr[i+1:], 16, 32)
-		if i < 0 || err != nil {
-			return -1
-		}
-		return int(p)
-	}
-	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(file)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		sc.Scan() // the header
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) >= 10 && port(fields[1]) == localPort && port(fields[2]) == remotePort && fields[9] != "0" {
-				f.Close()
-				return fields[9]
-			}
-		}
-		f.Close()
-	}
-	return ""
 }
 
 // ---------------------------------------------------------------------------

@@ -13,9 +13,9 @@ import (
 
 var _ app.DeliveriesRepository = (*Repo)(nil)
 
-// deliveryColumns are read from a delivery d and its event e.
-// next_attempt_at is shown only while the delivery waits for an attempt.
-const deliveryColumns = `d.id, d.event_id::text, e.event_type, d.attempt, d.status, d.response_status, d.error, d.duration_ms, d.created_at,
+// waitingColumns are the log row of a delivery d of event e that has had
+// no attempt yet. next_attempt_at is shown only while it waits.
+const waitingColumns = `d.id, e.id::text, e.event_type, d.attempt, d.status, NULL::int, NULL::text, NULL::int, d.created_at,
 	CASE WHEN d.status = 'pending' AND isfinite(d.next_attempt_at) THEN d.next_attempt_at END`
 
 func scanDelivery(row pgx.Row) (domain.Delivery, error) {
@@ -34,7 +34,13 @@ func lockSubscription(ctx context.Context, tx pgx.Tx, company int64, id string) 
 	return scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM subscriptions WHERE company_id = $1 AND id = $2 FOR NO KEY UPDATE`, company, id))
 }
 
-// Deliveries implements app.DeliveriesRepository (index deliveries_log).
+// Deliveries implements app.DeliveriesRepository: the rows of
+// delivery_log (one per attempt, and the retention's) and the deliveries
+// still waiting for their first attempt, merged newest first. Each side
+// is read through its index in the list's order (delivery_log_list,
+// deliveries_log), as far as the page needs. A row whose delivery was
+// purged (its rows outlive it until Queue.Expire prunes them by age) is
+// skipped before the page is counted.
 func (r *Repo) Deliveries(ctx context.Context, company int64, subscription string, limit, offset int) ([]domain.Delivery, error) {
 	var found bool
 	if err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT FROM subscriptions WHERE company_id = $1 AND id = $2)`,
@@ -44,10 +50,25 @@ func (r *Repo) Deliveries(ctx context.Context, company int64, subscription strin
 	if !found {
 		return nil, domain.ErrNotFound
 	}
-	rows, err := r.db.Query(ctx, `SELECT `+deliveryColumns+`
-		FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id JOIN events e ON e.id = d.event_id
-		WHERE s.company_id = $1 AND s.id = $2 AND d.subscription_id = $2
-		ORDER BY d.id DESC LIMIT $3 OFFSET $4`, company, subscription, limit, offset)
+	rows, err := r.db.Query(ctx, `SELECT x.id, e.id::text, e.event_type, x.attempt, x.status, x.response_status, x.error,
+			x.duration_ms, x.created_at, x.next_attempt_at
+		FROM (
+			(SELECT l.delivery_id AS id, l.attempt, l.status, l.response_status, l.error, l.duration_ms, l.created_at,
+			        l.next_attempt_at
+			 FROM delivery_log l
+			 WHERE l.subscription_id = $2 AND EXISTS (SELECT FROM deliveries p WHERE p.id = l.delivery_id)
+			 ORDER BY l.created_at DESC, l.delivery_id DESC, l.attempt DESC LIMIT $3::bigint + $4::bigint)
+			UNION ALL
+			(SELECT d.id, d.attempt, d.status, NULL, NULL, NULL, d.created_at,
+			        CASE WHEN isfinite(d.next_attempt_at) THEN d.next_attempt_at END
+			 FROM deliveries d WHERE d.subscription_id = $2 AND d.attempt = 0 AND d.status = 'pending'
+			 ORDER BY d.created_at DESC, d.id DESC LIMIT $3::bigint + $4::bigint)
+		) x
+		JOIN deliveries d ON d.id = x.id
+		JOIN subscriptions s ON s.id = d.subscription_id
+		JOIN events e ON e.id = d.event_id
+		WHERE s.company_id = $1 AND s.id = $2
+		ORDER BY x.created_at DESC, x.id DESC, x.attempt DESC LIMIT $3 OFFSET $4`, company, subscription, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
@@ -73,7 +94,7 @@ func (r *Repo) Redeliver(ctx context.Context, company int64, subscription string
 				FROM deliveries old JOIN subscriptions s ON s.id = old.subscription_id
 				WHERE s.company_id = $1 AND s.id = $2 AND old.subscription_id = $2 AND old.id = $3
 				RETURNING *)
-			SELECT `+deliveryColumns+` FROM d JOIN events e ON e.id = d.event_id`, company, subscription, delivery))
+			SELECT `+waitingColumns+` FROM d JOIN events e ON e.id = d.event_id`, company, subscription, delivery))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return domain.ErrDeliveryNotFound
 		}
@@ -110,7 +131,7 @@ func (r *Repo) Ping(ctx context.Context, company int64, subscription string, eve
 				SELECT $3, s.id, s.url, $4, $5, false, now() FROM subscriptions s
 				WHERE s.company_id = $1 AND s.id = $2
 				RETURNING *)
-			SELECT `+deliveryColumns+` FROM d JOIN events e ON e.id = d.event_id`, company, subscription, e.ID, e.Lane(), seq))
+			SELECT `+waitingColumns+` FROM d JOIN events e ON e.id = d.event_id`, company, subscription, e.ID, e.Lane(), seq))
 		if err != nil {
 			// The subscription is locked: it is there.
 			return fmt.Errorf("plan ping %s: %w", e.ID, err)

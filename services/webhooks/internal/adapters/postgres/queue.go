@@ -151,11 +151,14 @@ func (q *Queue) ClaimProbes(ctx context.Context, n int, lease time.Duration) ([]
 // batch of the group, with generic plans: the statements are the same
 // every time, and re-planning them per call (what the plan cache chose for
 // their LIMIT and array parameters) cost more CPU than running them.
+//
+// Each result is recorded on its delivery and appended to the deliveries
+// log by one statement, so a row exists for every attempt whose result
+// counts, and for no other.
 func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt, error) {
 	var (
 		ids                 []int64
 		tokens, statuses    []string
-		firsts, keeps       []bool
 		failures, durations []int32
 		retryIn             []float64
 		answers             []*int32
@@ -167,8 +170,8 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		for _, rec := range b.Sent {
 			a, r, d := rec.Attempt, rec.Result, rec.Decision
 			ids, tokens, statuses = append(ids, a.ID), append(tokens, a.Token), append(statuses, d.Status)
-			firsts, keeps, failures = append(firsts, d.First), append(keeps, d.KeepSchedule), append(failures, int32(d.Failures))
-			retryIn, durations = append(retryIn, secs(d.RetryIn)), append(durations, int32(r.Duration.Milliseconds()))
+			failures, retryIn = append(failures, int32(d.Failures)), append(retryIn, secs(d.RetryIn))
+			durations = append(durations, int32(r.Duration.Milliseconds()))
 			var answer *int32
 			if r.Status != 0 {
 				answer = &[]int32{int32(r.Status)}[0]
@@ -186,17 +189,20 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN`)
 	batch.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
-	batch.Queue(`UPDATE deliveries d SET
-			status = r.status, first = r.first, failures = r.failures, attempt = d.attempt + 1,
-			next_attempt_at = CASE WHEN r.keep THEN d.next_attempt_at ELSE now() + make_interval(secs => r.retry_in) END,
-			response_status = r.answer, error = r.err, duration_ms = r.duration, attempted_at = now(),
-			finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
-			claimed_until = '-infinity', claim_token = NULL
-		FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bool[], $5::int[], $6::bool[], $7::float8[],
-		            $8::int[], $9::text[], $10::int[])
-			AS r(id, token, status, first, failures, keep, retry_in, answer, err, duration)
-		WHERE d.id = r.id AND d.claim_token = r.token`,
-		ids, tokens, statuses, firsts, failures, keeps, retryIn, answers, errs, durations).Exec(func(tag pgconn.CommandTag) error {
+	batch.Queue(`WITH u AS (
+			UPDATE deliveries d SET
+				status = r.status, first = false, failures = r.failures, attempt = d.attempt + 1,
+				next_attempt_at = now() + make_interval(secs => r.retry_in),
+				finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
+				claimed_until = '-infinity', claim_token = NULL
+			FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[])
+				AS r(id, token, status, failures, retry_in, answer, err, duration)
+			WHERE d.id = r.id AND d.claim_token = r.token
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration)
+		INSERT INTO delivery_log (delivery_id, subscription_id, attempt, status, response_status, error, duration_ms, next_attempt_at)
+		SELECT id, subscription_id, attempt, status, answer, err, duration, CASE WHEN status = 'pending' THEN next_attempt_at END
+		FROM u`,
+		ids, tokens, statuses, failures, retryIn, answers, errs, durations).Exec(func(tag pgconn.CommandTag) error {
 		if lapsed := len(ids) - int(tag.RowsAffected()); lapsed > 0 {
 			// A lease ran out and another holder took those deliveries (or
 			// the subscription went): their results are the ones that
@@ -342,30 +348,43 @@ func (q *Queue) NextDue(ctx context.Context) (time.Time, error) {
 // transaction over the tables the engine works on.
 const purgeBatch = 5000
 
-// Expire implements app.Queue. A finished delivery stays in the log for
-// the retention after it finished; an event goes with its last delivery.
+// Expire implements app.Queue. A delivery given up is logged in the
+// statement that gives it up. A finished delivery stays for the retention
+// after it finished, and its log rows with it (the list shows a row only
+// while its delivery exists); an event goes with its last delivery.
+//
+// Log rows are pruned by age alone, at twice the retention: a delivery
+// waits at most the retention and is kept the retention after, so no row
+// is pruned while its delivery is shown, and the purge needs no index by
+// delivery.
 func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, error) {
 	// One statement per path, each on its own index; what is held by a
 	// live claim is left to its holder.
-	tag, err := q.db.Exec(ctx, `UPDATE deliveries SET status = 'failed',
-			error = 'not delivered within the retention', claimed_until = '-infinity', claim_token = NULL,
-			finished_at = now()
-		WHERE status = 'pending' AND NOT first AND claimed_until < now() AND created_at < now() - make_interval(secs => $1)`,
-		secs(retention))
-	if err != nil {
-		return 0, fmt.Errorf("expire deliveries: %w", err)
+	var expired int64
+	for _, path := range []string{
+		`status = 'pending' AND NOT first AND claimed_until < now()`,
+		`status = 'pending' AND first AND claimed_until < now()`,
+	} {
+		tag, err := q.db.Exec(ctx, `WITH x AS (
+				UPDATE deliveries SET status = 'failed', first = false, claimed_until = '-infinity', claim_token = NULL,
+					finished_at = now()
+				WHERE `+path+` AND created_at < now() - make_interval(secs => $1)
+				RETURNING id, subscription_id, attempt)
+			INSERT INTO delivery_log (delivery_id, subscription_id, attempt, status, error)
+			SELECT id, subscription_id, attempt, 'failed', 'not delivered within the retention' FROM x`,
+			secs(retention))
+		if err != nil {
+			return expired, fmt.Errorf("expire deliveries: %w", err)
+		}
+		expired += tag.RowsAffected()
 	}
-	tag2, err := q.db.Exec(ctx, `UPDATE deliveries SET status = 'failed', first = false,
-			error = 'not delivered within the retention', finished_at = now()
-		WHERE status = 'pending' AND first AND claimed_until < now() AND created_at < now() - make_interval(secs => $1)`,
-		secs(retention))
-	if err != nil {
-		return 0, fmt.Errorf("expire deliveries: %w", err)
-	}
-	expired := tag.RowsAffected() + tag2.RowsAffected()
 	for _, purge := range []string{
 		`DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries
 			WHERE status <> 'pending' AND finished_at < now() - make_interval(secs => $1) LIMIT $2)`,
+		// The log has no key: its rows are found by their place
+		// (delivery_log_created narrows the scan to old blocks).
+		`DELETE FROM delivery_log WHERE ctid = ANY (ARRAY(SELECT ctid FROM delivery_log
+			WHERE created_at < now() - 2 * make_interval(secs => $1) LIMIT $2))`,
 		`DELETE FROM events WHERE id IN (SELECT e.id FROM events e
 			WHERE e.received_at < now() - make_interval(secs => $1)
 			  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) LIMIT $2)`,

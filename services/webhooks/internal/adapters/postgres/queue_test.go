@@ -155,4 +155,12 @@ func TestRecordGroup(t *testing.T) {
 	require.Empty(t, next[0], "the lane's head is held by the other holder")
 	st, _, n = status(stale.Seq)
 	require.Equal(t, []any{"pending", 0}, []any{st, n})
+
+	// The log has a row for each result recorded (3, then 3), with its
+	// answer, and none for the discarded one.
+	var rows, staleRows, failedRows int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE delivery_id = $1),
+			count(*) FILTER (WHERE response_status = 500 AND status = 'pending' AND attempt = 1 AND next_attempt_at IS NOT NULL)
+		FROM delivery_log`, stale.ID).Scan(&rows, &staleRows, &failedRows))
+	require.Equal(t, []int{6, 0, 1}, []int{rows, staleRows, failedRows})
 }

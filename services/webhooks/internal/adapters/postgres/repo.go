@@ -100,7 +100,9 @@ func (r *Repo) DeleteSubscription(ctx context.Context, company int64, id string)
 		if tag.RowsAffected() == 0 {
 			return domain.ErrNotFound
 		}
-		if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'dropped', first = false, error = 'subscription deleted',
+		// No log rows: the log goes with the subscription (its reads are
+		// 404 from now on) and is pruned with the retention.
+		if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'dropped', first = false,
 				claimed_until = '-infinity', claim_token = NULL, finished_at = now()
 			WHERE subscription_id = $1 AND status = 'pending'`, id); err != nil {
 			return fmt.Errorf("drop waiting deliveries: %w", err)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -38,13 +39,16 @@ type Options struct {
 	AllowPrivate bool
 	// MaxConnsPerHost bounds the connections to one receiver.
 	MaxConnsPerHost int
+	// SourceAddr, when set, is the local address every request leaves
+	// from (netguard.ClientOptions.LocalAddr).
+	SourceAddr netip.Addr
 }
 
 // New makes the sender and its client.
 func New(o Options) *Sender {
 	return &Sender{
 		client: netguard.HTTPClient(netguard.ClientOptions{
-			Timeout: o.Timeout, AllowPrivate: o.AllowPrivate, MaxConnsPerHost: o.MaxConnsPerHost,
+			Timeout: o.Timeout, AllowPrivate: o.AllowPrivate, MaxConnsPerHost: o.MaxConnsPerHost, LocalAddr: o.SourceAddr,
 		}),
 		timeout: o.Timeout,
 	}
