@@ -69,7 +69,12 @@ func run(m *testing.M) int {
 	}
 	env := []string{"SWITCHBOARD_KEY_RATE=50", "SWITCHBOARD_KEY_BURST=50", "SWITCHBOARD_LOG_LEVEL=debug",
 		// The WABA profile picture test serves pictures from 127.0.0.1.
-		"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1"}
+		"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1",
+		// The deliveries log tests hold their receivers' requests until
+		// they end, to read deliveries while pending: an attempt must not
+		// time out meanwhile however slow the machine (at 5 s it did, and
+		// the log grew a row). No test here waits for a timeout.
+		"SWITCHBOARD_WEBHOOK_TIMEOUT=10m"}
 	if benchMode {
 		// The last value of a variable wins.
 		env = append(env, "SWITCHBOARD_KEY_RATE=0", "SWITCHBOARD_CONTACTS_LIST_RATE=0", "SWITCHBOARD_MESSAGING_INBOX_RATE=0", "SWITCHBOARD_LOG_LEVEL=info")
