@@ -37,7 +37,7 @@ func mustTag(t *testing.T, c company, name string) float64 {
 	return got.(map[string]any)["id"].(float64)
 }
 
-func mustContact(t *testing.T, c company, body map[string]any) map[string]any {
+func mustContact(t testing.TB, c company, body map[string]any) map[string]any {
 	t.Helper()
 	r := api(t, "POST", cpath(c, "/contacts/"), body, key(c.Key)...)
 	require.Equal(t, 200, r.Status, "%s", r.Body)

@@ -14,6 +14,12 @@ package e2e
 //     NUL, control characters, long strings, out-of-range numbers, huge
 //     and duplicated lists; the whole body empty, null, malformed, invalid
 //     UTF-8, nested too deep, over 1 MiB (with and without Content-Length);
+//   - lists at their limits, always sent (issue 25): every list of the
+//     body at any depth, and every list query parameter, with exactly its
+//     maximum (protoapi.MaxItems) of items and with one more. At the
+//     maximum the request must be answered, never a 5xx (a request that
+//     held a service for minutes gets no answer within the client's
+//     minute); past it, a 422 naming the list (detail.errors[].location);
 //   - headers: odd Content-Types, non-ASCII credentials, grpc-timeout;
 //   - writes sent four times at once.
 //
@@ -100,7 +106,16 @@ const (
 	// fzSeqToken in a generated string is replaced per request by a number
 	// unique in the run, so that phones, emails and names do not collide.
 	fzSeqToken = "zzSEQzz"
+	// fzElemToken stands for fzSeqToken in the items of a list at its
+	// limit: each occurrence becomes a number of its own (fzElemSeq), so
+	// that 20 phones of one request are 20 phones, not one repeated.
+	fzElemToken = "zzELEMzz"
 )
+
+// fzElemSeq numbers the items of lists at their limits from 600000 up:
+// request numbers (fzSeqToken) stay below, (route index * 1000 + case) for
+// the few hundred routes.
+var fzElemSeq atomic.Int64
 
 // fzScale multiplies the sampled mutations (and the time budget) for a
 // deeper run: SWITCHBOARD_FUZZ_SCALE=100 sends every mutation.
@@ -127,6 +142,7 @@ func TestRouteFuzz(t *testing.T) {
 	fx := fzSetup(t)
 	routes := fzBuildRoutes(t, fx)
 	require.NotEmpty(t, routes)
+	fzListsCovered(t, routes)
 	st := &fzStats{seed: seed}
 	start := time.Now()
 	t.Run("routes", func(t *testing.T) {
@@ -138,8 +154,8 @@ func TestRouteFuzz(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("route fuzzer: seed %d: %d routes, %d requests (%d retried after a 429, %d still 429 and not judged, %d not sent for time) in %s",
-		seed, len(routes), st.requests.Load(), st.retried.Load(), st.limited.Load(), st.skipped.Load(), time.Since(start).Round(time.Millisecond))
+	t.Logf("route fuzzer: seed %d: %d routes, %d requests (%d retried after a 429, %d still 429 and not judged, %d not sent for time; %d with a list at or past its maximum) in %s",
+		seed, len(routes), st.requests.Load(), st.retried.Load(), st.limited.Load(), st.skipped.Load(), st.limits.Load(), time.Since(start).Round(time.Millisecond))
 	t.Run("read-back", func(t *testing.T) { fzReadBack(t, fx, st, routes) })
 	st.summary(t)
 
@@ -344,6 +360,10 @@ var fzOverrides = map[string]func(fx *fzFixtures, b map[string]any){
 		b["connections"] = []any{json.Number(strconv.FormatInt(fx.bot, 10))}
 		b["preview"] = true
 	},
+	// A ListValue of event kinds, never empty.
+	"switchboard.webhooks.v1.WebhooksService.UpdateWebhook": func(_ *fzFixtures, b map[string]any) {
+		b["events"] = []any{"messages.create"}
+	},
 	// ListValues of {type, phone}, {type, email} and tag ids.
 	"switchboard.contacts.v1.ContactsService.UpdateContact": func(fx *fzFixtures, b map[string]any) {
 		b["phones"] = []any{map[string]any{"type": "work", "phone": "+79998" + fzSeqToken}}
@@ -537,6 +557,9 @@ type fzCase struct {
 	// fixed is the verdict when it is known by construction (path cases);
 	// nil: judged from the request as the gateway reads it.
 	fixed *fzVerdict
+	// loc, when set, must be the location of one of the errors of a 422
+	// (a list past its maximum is refused at the list).
+	loc []any
 }
 
 // fzVerdict: the declared rule a request breaks ("" none) and, when the
@@ -571,6 +594,9 @@ func (r *fzRoute) cases(rng *rand.Rand, fx *fzFixtures) []fzCase {
 		out = append(out, c)
 	}
 	out = append(out, mk("base", "the base request", base, body))
+	// Every list at its maximum and one past it: always sent, first, so
+	// that no sampling or time budget leaves them out.
+	out = append(out, r.limitCases(fzGen{fx: fx}, base)...)
 
 	// Path ids that name nothing, one variable at a time.
 	for _, v := range r.vars {
@@ -948,6 +974,252 @@ func (r *fzRoute) wholeBodyCases(base string) []fzCase {
 		)
 	}
 	return out
+}
+
+// --- Lists at their limits (issue 25).
+
+// fzList is a list field of the request: in the body at path (any depth;
+// nil: the bare-array body) or, when query, the query parameter.
+type fzList struct {
+	path  []any
+	fd    protoreflect.FieldDescriptor
+	max   uint64
+	query bool
+	elem  any // an item of the base request, nil when it has none
+}
+
+// lists are every list of the request with a declared maximum: the body's
+// at any depth (where the base body has the enclosing object) and the
+// query's.
+func (r *fzRoute) lists() []fzList {
+	var out []fzList
+	var visit func(fd protoreflect.FieldDescriptor, path []any, cur any)
+	walk := func(md protoreflect.MessageDescriptor, obj map[string]any, path []any) {
+		fs := md.Fields()
+		for i := 0; i < fs.Len(); i++ {
+			fd := fs.Get(i)
+			if len(path) == 0 && r.bound[string(fd.Name())] {
+				continue
+			}
+			visit(fd, fzAt(path, string(fd.Name())), obj[string(fd.Name())])
+		}
+	}
+	visit = func(fd protoreflect.FieldDescriptor, path []any, cur any) {
+		arr, _ := cur.([]any)
+		listValue := fd.Message() != nil && fd.Message().FullName() == "google.protobuf.ListValue" && !fd.IsList()
+		switch {
+		case fd.IsMap():
+			// No request served has a map (TestEveryRequestListHasAMaximum
+			// holds them to a max_pairs all the same).
+		case fd.IsList() || listValue:
+			l := fzList{path: path, fd: fd}
+			if len(arr) > 0 {
+				l.elem = arr[0]
+			}
+			if n, ok, _ := protoapi.MaxItems(fd); ok {
+				l.max = n
+				out = append(out, l)
+			}
+			if obj, ok := l.elem.(map[string]any); ok && fd.IsList() && fd.Message() != nil && !fzWKT(fd.Message().FullName()) {
+				walk(fd.Message(), obj, fzAt(path, 0))
+			}
+		case fd.Message() != nil && !fzWKT(fd.Message().FullName()):
+			if obj, ok := cur.(map[string]any); ok {
+				walk(fd.Message(), obj, path)
+			}
+		}
+	}
+	switch {
+	case r.bodyField == "*":
+		if obj, ok := r.base.(map[string]any); ok {
+			walk(r.in(), obj, nil)
+		}
+	case r.bodyFD != nil:
+		visit(r.bodyFD, nil, r.base)
+	}
+	for _, fd := range r.qfields {
+		if n, ok, _ := protoapi.MaxItems(fd); ok && fd.IsList() {
+			out = append(out, fzList{path: []any{string(fd.Name())}, fd: fd, max: n, query: true})
+		}
+	}
+	return out
+}
+
+// fzListsCovered: every list a served route's request can carry (any
+// depth, as the protos declare it) is among some route's lists() — its
+// base request reaches it — so each gets its limit cases. A list the base
+// body cannot reach (a message the generator stops before) fails here
+// rather than going unexercised.
+func fzListsCovered(t *testing.T, routes []*fzRoute) {
+	reached := map[protoreflect.FullName]bool{}
+	declared := map[protoreflect.FullName]string{}
+	for _, r := range routes {
+		for _, l := range r.lists() {
+			reached[l.fd.FullName()] = true
+		}
+		seen := map[protoreflect.FullName]bool{}
+		var walk func(md protoreflect.MessageDescriptor, top bool)
+		walk = func(md protoreflect.MessageDescriptor, top bool) {
+			if seen[md.FullName()] || fzWKT(md.FullName()) {
+				return
+			}
+			seen[md.FullName()] = true
+			for i := 0; i < md.Fields().Len(); i++ {
+				fd := md.Fields().Get(i)
+				if top && r.bound[string(fd.Name())] {
+					continue
+				}
+				if top && r.bodyFD != nil && fd != r.bodyFD && !(fzQueryable(fd) && fd.IsList()) {
+					continue // neither the body nor a query list
+				}
+				if top && r.bodyField == "" && !(fzQueryable(fd) && fd.IsList()) {
+					continue // a GET: only query lists
+				}
+				if _, ok, _ := protoapi.MaxItems(fd); ok {
+					declared[fd.FullName()] = r.name
+				}
+				if fd.Message() != nil && !fd.IsMap() {
+					walk(fd.Message(), false)
+				}
+			}
+		}
+		walk(r.in(), true)
+	}
+	var missing []string
+	for name, route := range declared {
+		if !reached[name] {
+			missing = append(missing, p("%s (%s)", name, route))
+		}
+	}
+	sort.Strings(missing)
+	assert.Empty(t, missing, "lists of served requests that no base request reaches: their limits go unexercised (make the generator or fzOverrides give their enclosing message)")
+}
+
+// limitCases: each list with its maximum of items, and with one more,
+// which must be a 422 at the list.
+func (r *fzRoute) limitCases(g fzGen, base string) []fzCase {
+	var out []fzCase
+	for _, l := range r.lists() {
+		name := fzPathString(l.path)
+		for _, n := range []uint64{l.max, l.max + 1} {
+			what := p("%s: %d items (its maximum)", name, n)
+			if n > l.max {
+				what = p("%s: %d items (one past its maximum)", name, n)
+			}
+			c := fzCase{class: "limit", what: what, target: base}
+			if l.query {
+				vals := g.items(l, int(n))
+				parts := make([]string, len(vals))
+				for i, v := range vals {
+					parts[i] = string(l.fd.Name()) + "=" + url.QueryEscape(v.(string))
+				}
+				c.target = base + "?" + strings.Join(parts, "&")
+			} else {
+				c.body, c.hasBody = fzMarshal(fzSet(r.base, l.path, g.items(l, int(n)))), true
+			}
+			if n > l.max {
+				c.loc = []any{"body"}
+				switch {
+				case l.query:
+					c.loc = []any{"query", string(l.fd.Name())}
+				case r.bodyField == "*":
+					c.loc = append(c.loc, l.path...)
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// items are n items of the list, as valid and as distinct as the
+// generator can make them: enum values in turn (each value once, up to
+// their number), else copies of the base item (or a generated one) whose
+// strings number themselves (fzElemToken). A query list's items are the
+// query's text.
+func (g fzGen) items(l fzList, n int) []any {
+	var rules *validatepb.FieldRules
+	if v, ok := fzGetField(fzTypeRules(fzRulesOf(l.fd)), "items"); ok {
+		rules, _ = v.Message().Interface().(*validatepb.FieldRules)
+	}
+	var enums []string
+	if l.fd.IsList() && l.fd.Enum() != nil {
+		enums = fzEnumValues(l.fd.Enum(), rules)
+	}
+	elem := l.elem
+	switch {
+	case len(enums) > 0:
+	case l.query:
+		v, _ := g.scalarText(l.fd)
+		elem, _ = url.QueryUnescape(v)
+	case elem == nil && l.fd.IsList():
+		elem, _ = g.single(l.fd, rules, 1)
+	case elem == nil:
+		elem = json.Number("1")
+	}
+	out := make([]any, n)
+	for i := range out {
+		if len(enums) > 0 {
+			out[i] = enums[i%len(enums)]
+			continue
+		}
+		out[i] = fzDistinct(elem)
+	}
+	return out
+}
+
+// fzEnumValues are the JSON names of the values an enum list takes.
+func fzEnumValues(ed protoreflect.EnumDescriptor, rules *validatepb.FieldRules) []string {
+	c, _, _, in, notIn := fzIntRules(rules, false)
+	var out []string
+	vals := ed.Values()
+	for i := 0; i < vals.Len(); i++ {
+		ev := vals.Get(i)
+		s, n := fzEnumJSON(ev), int64(ev.Number())
+		if s == "" || (c != nil && n != *c) || (len(in) > 0 && !fzContains(in, n)) || fzContains(notIn, n) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// fzDistinct is a copy of v whose strings hold fzElemToken where they held
+// fzSeqToken.
+func fzDistinct(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, fzSeqToken, fzElemToken)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = fzDistinct(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = fzDistinct(e)
+		}
+		return out
+	}
+	return v
+}
+
+// fzNumberElems gives each fzElemToken of a body a number of its own.
+func fzNumberElems(body []byte) []byte {
+	if !bytes.Contains(body, []byte(fzElemToken)) {
+		return body
+	}
+	parts := bytes.Split(body, []byte(fzElemToken))
+	var out bytes.Buffer
+	for i, part := range parts {
+		if i > 0 {
+			fmt.Fprintf(&out, "%06d", 600_000+fzElemSeq.Add(1)%400_000)
+		}
+		out.Write(part)
+	}
+	return out.Bytes()
 }
 
 // --- Base values and mutations.
@@ -2340,6 +2612,7 @@ func fzDo(verb string, c *fzCase, auth []string) (response, error) {
 type fzStats struct {
 	seed                                uint64
 	requests, retried, limited, skipped atomic.Int64
+	limits                              atomic.Int64 // cases of class "limit" sent
 	mu                                  sync.Mutex
 	failures                            map[string][]string // problem kind -> "route: case"
 	// base is the best answer to each route's base request (or to the
@@ -2413,8 +2686,11 @@ func (r *fzRoute) run(t *testing.T, fx *fzFixtures, st *fzStats, cases []fzCase)
 		c := &cases[i]
 		seq := []byte(p("%06d", (r.idx*1000+i)%1_000_000))
 		c.target = strings.ReplaceAll(c.target, fzSeqToken, string(seq))
-		c.body = bytes.ReplaceAll(c.body, []byte(fzSeqToken), seq)
+		c.body = fzNumberElems(bytes.ReplaceAll(c.body, []byte(fzSeqToken), seq))
 		v := r.verdict(c)
+		if c.class == "limit" {
+			st.limits.Add(1)
+		}
 		type result struct {
 			res      response
 			problems []string
@@ -2463,7 +2739,35 @@ func (r *fzRoute) exchange(fx *fzFixtures, st *fzStats, c *fzCase, v fzVerdict) 
 	if err != nil {
 		return res, append(problems, "no answer: "+err.Error())
 	}
-	return res, append(problems, fzCheck(v, res)...)
+	problems = append(problems, fzCheck(v, res)...)
+	if c.loc != nil && v.want == http.StatusUnprocessableEntity && res.Status == http.StatusUnprocessableEntity {
+		problems = append(problems, fzLocated(res, c.loc)...)
+	}
+	return res, problems
+}
+
+// fzLocated: a 422 has an error at loc.
+func fzLocated(res response, loc []any) []string {
+	var body struct {
+		Detail struct {
+			Errors []struct {
+				Location []any `json:"location"`
+			} `json:"errors"`
+		} `json:"detail"`
+	}
+	if err := json.Unmarshal(res.Body, &body); err != nil {
+		return nil // fzShape reports it
+	}
+	want := fzMarshal(loc)
+	var got []string
+	for _, e := range body.Detail.Errors {
+		g := fzMarshal(e.Location)
+		if bytes.Equal(g, want) {
+			return nil
+		}
+		got = append(got, string(g))
+	}
+	return []string{p("location: a list past its maximum is a 422 at %s, got errors at %s", want, strings.Join(got, ", "))}
 }
 
 func (r *fzRoute) report(t *testing.T, st *fzStats, c *fzCase, v fzVerdict, res response, problems []string, reported *int) {

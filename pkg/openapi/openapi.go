@@ -140,6 +140,9 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 		tags[string(rt.service.Name())] = comment(rt.service)
 	}
 	shadowed(paths, routes, g)
+	if g.err != nil {
+		return nil, g.err
+	}
 	var tagList []any
 	for _, name := range sortedKeys(tags) {
 		t := map[string]any{"name": name}
@@ -309,6 +312,9 @@ type gen struct {
 	// errResponses are the error responses operations refer to.
 	errResponses map[string]any
 	opIDs        map[string]string
+	// err is the first rule that cannot be described (a malformed
+	// protoapi.MaxItemsRule); it fails the generation.
+	err error
 }
 
 // uniqueID is base, or base and the first free number.

@@ -2,6 +2,8 @@ package openapi_test
 
 import (
 	"encoding/json"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -120,4 +122,74 @@ func keys(m map[string]any) []any {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestEveryRequestListShowsItsMaximum (issue 25): every array a request
+// may send, in a body (request schemas, the ...Input components) or in
+// the query, shows maxItems, and every map maxProperties: the reference
+// tells a client each list's limit before a 422 does.
+func TestEveryRequestListShowsItsMaximum(t *testing.T) {
+	for name, raw := range map[string][]byte{"public": openapi.Public(), "operator": openapi.Operator()} {
+		doc := load(t, raw)
+		var missing []string
+		var walk func(where string, v any)
+		walk = func(where string, v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				if isType(x["type"], "array") && x["maxItems"] == nil {
+					missing = append(missing, where)
+				}
+				if ap, ok := x["additionalProperties"].(map[string]any); ok && ap != nil && x["maxProperties"] == nil {
+					missing = append(missing, where+" (a map)")
+				}
+				for k, e := range x {
+					if k != "$ref" {
+						walk(where+"."+k, e)
+					}
+				}
+			case []any:
+				for i, e := range x {
+					walk(where+"["+strconv.Itoa(i)+"]", e)
+				}
+			}
+		}
+		for schema, s := range at(t, doc, "components", "schemas").(map[string]any) {
+			if strings.HasSuffix(schema, "Input") {
+				walk(schema, s)
+			}
+		}
+		for path, item := range at(t, doc, "paths").(map[string]any) {
+			for verb, op := range item.(map[string]any) {
+				if strings.HasPrefix(verb, "x-") {
+					continue
+				}
+				o := op.(map[string]any)
+				walk(name+" "+verb+" "+path+" parameters", o["parameters"])
+				walk(name+" "+verb+" "+path+" requestBody", o["requestBody"])
+			}
+		}
+		sort.Strings(missing)
+		require.Empty(t, missing, "%s: request lists without maxItems", name)
+	}
+	doc := load(t, openapi.Public())
+	body := func(path, verb string) map[string]any {
+		return at(t, doc, "paths", path, verb, "requestBody", "content", "application/json", "schema", "properties").(map[string]any)
+	}
+	require.EqualValues(t, 100, at(t, body("/v2/companies/{company_id}/contacts", "post"), "notes", "maxItems"))
+	require.EqualValues(t, 20, at(t, body("/v2/companies/{company_id}/contacts/{contact_id}", "patch"), "phones", "maxItems"),
+		"a ListValue's CEL limit is shown too")
+}
+
+func isType(t any, want string) bool {
+	switch x := t.(type) {
+	case string:
+		return x == want
+	case []any:
+		for _, e := range x {
+			if e == want {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"switchboard.dev/pkg/protoapi"
 	apiv1 "switchboard.dev/proto/switchboard/api/v1"
 )
 
@@ -125,7 +126,11 @@ func (g *gen) fieldSchema(fd protoreflect.FieldDescriptor, input bool) map[strin
 	rules, _ := proto.GetExtension(fd.Options(), validate.E_Field).(*validate.FieldRules)
 	switch {
 	case fd.IsMap():
-		return map[string]any{"type": "object", "additionalProperties": g.valueSchema(fd.MapValue(), input, nil)}
+		out := map[string]any{"type": "object", "additionalProperties": g.valueSchema(fd.MapValue(), input, nil)}
+		if n, ok := g.maxItems(fd, input); ok {
+			out["maxProperties"] = n
+		}
+		return out
 	case fd.IsList():
 		var itemRules *validate.FieldRules
 		out := map[string]any{"type": "array"}
@@ -151,10 +156,27 @@ func (g *gen) fieldSchema(fd protoreflect.FieldDescriptor, input bool) map[strin
 		own = rules
 	}
 	s := g.valueSchema(fd, input, own)
+	if n, ok := g.maxItems(fd, input); ok && s["type"] == "array" {
+		// A ListValue's limit is a CEL rule (protoapi.MaxItemsRule).
+		s["maxItems"] = n
+	}
 	if fd.HasPresence() {
 		s = nullable(s)
 	}
 	return s
+}
+
+// maxItems is a request field's declared item limit (protoapi.MaxItems);
+// a rule it cannot read fails the generation.
+func (g *gen) maxItems(fd protoreflect.FieldDescriptor, input bool) (uint64, bool) {
+	if !input {
+		return 0, false
+	}
+	n, ok, err := protoapi.MaxItems(fd)
+	if err != nil && g.err == nil {
+		g.err = err
+	}
+	return n, ok
 }
 
 // valueSchema is one value of the field's kind with the rules' limits.

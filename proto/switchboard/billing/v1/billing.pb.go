@@ -7,6 +7,7 @@
 package billingv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -338,7 +339,9 @@ type UpdateSubscriptionRequest struct {
 	SubscriptionId int64                  `protobuf:"varint,2,opt,name=subscription_id,json=subscriptionId,proto3" json:"subscription_id,omitempty"`
 	// Required: an array of connection ids (an empty array takes every
 	// connection out). A ListValue so that an absent field is told apart from
-	// an empty one; each element must be an integer.
+	// an empty one; each element must be an integer. At most 10000, the
+	// largest max_size a subscription can have (more than its own max_size
+	// is 422 as well).
 	Connections *structpb.ListValue `protobuf:"bytes,3,opt,name=connections,proto3" json:"connections,omitempty"`
 	// false when absent: the change is applied.
 	Preview       *bool `protobuf:"varint,4,opt,name=preview,proto3,oneof" json:"preview,omitempty"`
@@ -454,7 +457,7 @@ var File_switchboard_billing_v1_billing_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_billing_proto_rawDesc = "" +
 	"\n" +
-	"$switchboard/billing/v1/billing.proto\x12\x16switchboard.billing.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"\xb3\x03\n" +
+	"$switchboard/billing/v1/billing.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"\xb3\x03\n" +
 	"\fSubscription\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12 \n" +
 	"\vconnections\x18\x02 \x03(\x03R\vconnections\x12+\n" +
@@ -474,12 +477,13 @@ const file_switchboard_billing_v1_billing_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\"g\n" +
 	"\x19ListSubscriptionsResponse\x12J\n" +
-	"\rsubscriptions\x18\x01 \x03(\v2$.switchboard.billing.v1.SubscriptionR\rsubscriptions\"\xcc\x01\n" +
+	"\rsubscriptions\x18\x01 \x03(\v2$.switchboard.billing.v1.SubscriptionR\rsubscriptions\"\xad\x02\n" +
 	"\x19UpdateSubscriptionRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12'\n" +
-	"\x0fsubscription_id\x18\x02 \x01(\x03R\x0esubscriptionId\x12<\n" +
-	"\vconnections\x18\x03 \x01(\v2\x1a.google.protobuf.ListValueR\vconnections\x12\x1d\n" +
+	"\x0fsubscription_id\x18\x02 \x01(\x03R\x0esubscriptionId\x12\x9c\x01\n" +
+	"\vconnections\x18\x03 \x01(\v2\x1a.google.protobuf.ListValueB^\xbaH[\xba\x01X\n" +
+	"\x12repeated.max_items\x12-value must contain no more than 10000 item(s)\x1a\x13size(this) <= 10000R\vconnections\x12\x1d\n" +
 	"\apreview\x18\x04 \x01(\bH\x00R\apreview\x88\x01\x01B\n" +
 	"\n" +
 	"\b_preview\"F\n" +

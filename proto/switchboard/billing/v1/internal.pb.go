@@ -180,9 +180,11 @@ func (x *EnsureSubscriptionRequest) GetSubscriptionType() string {
 }
 
 type GetSubscriptionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
-	Ids           []int64                `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// At most 1000 (a company has a few subscriptions per connection type;
+	// connections asks for all of them, with none).
+	Ids           []int64 `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -575,11 +577,11 @@ const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"\x19EnsureSubscriptionRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12+\n" +
-	"\x11subscription_type\x18\x02 \x01(\tR\x10subscriptionType\"J\n" +
+	"\x11subscription_type\x18\x02 \x01(\tR\x10subscriptionType\"U\n" +
 	"\x17GetSubscriptionsRequest\x12\x1d\n" +
 	"\n" +
-	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\x03R\x03ids\"j\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1b\n" +
+	"\x03ids\x18\x02 \x03(\x03B\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\x03ids\"j\n" +
 	"\x18GetSubscriptionsResponse\x12N\n" +
 	"\rsubscriptions\x18\x01 \x03(\v2(.switchboard.billing.v1.SubscriptionInfoR\rsubscriptions\"A\n" +
 	"\x1aCheckConnectionPaidRequest\x12#\n" +

@@ -751,11 +751,12 @@ func (x *ConnectionStatus) GetUpdatedAt() *timestamppb.Timestamp {
 }
 
 type ListConnectionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
-	Limit         *int32                 `protobuf:"varint,2,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
-	Offset        *int32                 `protobuf:"varint,3,opt,name=offset,proto3,oneof" json:"offset,omitempty"`
-	Types         []ConnectionType       `protobuf:"varint,4,rep,packed,name=types,proto3,enum=switchboard.connections.v1.ConnectionType" json:"types,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Limit     *int32                 `protobuf:"varint,2,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Offset    *int32                 `protobuf:"varint,3,opt,name=offset,proto3,oneof" json:"offset,omitempty"`
+	// At most 21: each of the 21 connection types once.
+	Types         []ConnectionType `protobuf:"varint,4,rep,packed,name=types,proto3,enum=switchboard.connections.v1.ConnectionType" json:"types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2144,7 +2145,7 @@ type UpdateWabaBusinessProfileRequest struct {
 	// 400 error 29005, larger pictures 29006.
 	ProfilePictureUrl *string `protobuf:"bytes,7,opt,name=profile_picture_url,json=profilePictureUrl,proto3,oneof" json:"profile_picture_url,omitempty"`
 	Vertical          *string `protobuf:"bytes,8,opt,name=vertical,proto3,oneof" json:"vertical,omitempty"`
-	// Up to two http(s) addresses.
+	// Up to two http(s) addresses, as WhatsApp's business profile holds.
 	Websites      []string `protobuf:"bytes,9,rep,name=websites,proto3" json:"websites,omitempty"`
 	Username      *string  `protobuf:"bytes,10,opt,name=username,proto3,oneof" json:"username,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2371,7 +2372,7 @@ type UpdateWabaConversationalAutomationRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	CompanyId    int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
 	ConnectionId int64                  `protobuf:"varint,2,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
-	// Up to 4 start messages of up to 80 characters.
+	// Up to 4 start messages of up to 80 characters (WhatsApp's limits).
 	IceBreakers   []string `protobuf:"bytes,3,rep,name=ice_breakers,json=iceBreakers,proto3" json:"ice_breakers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2509,13 +2510,13 @@ const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xeb\x01\n" +
+	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xed\x01\n" +
 	"\x16ListConnectionsRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12$\n" +
 	"\x05limit\x18\x02 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01H\x00R\x05limit\x88\x01\x01\x12$\n" +
-	"\x06offset\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00H\x01R\x06offset\x88\x01\x01\x12Q\n" +
-	"\x05types\x18\x04 \x03(\x0e2*.switchboard.connections.v1.ConnectionTypeB\x0f\xbaH\f\x92\x01\t\"\a\x82\x01\x04\x10\x01 \x00R\x05typesB\b\n" +
+	"\x06offset\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00H\x01R\x06offset\x88\x01\x01\x12S\n" +
+	"\x05types\x18\x04 \x03(\x0e2*.switchboard.connections.v1.ConnectionTypeB\x11\xbaH\x0e\x92\x01\v\x10\x15\"\a\x82\x01\x04\x10\x01 \x00R\x05typesB\b\n" +
 	"\x06_limitB\t\n" +
 	"\a_offset\"y\n" +
 	"\x17ListConnectionsResponse\x12\x14\n" +

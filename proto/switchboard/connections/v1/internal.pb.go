@@ -7,6 +7,7 @@
 package connectionsv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
@@ -264,11 +265,13 @@ type SetSubscriptionConnectionsRequest struct {
 	CompanyId      int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
 	SubscriptionId int64                  `protobuf:"varint,2,opt,name=subscription_id,json=subscriptionId,proto3" json:"subscription_id,omitempty"`
 	// The subscription's type, CONNECTION_<TYPE>.
-	SubscriptionType string  `protobuf:"bytes,3,opt,name=subscription_type,json=subscriptionType,proto3" json:"subscription_type,omitempty"`
-	ConnectionIds    []int64 `protobuf:"varint,4,rep,packed,name=connection_ids,json=connectionIds,proto3" json:"connection_ids,omitempty"`
-	Preview          bool    `protobuf:"varint,5,opt,name=preview,proto3" json:"preview,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	SubscriptionType string `protobuf:"bytes,3,opt,name=subscription_type,json=subscriptionType,proto3" json:"subscription_type,omitempty"`
+	// At most 10000: billing passes a subscription's new members, at most
+	// its max_size, which the operator sets up to 10000.
+	ConnectionIds []int64 `protobuf:"varint,4,rep,packed,name=connection_ids,json=connectionIds,proto3" json:"connection_ids,omitempty"`
+	Preview       bool    `protobuf:"varint,5,opt,name=preview,proto3" json:"preview,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetSubscriptionConnectionsRequest) Reset() {
@@ -381,9 +384,11 @@ func (x *SetSubscriptionConnectionsResponse) GetConnectionIds() []int64 {
 }
 
 type ListCompanyConnectionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
-	Types         []ConnectionType       `protobuf:"varint,2,rep,packed,name=types,proto3,enum=switchboard.connections.v1.ConnectionType" json:"types,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// At most 21: each connection type once (messaging asks for its 9 chat
+	// types).
+	Types         []ConnectionType `protobuf:"varint,2,rep,packed,name=types,proto3,enum=switchboard.connections.v1.ConnectionType" json:"types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -681,7 +686,7 @@ var File_switchboard_connections_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_connections_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	")switchboard/connections/v1/internal.proto\x12\x1aswitchboard.connections.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a,switchboard/connections/v1/connections.proto\x1a(switchboard/connections/v1/sandbox.proto\"C\n" +
+	")switchboard/connections/v1/internal.proto\x12\x1aswitchboard.connections.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\x1a,switchboard/connections/v1/connections.proto\x1a(switchboard/connections/v1/sandbox.proto\"C\n" +
 	"\x1cGetConnectionInternalRequest\x12#\n" +
 	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\"\x86\x01\n" +
 	"\x1dGetConnectionInternalResponse\x12\x1d\n" +
@@ -697,20 +702,20 @@ const file_switchboard_connections_v1_internal_proto_rawDesc = "" +
 	"\x0fsubscription_id\x18\x01 \x01(\x03R\x0esubscriptionId\x12%\n" +
 	"\x0econnection_ids\x18\x02 \x03(\x03R\rconnectionIds\"\x80\x01\n" +
 	"#ListSubscriptionConnectionsResponse\x12Y\n" +
-	"\rsubscriptions\x18\x01 \x03(\v23.switchboard.connections.v1.SubscriptionConnectionsR\rsubscriptions\"\xd9\x01\n" +
+	"\rsubscriptions\x18\x01 \x03(\v23.switchboard.connections.v1.SubscriptionConnectionsR\rsubscriptions\"\xe4\x01\n" +
 	"!SetSubscriptionConnectionsRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12'\n" +
 	"\x0fsubscription_id\x18\x02 \x01(\x03R\x0esubscriptionId\x12+\n" +
-	"\x11subscription_type\x18\x03 \x01(\tR\x10subscriptionType\x12%\n" +
-	"\x0econnection_ids\x18\x04 \x03(\x03R\rconnectionIds\x12\x18\n" +
+	"\x11subscription_type\x18\x03 \x01(\tR\x10subscriptionType\x120\n" +
+	"\x0econnection_ids\x18\x04 \x03(\x03B\t\xbaH\x06\x92\x01\x03\x10\x90NR\rconnectionIds\x12\x18\n" +
 	"\apreview\x18\x05 \x01(\bR\apreview\"K\n" +
 	"\"SetSubscriptionConnectionsResponse\x12%\n" +
-	"\x0econnection_ids\x18\x01 \x03(\x03R\rconnectionIds\"\x80\x01\n" +
+	"\x0econnection_ids\x18\x01 \x03(\x03R\rconnectionIds\"\x8a\x01\n" +
 	"\x1dListCompanyConnectionsRequest\x12\x1d\n" +
 	"\n" +
-	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12@\n" +
-	"\x05types\x18\x02 \x03(\x0e2*.switchboard.connections.v1.ConnectionTypeR\x05types\"j\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12J\n" +
+	"\x05types\x18\x02 \x03(\x0e2*.switchboard.connections.v1.ConnectionTypeB\b\xbaH\x05\x92\x01\x02\x10\x15R\x05types\"j\n" +
 	"\x1eListCompanyConnectionsResponse\x12H\n" +
 	"\vconnections\x18\x01 \x03(\v2&.switchboard.connections.v1.ConnectionR\vconnections\"F\n" +
 	"\x1fGetConnectionCredentialsRequest\x12#\n" +

@@ -865,7 +865,7 @@ type ListContactsRequest struct {
 	Offset    *int32                 `protobuf:"varint,2,opt,name=offset,proto3,oneof" json:"offset,omitempty"`
 	Limit     *int32                 `protobuf:"varint,3,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
 	OrderBy   ContactOrder           `protobuf:"varint,4,opt,name=order_by,json=orderBy,proto3,enum=switchboard.contacts.v1.ContactOrder" json:"order_by,omitempty"`
-	// Any match; unknown ids match nothing.
+	// Any match; unknown ids match nothing. Up to 32 ids (spec 8).
 	Tags       []int64 `protobuf:"varint,5,rep,packed,name=tags,proto3" json:"tags,omitempty"`
 	WithGroups *bool   `protobuf:"varint,6,opt,name=with_groups,json=withGroups,proto3,oneof" json:"with_groups,omitempty"`
 	// Fuzzy over name, emails and phones (phones by digits); not with phone.
@@ -1129,13 +1129,19 @@ func (x *NoteInput) GetText() string {
 }
 
 type CreateContactRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Phones        []*Phone               `protobuf:"bytes,3,rep,name=phones,proto3" json:"phones,omitempty"`
-	Emails        []*Email               `protobuf:"bytes,4,rep,name=emails,proto3" json:"emails,omitempty"`
-	Tags          []int64                `protobuf:"varint,5,rep,packed,name=tags,proto3" json:"tags,omitempty"`
-	Notes         []*NoteInput           `protobuf:"bytes,6,rep,name=notes,proto3" json:"notes,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// At most 20 (one person's numbers; each is unique in the company).
+	Phones []*Phone `protobuf:"bytes,3,rep,name=phones,proto3" json:"phones,omitempty"`
+	// At most 20, like phones.
+	Emails []*Email `protobuf:"bytes,4,rep,name=emails,proto3" json:"emails,omitempty"`
+	// Tag ids, at most 100 (a contact's labels, not a catalogue).
+	Tags []int64 `protobuf:"varint,5,rep,packed,name=tags,proto3" json:"tags,omitempty"`
+	// At most 100, so that the largest accepted body (100 notes of 8192
+	// characters) stays within the 1 MiB body limit. A contact may get more
+	// notes one at a time (POST .../notes/).
+	Notes         []*NoteInput `protobuf:"bytes,6,rep,name=notes,proto3" json:"notes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1217,10 +1223,11 @@ type UpdateContactRequest struct {
 	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
 	ContactId int64                  `protobuf:"varint,2,opt,name=contact_id,json=contactId,proto3" json:"contact_id,omitempty"`
 	Name      *string                `protobuf:"bytes,3,opt,name=name,proto3,oneof" json:"name,omitempty"`
-	// ListValues so that an omitted list (untouched) differs from an empty
-	// one (cleared): of {type, phone}, of {type, email}, of tag ids.
-	Phones        *structpb.ListValue `protobuf:"bytes,4,opt,name=phones,proto3" json:"phones,omitempty"`
-	Emails        *structpb.ListValue `protobuf:"bytes,5,opt,name=emails,proto3" json:"emails,omitempty"`
+	// Of {type, phone}; at most 20, as on create.
+	Phones *structpb.ListValue `protobuf:"bytes,4,opt,name=phones,proto3" json:"phones,omitempty"`
+	// Of {type, email}; at most 20, as on create.
+	Emails *structpb.ListValue `protobuf:"bytes,5,opt,name=emails,proto3" json:"emails,omitempty"`
+	// Of tag ids; at most 100, as on create.
 	Tags          *structpb.ListValue `protobuf:"bytes,6,opt,name=tags,proto3" json:"tags,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1299,10 +1306,11 @@ func (x *UpdateContactRequest) GetTags() *structpb.ListValue {
 }
 
 type SetContactTagsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
-	ContactId     int64                  `protobuf:"varint,2,opt,name=contact_id,json=contactId,proto3" json:"contact_id,omitempty"`
-	TagIds        []int64                `protobuf:"varint,3,rep,packed,name=tag_ids,json=tagIds,proto3" json:"tag_ids,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	ContactId int64                  `protobuf:"varint,2,opt,name=contact_id,json=contactId,proto3" json:"contact_id,omitempty"`
+	// At most 100, as a contact's tags on create.
+	TagIds        []int64 `protobuf:"varint,3,rep,packed,name=tag_ids,json=tagIds,proto3" json:"tag_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2342,33 +2350,36 @@ const file_switchboard_contacts_v1_contacts_proto_rawDesc = "" +
 	"\tNoteInput\x12?\n" +
 	"\x04type\x18\x01 \x01(\x0e2!.switchboard.contacts.v1.NoteTypeB\b\xbaH\x05\x82\x01\x02\x10\x01R\x04type\x12\x1e\n" +
 	"\x04text\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80@R\x04text\"\x93\x02\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80@R\x04text\"\xbb\x02\n" +
 	"\x14CreateContactRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1e\n" +
 	"\x04name\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x126\n" +
-	"\x06phones\x18\x03 \x03(\v2\x1e.switchboard.contacts.v1.PhoneR\x06phones\x126\n" +
-	"\x06emails\x18\x04 \x03(\v2\x1e.switchboard.contacts.v1.EmailR\x06emails\x12\x12\n" +
-	"\x04tags\x18\x05 \x03(\x03R\x04tags\x128\n" +
-	"\x05notes\x18\x06 \x03(\v2\".switchboard.contacts.v1.NoteInputR\x05notes\"\x9a\x02\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12@\n" +
+	"\x06phones\x18\x03 \x03(\v2\x1e.switchboard.contacts.v1.PhoneB\b\xbaH\x05\x92\x01\x02\x10\x14R\x06phones\x12@\n" +
+	"\x06emails\x18\x04 \x03(\v2\x1e.switchboard.contacts.v1.EmailB\b\xbaH\x05\x92\x01\x02\x10\x14R\x06emails\x12\x1c\n" +
+	"\x04tags\x18\x05 \x03(\x03B\b\xbaH\x05\x92\x01\x02\x10dR\x04tags\x12B\n" +
+	"\x05notes\x18\x06 \x03(\v2\".switchboard.contacts.v1.NoteInputB\b\xbaH\x05\x92\x01\x02\x10dR\x05notes\"\xad\x04\n" +
 	"\x14UpdateContactRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
 	"\n" +
 	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12#\n" +
 	"\x04name\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x02H\x00R\x04name\x88\x01\x01\x122\n" +
-	"\x06phones\x18\x04 \x01(\v2\x1a.google.protobuf.ListValueR\x06phones\x122\n" +
-	"\x06emails\x18\x05 \x01(\v2\x1a.google.protobuf.ListValueR\x06emails\x12.\n" +
-	"\x04tags\x18\x06 \x01(\v2\x1a.google.protobuf.ListValueR\x04tagsB\a\n" +
-	"\x05_name\"n\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02H\x00R\x04name\x88\x01\x01\x12\x8c\x01\n" +
+	"\x06phones\x18\x04 \x01(\v2\x1a.google.protobuf.ListValueBX\xbaHU\xba\x01R\n" +
+	"\x12repeated.max_items\x12*value must contain no more than 20 item(s)\x1a\x10size(this) <= 20R\x06phones\x12\x8c\x01\n" +
+	"\x06emails\x18\x05 \x01(\v2\x1a.google.protobuf.ListValueBX\xbaHU\xba\x01R\n" +
+	"\x12repeated.max_items\x12*value must contain no more than 20 item(s)\x1a\x10size(this) <= 20R\x06emails\x12\x8a\x01\n" +
+	"\x04tags\x18\x06 \x01(\v2\x1a.google.protobuf.ListValueBZ\xbaHW\xba\x01T\n" +
+	"\x12repeated.max_items\x12+value must contain no more than 100 item(s)\x1a\x11size(this) <= 100R\x04tagsB\a\n" +
+	"\x05_name\"x\n" +
 	"\x15SetContactTagsRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
 	"\n" +
-	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12\x17\n" +
-	"\atag_ids\x18\x03 \x03(\x03R\x06tagIds\"P\n" +
+	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12!\n" +
+	"\atag_ids\x18\x03 \x03(\x03B\b\xbaH\x05\x92\x01\x02\x10dR\x06tagIds\"P\n" +
 	"\x10ListNotesRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +

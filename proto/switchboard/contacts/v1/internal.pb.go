@@ -7,6 +7,7 @@
 package contactsv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -296,9 +297,10 @@ func (x *RecordLinkedEntityRequest) GetUrl() string {
 }
 
 type GetContactCardsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
-	Ids           []int64                `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// At most 1000: messaging's inbox asks for one page, at most 100.
+	Ids           []int64 `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -464,7 +466,7 @@ var File_switchboard_contacts_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_contacts_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/contacts/v1/internal.proto\x12\x17switchboard.contacts.v1\x1a switchboard/api/v1/options.proto\x1a&switchboard/contacts/v1/contacts.proto\"\xf2\x03\n" +
+	"&switchboard/contacts/v1/internal.proto\x12\x17switchboard.contacts.v1\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\x1a&switchboard/contacts/v1/contacts.proto\"\xf2\x03\n" +
 	"\x0fBindChatRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12#\n" +
@@ -500,11 +502,11 @@ const file_switchboard_contacts_v1_internal_proto_rawDesc = "" +
 	"externalId\x12\x1b\n" +
 	"\tis_closed\x18\x05 \x01(\bR\bisClosed\x12\x15\n" +
 	"\x03url\x18\x06 \x01(\tH\x00R\x03url\x88\x01\x01B\x06\n" +
-	"\x04_url\"I\n" +
+	"\x04_url\"T\n" +
 	"\x16GetContactCardsRequest\x12\x1d\n" +
 	"\n" +
-	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\x03R\x03ids\"U\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1b\n" +
+	"\x03ids\x18\x02 \x03(\x03B\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\x03ids\"U\n" +
 	"\x17GetContactCardsResponse\x12:\n" +
 	"\x05cards\x18\x01 \x03(\v2$.switchboard.contacts.v1.ContactCardR\x05cards\"\x7f\n" +
 	"\vContactCard\x12\x0e\n" +

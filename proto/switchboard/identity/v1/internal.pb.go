@@ -24,8 +24,9 @@ const (
 )
 
 type MarkCompaniesHadConnectionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CompanyIds    []int64                `protobuf:"varint,1,rep,packed,name=company_ids,json=companyIds,proto3" json:"company_ids,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 1000: connections' outbox relay sends batches of up to 100.
+	CompanyIds    []int64 `protobuf:"varint,1,rep,packed,name=company_ids,json=companyIds,proto3" json:"company_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -113,8 +114,9 @@ func (x *MarkCompaniesHadConnectionsResponse) GetUnknownCompanyIds() []int64 {
 }
 
 type CheckCompaniesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CompanyIds    []int64                `protobuf:"varint,1,rep,packed,name=company_ids,json=companyIds,proto3" json:"company_ids,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 1000 (pkg/peers asks about one company at a time).
+	CompanyIds    []int64 `protobuf:"varint,1,rep,packed,name=company_ids,json=companyIds,proto3" json:"company_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

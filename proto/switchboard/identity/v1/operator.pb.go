@@ -240,10 +240,11 @@ func (x *Owner) GetDisplayName() string {
 }
 
 type CreateApiKeyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
-	Scopes        []string               `protobuf:"bytes,2,rep,name=scopes,proto3" json:"scopes,omitempty"`
-	Name          *string                `protobuf:"bytes,3,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// At most 16: each of the 8 scopes once, plain or ":read".
+	Scopes        []string `protobuf:"bytes,2,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	Name          *string  `protobuf:"bytes,3,opt,name=name,proto3,oneof" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -433,7 +434,7 @@ type CreateRoleRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
 	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// Known permission names, in any case.
+	// Known permission names, in any case; at most 12, each permission once.
 	Permissions   []string `protobuf:"bytes,3,rep,name=permissions,proto3" json:"permissions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -520,11 +521,11 @@ const file_switchboard_identity_v1_operator_proto_rawDesc = "" +
 	"\x05Owner\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12\x14\n" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x12!\n" +
-	"\fdisplay_name\x18\x03 \x01(\tR\vdisplayName\"z\n" +
+	"\fdisplay_name\x18\x03 \x01(\tR\vdisplayName\"\x84\x01\n" +
 	"\x13CreateApiKeyRequest\x12\x1d\n" +
 	"\n" +
-	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x16\n" +
-	"\x06scopes\x18\x02 \x03(\tR\x06scopes\x12#\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12 \n" +
+	"\x06scopes\x18\x02 \x03(\tB\b\xbaH\x05\x92\x01\x02\x10\x10R\x06scopes\x12#\n" +
 	"\x04name\x18\x03 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02H\x00R\x04name\x88\x01\x01B\a\n" +
 	"\x05_name\"n\n" +
@@ -538,13 +539,13 @@ const file_switchboard_identity_v1_operator_proto_rawDesc = "" +
 	"\x05email\x18\x02 \x01(\tB\a\xbaH\x04r\x02`\x01R\x05email\x12-\n" +
 	"\fdisplay_name\x18\x03 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\vdisplayName\x122\n" +
-	"\x04role\x18\x04 \x01(\v2\x16.google.protobuf.ValueB\x06\xbaH\x03\xc8\x01\x01R\x04role\"t\n" +
+	"\x04role\x18\x04 \x01(\v2\x16.google.protobuf.ValueB\x06\xbaH\x03\xc8\x01\x01R\x04role\"~\n" +
 	"\x11CreateRoleRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1e\n" +
 	"\x04name\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12 \n" +
-	"\vpermissions\x18\x03 \x03(\tR\vpermissions2\xee\x04\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12*\n" +
+	"\vpermissions\x18\x03 \x03(\tB\b\xbaH\x05\x92\x01\x02\x10\fR\vpermissions2\xee\x04\n" +
 	"\x0fOperatorService\x12\x8e\x01\n" +
 	"\rCreateCompany\x12-.switchboard.identity.v1.CreateCompanyRequest\x1a..switchboard.identity.v1.CreateCompanyResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/admin/v1/companies\x12\xa1\x01\n" +
 	"\fCreateApiKey\x12,.switchboard.identity.v1.CreateApiKeyRequest\x1a-.switchboard.identity.v1.CreateApiKeyResponse\"4\x82\xd3\xe4\x93\x02.:\x01*\")/admin/v1/companies/{company_id}/api_keys\x12\x8a\x01\n" +

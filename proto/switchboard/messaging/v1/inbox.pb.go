@@ -32,7 +32,7 @@ type ListInboxRequest struct {
 	// The next_cursor of the previous page; a cursor this service did not
 	// make is 422 at query.cursor.
 	Cursor *string `protobuf:"bytes,3,opt,name=cursor,proto3,oneof" json:"cursor,omitempty"`
-	// Only chats of these connections.
+	// Only chats of these connections; at most 100 (a company has a handful).
 	ConnectionIds []int64 `protobuf:"varint,4,rep,packed,name=connection_ids,json=connectionIds,proto3" json:"connection_ids,omitempty"`
 	// Only chats with unanswered messages.
 	UnansweredOnly *bool `protobuf:"varint,5,opt,name=unanswered_only,json=unansweredOnly,proto3,oneof" json:"unanswered_only,omitempty"`

@@ -155,7 +155,7 @@ type WabaTemplateComponent struct {
 	// FOOTER of an AUTHENTICATION template: the code expires after this
 	// many minutes (1..90).
 	CodeExpirationMinutes *int32 `protobuf:"varint,5,opt,name=code_expiration_minutes,json=codeExpirationMinutes,proto3,oneof" json:"code_expiration_minutes,omitempty"`
-	// BUTTONS: 1..10 buttons.
+	// BUTTONS: 1..10 buttons, WhatsApp's limit for a template.
 	Buttons       []*WabaTemplateButton `protobuf:"bytes,6,rep,name=buttons,proto3" json:"buttons,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -348,11 +348,14 @@ type WabaTemplateExamples struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A file HEADER's example file: an absolute http(s) link.
 	HeaderUrl *string `protobuf:"bytes,1,opt,name=header_url,json=headerUrl,proto3,oneof" json:"header_url,omitempty"`
-	// One value per variable of a TEXT HEADER.
+	// One value per variable of a TEXT HEADER: at most 1, as WhatsApp's
+	// header holds one variable.
 	HeaderText []string `protobuf:"bytes,2,rep,name=header_text,json=headerText,proto3" json:"header_text,omitempty"`
-	// One value per body variable, in order.
+	// One value per body variable, in order: at most 161, the most a body
+	// of 1024 characters holds ({{1}} to {{161}}, each once, fill 1019).
 	BodyText []string `protobuf:"bytes,3,rep,name=body_text,json=bodyText,proto3" json:"body_text,omitempty"`
-	// One value per URL button with a variable, in order.
+	// One value per URL button with a variable, in order: at most 2, as
+	// WhatsApp allows 2 URL buttons in a template.
 	ButtonUrlText []string `protobuf:"bytes,4,rep,name=button_url_text,json=buttonUrlText,proto3" json:"button_url_text,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -422,8 +425,10 @@ type CreateWabaTemplateRequest struct {
 	ConnectionId int64                  `protobuf:"varint,2,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
 	// Lower-case letters, digits and underscores; the generated name adds 7
 	// chars and stays within 512.
-	CustomName string                   `protobuf:"bytes,3,opt,name=custom_name,json=customName,proto3" json:"custom_name,omitempty"`
-	Category   string                   `protobuf:"bytes,4,opt,name=category,proto3" json:"category,omitempty"`
+	CustomName string `protobuf:"bytes,3,opt,name=custom_name,json=customName,proto3" json:"custom_name,omitempty"`
+	Category   string `protobuf:"bytes,4,opt,name=category,proto3" json:"category,omitempty"`
+	// 1..4: at most one HEADER, BODY, FOOTER and BUTTONS each, the
+	// components WhatsApp's templates have.
 	Components []*WabaTemplateComponent `protobuf:"bytes,5,rep,name=components,proto3" json:"components,omitempty"`
 	// The language, such as en or ru or pt_BR.
 	TemplateLocale string                `protobuf:"bytes,6,opt,name=template_locale,json=templateLocale,proto3" json:"template_locale,omitempty"`
@@ -773,11 +778,13 @@ func (x *DeleteWabaTemplateRequest) GetName() string {
 }
 
 type UpdateWabaTemplateRequest struct {
-	state        protoimpl.MessageState   `protogen:"open.v1"`
-	CompanyId    int64                    `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
-	ConnectionId int64                    `protobuf:"varint,2,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
-	Name         string                   `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	Components   []*WabaTemplateComponent `protobuf:"bytes,4,rep,name=components,proto3" json:"components,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId    int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	ConnectionId int64                  `protobuf:"varint,2,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	Name         string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// 1..4: at most one HEADER, BODY, FOOTER and BUTTONS each, the
+	// components WhatsApp's templates have.
+	Components []*WabaTemplateComponent `protobuf:"bytes,4,rep,name=components,proto3" json:"components,omitempty"`
 	// Unchanged when not given.
 	Category *string `protobuf:"bytes,5,opt,name=category,proto3,oneof" json:"category,omitempty"`
 	// Unchanged when not given.
@@ -907,14 +914,14 @@ const file_switchboard_messaging_v1_waba_templates_proto_rawDesc = "" +
 	"\r_package_nameB\x11\n" +
 	"\x0f_signature_hashB\x0f\n" +
 	"\r_phone_numberB\x06\n" +
-	"\x04_url\"\xec\x01\n" +
+	"\x04_url\"\xf3\x01\n" +
 	"\x14WabaTemplateExamples\x12,\n" +
 	"\n" +
-	"header_url\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x10H\x00R\theaderUrl\x88\x01\x01\x120\n" +
-	"\vheader_text\x18\x02 \x03(\tB\x0f\xbaH\f\x92\x01\t\"\ar\x05\x10\x01\x18\x80\bR\n" +
-	"headerText\x12,\n" +
-	"\tbody_text\x18\x03 \x03(\tB\x0f\xbaH\f\x92\x01\t\"\ar\x05\x10\x01\x18\x80\bR\bbodyText\x127\n" +
-	"\x0fbutton_url_text\x18\x04 \x03(\tB\x0f\xbaH\f\x92\x01\t\"\ar\x05\x10\x01\x18\xd0\x0fR\rbuttonUrlTextB\r\n" +
+	"header_url\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x10H\x00R\theaderUrl\x88\x01\x01\x122\n" +
+	"\vheader_text\x18\x02 \x03(\tB\x11\xbaH\x0e\x92\x01\v\x10\x01\"\ar\x05\x10\x01\x18\x80\bR\n" +
+	"headerText\x12/\n" +
+	"\tbody_text\x18\x03 \x03(\tB\x12\xbaH\x0f\x92\x01\f\x10\xa1\x01\"\ar\x05\x10\x01\x18\x80\bR\bbodyText\x129\n" +
+	"\x0fbutton_url_text\x18\x04 \x03(\tB\x11\xbaH\x0e\x92\x01\v\x10\x02\"\ar\x05\x10\x01\x18\xd0\x0fR\rbuttonUrlTextB\r\n" +
 	"\v_header_url\"\xe8\x03\n" +
 	"\x19CreateWabaTemplateRequest\x12\x1d\n" +
 	"\n" +

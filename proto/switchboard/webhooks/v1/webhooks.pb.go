@@ -242,8 +242,9 @@ type CreateWebhookRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
 	// An absolute http(s) URL, at most 2048 characters, on a public address.
-	Url           string      `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
-	ConnectionId  int64       `protobuf:"varint,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	Url          string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	ConnectionId int64  `protobuf:"varint,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// 1..6 kinds, each once (there are 6).
 	Events        []EventType `protobuf:"varint,4,rep,packed,name=events,proto3,enum=switchboard.webhooks.v1.EventType" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -453,8 +454,8 @@ type UpdateWebhookRequest struct {
 	WebhookId string                 `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
 	Url       *string                `protobuf:"bytes,3,opt,name=url,proto3,oneof" json:"url,omitempty"`
 	// Not given (or null): unchanged. Given: the new list of event kinds
-	// (non-empty, no repeats). A ListValue, so that [] is told apart from
-	// absent: [] is a 422, never "unchanged".
+	// (non-empty, no repeats, so at most the 6 kinds). A ListValue, so that
+	// [] is told apart from absent: [] is a 422, never "unchanged".
 	Events        *structpb.ListValue `protobuf:"bytes,4,opt,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -951,14 +952,14 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x06secret\x18\x05 \x01(\tH\x00R\x06secret\x88\x01\x01\x129\n" +
 	"\n" +
 	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\t\n" +
-	"\a_secret\"\xd1\x01\n" +
+	"\a_secret\"\xd3\x01\n" +
 	"\x14CreateWebhookRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1c\n" +
 	"\x03url\x18\x02 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x10R\x03url\x12+\n" +
-	"\rconnection_id\x18\x03 \x01(\x03B\x06\xbaH\x03\xc8\x01\x01R\fconnectionId\x12O\n" +
-	"\x06events\x18\x04 \x03(\x0e2\".switchboard.webhooks.v1.EventTypeB\x13\xbaH\x10\x92\x01\r\b\x01\x18\x01\"\a\x82\x01\x04\x10\x01 \x00R\x06events\"4\n" +
+	"\rconnection_id\x18\x03 \x01(\x03B\x06\xbaH\x03\xc8\x01\x01R\fconnectionId\x12Q\n" +
+	"\x06events\x18\x04 \x03(\x0e2\".switchboard.webhooks.v1.EventTypeB\x15\xbaH\x12\x92\x01\x0f\b\x01\x10\x06\x18\x01\"\a\x82\x01\x04\x10\x01 \x00R\x06events\"4\n" +
 	"\x13ListWebhooksRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\"T\n" +
@@ -968,15 +969,16 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
 	"\n" +
-	"webhook_id\x18\x02 \x01(\tR\twebhookId\"\xb3\x01\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\"\x8c\x02\n" +
 	"\x14UpdateWebhookRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12!\n" +
 	"\x03url\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x10H\x00R\x03url\x88\x01\x01\x122\n" +
-	"\x06events\x18\x04 \x01(\v2\x1a.google.protobuf.ListValueR\x06eventsB\x06\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x10H\x00R\x03url\x88\x01\x01\x12\x8a\x01\n" +
+	"\x06events\x18\x04 \x01(\v2\x1a.google.protobuf.ListValueBV\xbaHS\xba\x01P\n" +
+	"\x12repeated.max_items\x12)value must contain no more than 6 item(s)\x1a\x0fsize(this) <= 6R\x06eventsB\x06\n" +
 	"\x04_url\"T\n" +
 	"\x14DeleteWebhookRequest\x12\x1d\n" +
 	"\n" +

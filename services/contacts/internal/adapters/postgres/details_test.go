@@ -171,3 +171,82 @@ func TestDetailsKeepConcurrentWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestContactWriteRefreshesDetailsOnce (issue 25): a create with every
+// list at its maximum (20 phones, 20 emails, 100 tags, 100 notes) and an
+// update replacing its lists run refresh_contact_details once each (it
+// rebuilds every note: one run per child statement, and one statement per
+// note, made 10,000 notes take minutes), and the details are exact after.
+// Meanwhile the triggers only note the contact. The repository's own
+// statements run in a transaction of the test, which counts the calls.
+func TestContactWriteRefreshesDetailsOnce(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	r := New(db)
+	const company = int64(7)
+	c := domain.Contact{CompanyID: company, Name: "Many"}
+	for i := range 100 {
+		tag, err := r.CreateTag(ctx, company, fmt.Sprintf("tag %d", i))
+		require.NoError(t, err)
+		c.Tags = append(c.Tags, tag.ID)
+		c.Notes = append(c.Notes, domain.Note{Type: domain.NoteText, Text: fmt.Sprintf("note %d", i), CreatedBy: 1, UpdatedBy: 1})
+	}
+	for i := range 20 {
+		c.Phones = append(c.Phones, domain.Phone{Type: "work", Phone: fmt.Sprintf("+7999100%04d", i)})
+		c.Emails = append(c.Emails, domain.Email{Type: "work", Email: fmt.Sprintf("many%d@example.com", i)})
+	}
+
+	tx, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	// Counts this transaction's calls (pg_stat_xact_user_functions).
+	_, err = tx.Exec(ctx, `SET LOCAL track_functions = 'pl'`)
+	require.NoError(t, err)
+	calls := func() int64 {
+		var n int64
+		require.NoError(t, tx.QueryRow(ctx, `SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions
+			WHERE funcname = 'refresh_contact_details'`).Scan(&n))
+		return n
+	}
+	var id int64
+	require.NoError(t, deferDetails(ctx, tx, func() error {
+		if id, err = insertContact(ctx, tx, c); err != nil {
+			return err
+		}
+		if err := writeTags(ctx, tx, company, id, c.Tags); err != nil {
+			return err
+		}
+		if err := insertNotes(ctx, tx, company, id, c.Notes); err != nil {
+			return err
+		}
+		var stored int
+		require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM contact_details WHERE contact_id = $1`, id).Scan(&stored))
+		require.Zero(t, stored, "deferred: no details yet")
+		return nil
+	}))
+	require.EqualValues(t, 1, calls(), "one refresh for the create's five child statements")
+	got, err := getContact(ctx, tx, company, id, false)
+	require.NoError(t, err)
+	require.Len(t, got.Phones, 20)
+	require.Len(t, got.Emails, 20)
+	require.Len(t, got.Tags, 100)
+	require.Len(t, got.Notes, 100)
+	for i, n := range got.Notes {
+		require.Equal(t, fmt.Sprintf("note %d", 99-i), n.Text, "notes newest first: the last given is the newest")
+	}
+
+	require.NoError(t, deferDetails(ctx, tx, func() error {
+		if err := writeLists(ctx, tx, company, id, c.Phones[:10], c.Emails[10:]); err != nil {
+			return err
+		}
+		return writeTags(ctx, tx, company, id, c.Tags[:50])
+	}))
+	require.EqualValues(t, 2, calls(), "one more for the update's six")
+	require.NoError(t, tx.Commit(ctx))
+	requireDetailsExact(t, db, "a deferred create and update")
+
+	// Outside a deferring write the triggers refresh at once, as before.
+	_, err = r.CreateNote(ctx, company, domain.Note{ContactID: id, Type: domain.NoteText, Text: "later", CreatedBy: 1, UpdatedBy: 1})
+	require.NoError(t, err)
+	requireDetailsExact(t, db, "a note added")
+}
