@@ -48,7 +48,8 @@ type MessagingSandboxServiceClient interface {
 	// A receipt for one outbound message (its platform uuid); 204.
 	MessageStatus(ctx context.Context, in *MessageStatusRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// What the messenger received from the platform, oldest first, as a bare
-	// array.
+	// array: every send attempt, so a message sent twice is two entries, each
+	// with its own source_message_id.
 	//
 	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	Outbox(ctx context.Context, in *OutboxRequest, opts ...grpc.CallOption) (*OutboxResponse, error)
@@ -142,7 +143,8 @@ type MessagingSandboxServiceServer interface {
 	// A receipt for one outbound message (its platform uuid); 204.
 	MessageStatus(context.Context, *MessageStatusRequest) (*emptypb.Empty, error)
 	// What the messenger received from the platform, oldest first, as a bare
-	// array.
+	// array: every send attempt, so a message sent twice is two entries, each
+	// with its own source_message_id.
 	//
 	// Errors: 404 error 10000 CONNECTION_NOT_FOUND.
 	Outbox(context.Context, *OutboxRequest) (*OutboxResponse, error)

@@ -288,7 +288,8 @@ type CreateTemplateRequest struct {
 	Type TemplateType `protobuf:"varint,2,opt,name=type,proto3,enum=switchboard.messaging.v1.TemplateType" json:"type,omitempty"`
 	Name string       `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	// Required (1..4096 chars) for a text without a file; a file's caption
-	// (0..1024); for waba_interactive omitted or equal to the derived text.
+	// (0..1024); for waba_interactive ignored (the text is derived from
+	// params).
 	Text *string `protobuf:"bytes,4,opt,name=text,proto3,oneof" json:"text,omitempty"`
 	// An absolute http(s) link, up to 2048 chars; empty or null: no file.
 	FileUrl *string `protobuf:"bytes,5,opt,name=file_url,json=fileUrl,proto3,oneof" json:"file_url,omitempty"`

@@ -56,8 +56,8 @@ type TemplatesServiceClient interface {
 	//
 	// type waba_interactive: params is the interactive structure (see
 	// Template.params) and text is derived from it (header text, body and
-	// footer joined by line breaks); a text that differs is 422. No file_url:
-	// media go in params.header.
+	// footer joined by line breaks); a text given in the request is ignored.
+	// No file_url: media go in params.header.
 	//
 	// image, video and document are stored types only: a request with one is
 	// 422 (send text with a file_url).
@@ -69,7 +69,8 @@ type TemplatesServiceClient interface {
 	// type waba_interactive makes it interactive (params required), type
 	// text makes it plain (params {} required in the same request, and a
 	// text unless it has a file). An interactive template's text follows its
-	// params.
+	// params: a text given for one is ignored, so a PATCH of its text alone
+	// changes nothing.
 	//
 	// Errors: 404 error 15005 MESSAGING_TEMPLATE_NOT_FOUND.
 	UpdateTemplate(ctx context.Context, in *UpdateTemplateRequest, opts ...grpc.CallOption) (*Template, error)
@@ -157,8 +158,8 @@ type TemplatesServiceServer interface {
 	//
 	// type waba_interactive: params is the interactive structure (see
 	// Template.params) and text is derived from it (header text, body and
-	// footer joined by line breaks); a text that differs is 422. No file_url:
-	// media go in params.header.
+	// footer joined by line breaks); a text given in the request is ignored.
+	// No file_url: media go in params.header.
 	//
 	// image, video and document are stored types only: a request with one is
 	// 422 (send text with a file_url).
@@ -170,7 +171,8 @@ type TemplatesServiceServer interface {
 	// type waba_interactive makes it interactive (params required), type
 	// text makes it plain (params {} required in the same request, and a
 	// text unless it has a file). An interactive template's text follows its
-	// params.
+	// params: a text given for one is ignored, so a PATCH of its text alone
+	// changes nothing.
 	//
 	// Errors: 404 error 15005 MESSAGING_TEMPLATE_NOT_FOUND.
 	UpdateTemplate(context.Context, *UpdateTemplateRequest) (*Template, error)
