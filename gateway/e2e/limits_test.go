@@ -237,3 +237,31 @@ func TestWabaTemplateListLimits(t *testing.T) {
 	require.Len(t, got["components"], 4)
 	require.Len(t, got["components"].([]any)[3].(map[string]any)["buttons"], 10)
 }
+
+// TestLargeContactsAreListed: a page of the largest contacts (six of them,
+// about 5 MB of answer) is served whole. Past gRPC's default 4 MiB answer
+// it was a 429 "too many requests", which no retry could cure.
+func TestLargeContactsAreListed(t *testing.T) {
+	t.Parallel()
+	c := newCompany(t, nil)
+	k := key(c.Key)
+	tags := limitTags(t, c, 1)
+	const n = 6
+	for range n {
+		r := api(t, "POST", cpath(c, "/contacts/"), largestContact(tags), k...)
+		require.Equal(t, 200, r.Status, "%s", strings.ToValidUTF8(string(r.Body[:min(len(r.Body), 300)]), "?"))
+	}
+	r := api(t, "GET", cpath(c, "/contacts/"), nil, k...)
+	require.Equal(t, 200, r.Status, "%s", strings.ToValidUTF8(string(r.Body[:min(len(r.Body), 300)]), "?"))
+	require.Greater(t, len(r.Body), 4<<20)
+	var page struct {
+		Contacts []struct {
+			Notes []any `json:"notes"`
+		} `json:"contacts"`
+	}
+	require.NoError(t, jsonUnmarshal(r.Body, &page))
+	require.Len(t, page.Contacts, n)
+	for _, contact := range page.Contacts {
+		require.Len(t, contact.Notes, maxContactNotes)
+	}
+}

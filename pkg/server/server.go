@@ -220,11 +220,19 @@ func streamRecovery(log *slog.Logger) grpc.StreamServerInterceptor {
 	}
 }
 
+// MaxAnswerBytes bounds an answer a client of ours takes from a service.
+// gRPC's default, 4 MiB, is less than answers the API allows (a page of
+// contacts each with many long notes), and past it the call fails after
+// the service did the work; the bound stays so a runaway answer cannot
+// take the caller's memory.
+const MaxAnswerBytes = 64 << 20
+
 // DialInternal connects to another service: OpenTelemetry propagation and
 // the internal token on every call.
 func DialInternal(target, token string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient(target, append(telemetry.DialOptions(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxAnswerBytes)),
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			ctx = metadata.AppendToOutgoingContext(ctx, auth.HeaderInternalToken, token)
 			return invoker(ctx, method, req, reply, cc, opts...)

@@ -19,6 +19,7 @@ import (
 	"switchboard.dev/gateway/internal/apidocs"
 	"switchboard.dev/gateway/internal/files"
 	"switchboard.dev/gateway/internal/httpapi"
+	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/telemetry"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
@@ -104,7 +105,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 	g := &Gateway{conns: map[string]*grpc.ClientConn{}}
 	for _, b := range backends(cfg) {
 		conn, err := grpc.NewClient(b.addr, append(telemetry.DialOptions(),
-			grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(server.MaxAnswerBytes)))...)
 		if err != nil {
 			g.Close()
 			return nil, fmt.Errorf("backend %s: %w", b.name, err)

@@ -88,10 +88,14 @@ func RoutingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marsh
 //   - other statuses by code, with the catalogue's default message and never
 //     the status text: Unauthenticated 401, PermissionDenied 403 (detail
 //     "Forbidden"), NotFound and Unimplemented 404, AlreadyExists, Aborted
-//     and FailedPrecondition 409, ResourceExhausted 429 (Retry-After: 1),
-//     Unavailable, DeadlineExceeded and Canceled 503;
+//     and FailedPrecondition 409, Unavailable, DeadlineExceeded and Canceled
+//     503;
 //   - anything else (other codes, non-status errors, InvalidArgument that the
-//     gateway did not produce): 500 INTERNAL_SERVER_ERROR.
+//     gateway did not produce): 500 INTERNAL_SERVER_ERROR. That includes a
+//     bare ResourceExhausted: the services' rate limits always carry the
+//     catalogue's detail, so one without it is gRPC's own refusal of a
+//     message past its size limit, and a 429 would tell the client to
+//     retry what can only fail again.
 func APIError(ctx context.Context, err error) *apierr.Error {
 	var httpErr *runtime.HTTPStatusError
 	if errors.As(err, &httpErr) {
@@ -130,8 +134,6 @@ func APIError(ctx context.Context, err error) *apierr.Error {
 		return apierr.NotFound.E()
 	case codes.AlreadyExists, codes.Aborted, codes.FailedPrecondition:
 		return apierr.Conflict.E()
-	case codes.ResourceExhausted:
-		return apierr.RateLimited(1)
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
 		return apierr.ServiceUnavailable.E()
 	}

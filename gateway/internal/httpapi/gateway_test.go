@@ -297,7 +297,10 @@ func TestServiceErrors(t *testing.T) {
 		{"raw_not_found", 404, notFoundBody, ""},
 		{"raw_unimplemented", 404, notFoundBody, ""},
 		{"raw_already_exists", 409, `{"error_code":409,"error_name":"CONFLICT","message":"conflict","detail":{}}`, ""},
-		{"raw_resource_exhausted", 429, `{"error_code":429,"error_name":"TOO_MANY_REQUESTS","message":"too many requests","detail":{}}`, "1"},
+		// Our rate limits always carry the catalogue detail: a bare
+		// ResourceExhausted is gRPC's own (a message past its size limit),
+		// which waiting does not cure.
+		{"raw_resource_exhausted", 500, `{"error_code":500,"error_name":"INTERNAL_SERVER_ERROR","message":"internal server error","detail":{}}`, ""},
 		{"raw_unavailable", 503, `{"error_code":503,"error_name":"SERVICE_UNAVAILABLE","message":"service unavailable","detail":{}}`, ""},
 		{"raw_deadline", 503, `{"error_code":503,"error_name":"SERVICE_UNAVAILABLE","message":"service unavailable","detail":{}}`, ""},
 	}
