@@ -68,15 +68,20 @@ func (r *Repo) SendFailed(ctx context.Context, messageID, errType, errText strin
 	})
 }
 
-// lockMessage reads an outbound message and its chat, holding the
-// message's row to the end of tx so receipts of one message apply one at a
-// time.
+// lockMessage reads an outbound message and its chat, holding both rows to
+// the end of tx: the message's so receipts of one message apply one at a
+// time, the chat's so that every transaction emitting an event of the chat
+// (inbound messages and sends hold it too) takes its outbox seq and commits
+// in one order. Without it a receipt and a person's message committing at
+// once could be numbered in one order and relayed, so delivered to
+// webhooks, in the other. Always the message first, then the chat: no
+// path locks a stored message while holding its chat.
 func lockMessage(ctx context.Context, tx pgx.Tx, where string, args ...any) (domain.Message, domain.Chat, error) {
 	m, err := scanMessage(tx.QueryRow(ctx, messageSelect+` WHERE m.direction = 'outbound' AND `+where+` FOR UPDATE OF m`, args...))
 	if err != nil {
 		return domain.Message{}, domain.Chat{}, err
 	}
-	chat, err := scanChat(tx.QueryRow(ctx, chatSelect+` WHERE c.id = $1`, m.ChatID))
+	chat, err := scanChat(tx.QueryRow(ctx, chatSelect+` WHERE c.id = $1 FOR UPDATE OF c`, m.ChatID))
 	return m, chat, err
 }
 
