@@ -52,11 +52,9 @@ func TestWabaTemplateCreatedAtIsUpdatedAt(t *testing.T) {
 func TestReadOfUndeliveredIsOneInstant(t *testing.T) {
 	ctx := context.Background()
 	r := New(pgtest.New(t, migrations.FS))
-	created, err := r.FindOrCreateChat(ctx, domain.Chat{CompanyID: 8, ConnectionID: 80, ConnectionType: domain.Telegram,
-		SourceChatID: "4242", Name: "Ann"}, func(context.Context, domain.Chat, bool) (int64, bool, error) { return 1, true, nil })
-	require.NoError(t, err)
+	chatID := testChat(t, r, 8, 80, domain.Telegram, "4242")
 	for range 5 {
-		m := domain.Message{ID: uuid.NewString(), CompanyID: 8, ChatID: created.Chat.ID, ConnectionID: 80,
+		m := domain.Message{ID: uuid.NewString(), CompanyID: 8, ChatID: chatID, ConnectionID: 80,
 			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
 		_, err := r.SaveOutbound(ctx, m, nil, nil)
 		require.NoError(t, err)

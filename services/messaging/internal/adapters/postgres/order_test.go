@@ -24,13 +24,10 @@ import (
 func TestReceiptWaitsForItsChat(t *testing.T) {
 	ctx := context.Background()
 	r := New(pgtest.New(t, migrations.FS))
-	created, err := r.FindOrCreateChat(ctx, domain.Chat{CompanyID: 7, ConnectionID: 70, ConnectionType: domain.Telegram,
-		SourceChatID: "4242", Name: "Ann"}, func(context.Context, domain.Chat, bool) (int64, bool, error) { return 1, true, nil })
-	require.NoError(t, err)
-	chatID := created.Chat.ID
+	chatID := testChat(t, r, 7, 70, domain.Telegram, "4242")
 	m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chatID, ConnectionID: 70,
 		Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
-	_, err = r.SaveOutbound(ctx, m, nil, nil)
+	_, err := r.SaveOutbound(ctx, m, nil, nil)
 	require.NoError(t, err)
 
 	// A writer of the chat's events holds the chat, as SaveInbound does.

@@ -23,9 +23,7 @@ func TestOpenDialogTakesOnce(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t, migrations.FS)
 	r := New(db)
-	created, err := r.FindOrCreateChat(ctx, domain.Chat{CompanyID: 7, ConnectionID: 70, ConnectionType: domain.Waba,
-		SourceChatID: "79990001122", Name: "Ann"}, func(context.Context, domain.Chat, bool) (int64, bool, error) { return 1, true, nil })
-	require.NoError(t, err)
+	chatID := testChat(t, r, 7, 70, domain.Waba, "79990001122")
 
 	var takes atomic.Int32
 	take := func() (bool, error) {
@@ -45,7 +43,7 @@ func TestOpenDialogTakesOnce(t *testing.T) {
 			defer wg.Done()
 			<-start
 			var err error
-			opened[i], err = r.OpenDialog(ctx, 7, created.Chat.ID, now, take)
+			opened[i], err = r.OpenDialog(ctx, 7, chatID, now, take)
 			require.NoError(t, err)
 		}()
 	}
@@ -56,7 +54,7 @@ func TestOpenDialogTakesOnce(t *testing.T) {
 		require.True(t, o, "send %d is covered", i)
 	}
 	// After the paid day, the next send takes again.
-	open, err := r.OpenDialog(ctx, 7, created.Chat.ID, now.Add(domain.DialogSession+time.Second), take)
+	open, err := r.OpenDialog(ctx, 7, chatID, now.Add(domain.DialogSession+time.Second), take)
 	require.NoError(t, err)
 	require.True(t, open)
 	require.EqualValues(t, 2, takes.Load())
@@ -124,4 +122,14 @@ func warmPool(t *testing.T, db *pgxpool.Pool) {
 	for _, c := range warm {
 		c.Release()
 	}
+}
+
+// testChat stores a chat of the company's connection (bound to contact 1)
+// and answers its id.
+func testChat(t *testing.T, r *Repo, company, conn int64, typ domain.Type, source string) int64 {
+	t.Helper()
+	created, err := r.FindOrCreateChat(context.Background(), domain.Chat{CompanyID: company, ConnectionID: conn, ConnectionType: typ,
+		SourceChatID: source, Name: "Ann"}, func(context.Context, domain.Chat, bool) (int64, bool, error) { return 1, true, nil })
+	require.NoError(t, err)
+	return created.Chat.ID
 }
