@@ -34,7 +34,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
 # unrelated process: the start below then tries other ports.
 PORT_LOCKS=${TMPDIR:-/tmp}/switchboard-ports
 free_port() {
-	local var=$1 lo=15000 hi p i fd
+	local var=$1 lo=20000 hi p i fd
 	shift
 	read -r hi _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || hi=32768
 	hi=$((hi - 1))

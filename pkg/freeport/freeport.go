@@ -28,8 +28,9 @@ import (
 
 const (
 	// lowest is the first port handed out: above the well-known and most
-	// registered services' ports.
-	lowest = 15000
+	// registered services' ports, and above `make run`'s defaults (15432,
+	// 16379), so tests never take a port a local run is about to bind.
+	lowest = 20000
 	// fallbackEphemeral is Linux's default start of the outgoing range.
 	fallbackEphemeral = 32768
 	tries             = 500

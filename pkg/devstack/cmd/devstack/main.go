@@ -10,12 +10,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	"switchboard.dev/pkg/auth"
 	"switchboard.dev/pkg/devstack"
 )
 
@@ -59,6 +62,13 @@ func run(ctx context.Context) error {
 	// SWITCHBOARD_TELEGRAM_API_URL and the like pass through to the services.
 	o.NoSandbox = os.Getenv("SWITCHBOARD_SANDBOX") == "0"
 
+	// A taken address would only show as the gateway failing to start, in
+	// its log: say it at once, and what to do.
+	if l, err := net.Listen("tcp", o.HTTPAddr); err != nil {
+		return fmt.Errorf("the API's address %s is taken by another program (%v): choose another, e.g. make run SWITCHBOARD_HTTP_ADDR=127.0.0.1:8081", o.HTTPAddr, err)
+	} else {
+		l.Close()
+	}
 	st, err := devstack.Start(ctx, o)
 	if err != nil {
 		return err
@@ -66,9 +76,12 @@ func run(ctx context.Context) error {
 	defer st.Stop()
 
 	statePath := filepath.Join(dir, "demo.json")
-	d, err := ensureDemo(st.BaseURL, o.AdminToken, statePath)
+	d, notice, err := ensureDemo(st.BaseURL, o.AdminToken, statePath)
 	if err != nil {
 		return err
+	}
+	if notice != "" {
+		fmt.Printf("\n%s\n", notice)
 	}
 	if o.NoSandbox {
 		fmt.Printf(`
@@ -156,30 +169,53 @@ func devstackNames() []string {
 	return out
 }
 
-// ensureDemo reuses the saved demo key while it still works, else creates
-// the demo company through the operator API.
-func ensureDemo(base, token, path string) (demo, error) {
-	var d demo
-	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &d) == nil && d.APIKey != "" {
-		if _, err := (client{base: base, key: d.APIKey}).do(http.MethodGet, fmt.Sprintf("/v2/companies/%d", d.CompanyID), nil, false); err == nil {
-			return d, nil
+// ensureDemo reuses the saved demo company and key. When the key no longer
+// works (it was reset through the API, say) the company stays, so every id
+// the README and the last run showed stays true: the operator API issues it
+// a new key, and notice says so. Only a company that no longer exists (a
+// new database under an old .run/demo.json) is made again.
+func ensureDemo(base, token, path string) (d demo, notice string, err error) {
+	op := client{base: base, token: token}
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &d) == nil && d.CompanyID != 0 {
+		if d.APIKey != "" {
+			if _, err := (client{base: base, key: d.APIKey}).do(http.MethodGet, fmt.Sprintf("/v2/companies/%d", d.CompanyID), nil, false); err == nil {
+				return d, "", nil
+			}
 		}
+		out, err := op.do(http.MethodPost, fmt.Sprintf("/admin/v1/companies/%d/api_keys", d.CompanyID),
+			map[string]any{"name": "Demo key", "scopes": auth.Scopes}, true)
+		switch {
+		case err == nil:
+			key, _ := out["api_key"].(string)
+			if key == "" {
+				return d, "", errors.New("issue a demo key: no key in the answer")
+			}
+			d.APIKey = key
+			notice := fmt.Sprintf("The saved key of demo company %[1]d no longer works (was it reset?): a new key was issued\n"+
+				"for it through the operator API (POST /admin/v1/companies/%[1]d/api_keys). The company and its ids are unchanged.",
+				d.CompanyID)
+			return d, notice, save(d, path)
+		case !strings.Contains(err.Error(), "HTTP 404"):
+			return d, "", fmt.Errorf("issue a new key for demo company %d: %w", d.CompanyID, err)
+		}
+		notice = fmt.Sprintf("Demo company %d of %s no longer exists (a new database?): a new demo company was made.", d.CompanyID, path)
 	}
-	out, err := client{base: base, token: token}.do(http.MethodPost, "/admin/v1/companies", map[string]any{
+	out, err := op.do(http.MethodPost, "/admin/v1/companies", map[string]any{
 		"name": "Demo company", "owner_email": "demo@example.com", "owner_name": "Demo Owner",
 	}, true)
 	if err != nil {
-		return d, fmt.Errorf("create demo company: %w", err)
+		return d, "", fmt.Errorf("create demo company: %w", err)
 	}
 	company, _ := out["company"].(map[string]any)
 	id, _ := company["id"].(float64)
 	apiKey, _ := out["api_key"].(string)
 	if apiKey == "" {
-		return d, errors.New("create demo company: no key in the answer")
+		return d, "", errors.New("create demo company: no key in the answer")
 	}
 	d = demo{CompanyID: int64(id), APIKey: apiKey}
-	return d, save(d, path)
+	return d, notice, save(d, path)
 }
+
 func save(d demo, path string) error {
 	b, _ := json.MarshalIndent(d, "", "  ")
 	return os.WriteFile(path, b, 0o600)
