@@ -132,11 +132,14 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 		if _, dup := item[strings.ToLower(rt.verb)]; dup {
 			return nil, fmt.Errorf("%s %s: two routes", rt.verb, rt.path)
 		}
-		item[strings.ToLower(rt.verb)] = op
 		if len(rt.wildcards) > 0 {
 			// OpenAPI's variables are one segment; these take any number.
-			item["x-multi-segment-variables"] = rt.wildcards
+			// The mark is the operation's: a key of the path item beside
+			// the methods is read as one more method by tools (Redoc
+			// listed an operation X-MULTI-SEGMENT-VARIABLES).
+			op["x-multi-segment-variables"] = rt.wildcards
 		}
+		item[strings.ToLower(rt.verb)] = op
 		tags[string(rt.service.Name())] = comment(rt.service)
 	}
 	shadowed(paths, routes, g)
@@ -188,6 +191,7 @@ func shadowed(paths map[string]any, routes []route, g *gen) {
 				op[k] = val
 			}
 			op["operationId"] = g.uniqueID(src["operationId"].(string))
+			delete(op, "x-multi-segment-variables") // the literal path has none
 			// The template's variables are fixed by the literal path.
 			var params []any
 			if ps, ok := src["parameters"].([]any); ok {

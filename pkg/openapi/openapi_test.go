@@ -107,7 +107,7 @@ func TestErrorsSecurityAndIDs(t *testing.T) {
 	// A literal path keeps the methods its template serves there; a
 	// variable over several segments is marked.
 	require.Contains(t, at(t, doc, "paths", "/v2/users/me/profile"), "patch")
-	require.Equal(t, []any{"path"}, at(t, doc, "paths", "/v2/users/me/{path}", "x-multi-segment-variables"))
+	require.Equal(t, []any{"path"}, at(t, doc, "paths", "/v2/users/me/{path}", "get", "x-multi-segment-variables"))
 
 	op := load(t, openapi.Operator())
 	require.Contains(t, at(t, op, "paths"), "/sandbox/v1/waba/{connection_id}/templates/{name}/status")
