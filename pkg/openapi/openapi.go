@@ -10,6 +10,10 @@
 // Error codes come from the RPC comments ("404 error 15010"), checked
 // against pkg/apierr's catalogue: a comment naming an unknown code fails the
 // generation, so the documented codes are the catalogue's.
+//
+// Operations are grouped by the API's sections, not by service
+// (sections.go), set in the protos with the options of
+// proto/switchboard/api/v1/reference.proto.
 package openapi
 
 import (
@@ -61,6 +65,11 @@ type route struct {
 	streamed bool
 	// wildcards are the variables that span segments ({path=**}).
 	wildcards []any
+	// section is the group of the reference the route is listed under;
+	// order is its method's place among the methods of the files, which
+	// orders the operations within a section.
+	section apiv1.Section
+	order   int
 }
 
 // Build writes the document of one kind from the files (and what they
@@ -68,6 +77,11 @@ type route struct {
 func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 	g := &gen{kind: kind, schemas: map[string]any{}, errResponses: map[string]any{}, opIDs: map[string]string{}}
 	var routes []route
+	// Methods are numbered in the order of the files' paths (buf hands
+	// them over imports first), services and methods as declared.
+	files = slices.Clone(files)
+	sort.SliceStable(files, func(i, j int) bool { return files[i].Path() < files[j].Path() })
+	order := 0
 	for _, f := range files {
 		if strings.HasPrefix(f.Path(), "switchboard/gatewaytest/") {
 			continue // the gateway's own test service, never served
@@ -77,10 +91,13 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 			aud, _ := proto.GetExtension(sd.Options(), apiv1.E_Audience).(apiv1.Audience)
 			for j := 0; j < sd.Methods().Len(); j++ {
 				md := sd.Methods().Get(j)
+				order++
 				rule, _ := proto.GetExtension(md.Options(), annotations.E_Http).(*annotations.HttpRule)
 				access, _ := proto.GetExtension(md.Options(), apiv1.E_Access).(*apiv1.Access)
+				section := sectionOf(sd, md)
 				if s, ok := streamed[md.FullName()]; ok && rule == nil {
-					rt := route{method: md, service: sd, verb: s.verb, path: s.path, audience: aud, access: access, streamed: true}
+					rt := route{method: md, service: sd, verb: s.verb, path: s.path, audience: aud, access: access, streamed: true,
+						section: section, order: order}
 					rt.match = routeRegexp(rt.path)
 					if kindOf(rt) == kind {
 						routes = append(routes, rt)
@@ -91,7 +108,8 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 					continue
 				}
 				for _, r := range append([]*annotations.HttpRule{rule}, rule.GetAdditionalBindings()...) {
-					rt := route{method: md, service: sd, body: r.GetBody(), responseBody: r.GetResponseBody(), audience: aud, access: access}
+					rt := route{method: md, service: sd, body: r.GetBody(), responseBody: r.GetResponseBody(), audience: aud, access: access,
+						section: section, order: order}
 					rt.verb, rt.path = verbPath(r)
 					if rt.path == "" {
 						return nil, fmt.Errorf("%s: a route without a path", md.FullName())
@@ -113,8 +131,12 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 		}
 		return verbOrder(routes[i].verb) < verbOrder(routes[j].verb)
 	})
+	for _, rt := range routes {
+		if _, err := sectionInfo(rt.section); err != nil {
+			return nil, fmt.Errorf("%s (%s %s): %w", rt.method.FullName(), rt.verb, rt.path, err)
+		}
+	}
 	paths := map[string]any{}
-	tags := map[string]string{}
 	for _, rt := range routes {
 		operation := g.operation
 		if rt.streamed {
@@ -140,27 +162,20 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 			op["x-multi-segment-variables"] = rt.wildcards
 		}
 		item[strings.ToLower(rt.verb)] = op
-		tags[string(rt.service.Name())] = comment(rt.service)
 	}
 	shadowed(paths, routes, g)
 	if g.err != nil {
 		return nil, g.err
 	}
-	var tagList []any
-	for _, name := range sortedKeys(tags) {
-		t := map[string]any{"name": name}
-		if tags[name] != "" {
-			t["description"] = tags[name]
-		}
-		tagList = append(tagList, t)
-	}
+	tags, tagGroups := tagList(routes)
 	g.schemas["Error"] = errorSchema()
 	doc := Doc{
-		"openapi": "3.1.0",
-		"info":    info(kind),
-		"servers": []any{map[string]any{"url": "/"}},
-		"tags":    tagList,
-		"paths":   paths,
+		"openapi":     "3.1.0",
+		"info":        info(kind),
+		"servers":     []any{map[string]any{"url": "/"}},
+		"tags":        tags,
+		"x-tagGroups": tagGroups,
+		"paths":       orderPaths(paths, routes),
 		"components": map[string]any{
 			"schemas":         g.schemas,
 			"responses":       g.errResponses,
@@ -346,7 +361,7 @@ func (g *gen) operation(rt route) (map[string]any, error) {
 	text := comment(md)
 	op := map[string]any{
 		"operationId": id,
-		"tags":        []any{string(rt.service.Name())},
+		"tags":        []any{sectionTitle(rt.section)},
 		"x-rpc":       string(md.FullName()),
 	}
 	if s := summary(text); s != "" {

@@ -1,6 +1,9 @@
 package openapi_test
 
 import (
+	"encoding/json"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,9 +11,189 @@ import (
 	"switchboard.dev/proto/openapi"
 )
 
-// Issue 26: the reference as a client reads it.
+// Issue 26: the reference as a client reads it. Its groups are the API's
+// sections, not the services behind them; its path items hold nothing a
+// tool takes for a method.
+
+// operations lists a document's operations as "verb path" with the
+// operation, skipping nothing.
+func operations(t *testing.T, doc map[string]any) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for path, item := range at(t, doc, "paths").(map[string]any) {
+		for verb, op := range item.(map[string]any) {
+			if o, ok := op.(map[string]any); ok && methods[verb] {
+				out[verb+" "+path] = o
+			}
+		}
+	}
+	return out
+}
 
 var methods = map[string]bool{"get": true, "put": true, "post": true, "delete": true, "options": true, "head": true, "patch": true, "trace": true}
+
+// TestSectionsAreTheAPIsOwn: every operation has exactly one tag, one of the
+// declared tags; every tag has a description and sits under one menu
+// heading (x-tagGroups); no tag is named after a service (the x-rpc of
+// the operations names them all); Telegram's callback is in a group of its
+// own, apart from every tag a client's route has.
+func TestSectionsAreTheAPIsOwn(t *testing.T) {
+	for name, raw := range map[string][]byte{"public": openapi.Public(), "operator": openapi.Operator()} {
+		t.Run(name, func(t *testing.T) {
+			doc := load(t, raw)
+			declared := map[string]bool{}
+			for _, tag := range at(t, doc, "tags").([]any) {
+				tg := tag.(map[string]any)
+				title := tg["name"].(string)
+				require.False(t, declared[title], "tag %q twice", title)
+				declared[title] = true
+				desc, _ := tg["description"].(string)
+				require.NotEmpty(t, desc, "tag %q has no description", title)
+				require.True(t, strings.HasSuffix(desc, "."), "tag %q: one sentence: %q", title, desc)
+				require.NotContains(t, strings.TrimSuffix(desc, "."), ". ", "tag %q: one sentence: %q", title, desc)
+			}
+			grouped := map[string]string{}
+			for _, g := range at(t, doc, "x-tagGroups").([]any) {
+				group := g.(map[string]any)
+				for _, tag := range group["tags"].([]any) {
+					require.True(t, declared[tag.(string)], "x-tagGroups names the undeclared tag %q", tag)
+					require.NotContains(t, grouped, tag, "tag %q under two headings", tag)
+					grouped[tag.(string)] = group["name"].(string)
+				}
+			}
+			require.Len(t, grouped, len(declared), "Redoc hides a tag under no heading")
+
+			services := map[string]bool{}
+			used := map[string]bool{}
+			for key, op := range operations(t, doc) {
+				tags, _ := op["tags"].([]any)
+				require.Len(t, tags, 1, "%s: one tag", key)
+				tag := tags[0].(string)
+				require.True(t, declared[tag], "%s: tag %q is not declared", key, tag)
+				used[tag] = true
+				rpc := strings.Split(op["x-rpc"].(string), ".")
+				services[rpc[len(rpc)-2]] = true
+			}
+			require.Len(t, used, len(declared), "a declared tag without operations")
+			for tag := range declared {
+				require.False(t, services[tag], "tag %q is a service's name", tag)
+				require.NotRegexp(t, `Service$`, tag)
+			}
+		})
+	}
+
+	doc := load(t, openapi.Public())
+	callbackTags, clientTags := map[string]bool{}, map[string]bool{}
+	for key, op := range operations(t, doc) {
+		tag := op["tags"].([]any)[0].(string)
+		if strings.Contains(key, " /telegram/") {
+			callbackTags[tag] = true
+		} else {
+			clientTags[tag] = true
+		}
+	}
+	require.NotEmpty(t, callbackTags, "the public document describes Telegram's callback (the gateway serves it)")
+	for tag := range callbackTags {
+		require.False(t, clientTags[tag], "Telegram's callback shares the tag %q with a client's routes", tag)
+	}
+	for _, g := range at(t, doc, "x-tagGroups").([]any) {
+		group := g.(map[string]any)
+		var callbacks, clients int
+		for _, tag := range group["tags"].([]any) {
+			if callbackTags[tag.(string)] {
+				callbacks++
+			} else {
+				clients++
+			}
+		}
+		require.False(t, callbacks > 0 && clients > 0, "heading %q mixes callbacks and a client's groups", group["name"])
+		if callbacks > 0 {
+			require.Contains(t, strings.ToLower(group["name"].(string)), "not called by clients")
+		}
+	}
+	titles := map[string]bool{}
+	for _, tag := range at(t, doc, "tags").([]any) {
+		titles[tag.(map[string]any)["name"].(string)] = true
+	}
+	for _, want := range []string{"Company", "API integrations", "Connections", "Messenger logins", "Subscriptions",
+		"Chats and messages", "Templates", "Files", "Contacts", "Webhooks"} {
+		require.True(t, titles[want], "no group %q", want)
+	}
+}
+
+// TestOperationsInReadingOrder: Redoc lists a tag's operations in the
+// order of the paths object, so the document keeps the order of the
+// sections and of the methods in the protos, and each path's methods get,
+// post, put, patch, delete.
+func TestOperationsInReadingOrder(t *testing.T) {
+	var doc struct {
+		Paths orderedObject `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(openapi.Public(), &doc))
+	var list []string
+	for _, p := range doc.Paths {
+		var item orderedObject
+		require.NoError(t, json.Unmarshal(p.value, &item))
+		var verbs []string
+		for _, m := range item {
+			verbs = append(verbs, m.key)
+			list = append(list, m.key+" "+p.key)
+		}
+		require.True(t, sort.SliceIsSorted(verbs, func(i, j int) bool {
+			return verbRank[verbs[i]] < verbRank[verbs[j]]
+		}), "%s: %v", p.key, verbs)
+	}
+	index := func(op string) int {
+		for i, o := range list {
+			if o == op {
+				return i
+			}
+		}
+		t.Fatalf("no %s", op)
+		return 0
+	}
+	for _, pair := range [][2]string{
+		{"get /v2/companies/{company_id}", "get /v2/companies/{company_id}/members"},
+		{"get /v2/companies/{company_id}/connections", "post /v2/companies/{company_id}/connections"},
+		{"post /v2/companies/{company_id}/connections", "get /v2/companies/{company_id}/connections/{connection_id}"},
+		{"get /v2/companies/{company_id}/connections/{connection_id}", "post /v2/companies/{company_id}/telegram/init"},
+		{"get /v2/users/me", "post /v2/companies"}, // a client's call before the ones answering 403
+		{"get /v2/companies/{company_id}/messaging/templates", "post /v2/companies/{company_id}/messaging/templates/waba_templates"},
+		{"post /v2/companies/{company_id}/webhooks", "post /telegram/v1/bots/{connection_id}/updates"},
+	} {
+		require.Less(t, index(pair[0]), index(pair[1]), "%s before %s", pair[0], pair[1])
+	}
+}
+
+var verbRank = map[string]int{"get": 0, "post": 1, "put": 2, "patch": 3, "delete": 4}
+
+// orderedObject is a JSON object with its keys in the document's order.
+type orderedObject []struct {
+	key   string
+	value json.RawMessage
+}
+
+func (o *orderedObject) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		*o = append(*o, struct {
+			key   string
+			value json.RawMessage
+		}{k.(string), v})
+	}
+	return nil
+}
 
 // TestPathItemsHoldOnlyMethods: a path item holds methods and the fields
 // OpenAPI gives it; anything else (an x- extension) is listed by Redoc as

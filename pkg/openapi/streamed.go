@@ -21,7 +21,7 @@ func (g *gen) streamedOperation(rt route) (map[string]any, error) {
 	text := comment(rt.method)
 	op := map[string]any{
 		"operationId": g.uniqueID(string(rt.method.Name())),
-		"tags":        []any{string(rt.service.Name())},
+		"tags":        []any{sectionTitle(rt.section)},
 		"x-rpc":       string(rt.method.FullName()),
 		"summary":     summary(text),
 		"description": text,

@@ -2477,7 +2477,7 @@ var File_switchboard_connections_v1_connections_proto protoreflect.FileDescripto
 
 const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\n" +
-	",switchboard/connections/v1/connections.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"\xe2\x03\n" +
+	",switchboard/connections/v1/connections.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xe2\x03\n" +
 	"\n" +
 	"Connection\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
@@ -2757,7 +2757,7 @@ const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\x16WhatsappInstanceStatus\x12(\n" +
 	"$WHATSAPP_INSTANCE_STATUS_UNSPECIFIED\x10\x00\x12'\n" +
 	"\x1bWHATSAPP_INSTANCE_STATUS_OK\x10\x01\x1a\x06\xda\xf3\x18\x02ok\x121\n" +
-	" WHATSAPP_INSTANCE_STATUS_LOADING\x10\x02\x1a\v\xda\xf3\x18\aloading2\xfe\x19\n" +
+	" WHATSAPP_INSTANCE_STATUS_LOADING\x10\x02\x1a\v\xda\xf3\x18\aloading2\xac\x1a\n" +
 	"\x12ConnectionsService\x12\xbb\x01\n" +
 	"\x0fListConnections\x122.switchboard.connections.v1.ListConnectionsRequest\x1a3.switchboard.connections.v1.ListConnectionsResponse\"?\xca\xf3\x18\r\n" +
 	"\vconnections\x82\xd3\xe4\x93\x02(\x12&/v2/companies/{company_id}/connections\x12\xba\x01\n" +
@@ -2768,31 +2768,31 @@ const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\x10UpdateConnection\x123.switchboard.connections.v1.UpdateConnectionRequest\x1a&.switchboard.connections.v1.Connection\"R\xca\xf3\x18\r\n" +
 	"\vconnections\x82\xd3\xe4\x93\x02;:\x01*26/v2/companies/{company_id}/connections/{connection_id}\x12\xf3\x01\n" +
 	"\x16ListConnectionStatuses\x129.switchboard.connections.v1.ListConnectionStatusesRequest\x1a:.switchboard.connections.v1.ListConnectionStatusesResponse\"b\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02Kb\bstatuses\x12?/v2/companies/{company_id}/connections/{connection_id}/statuses\x12\x99\x01\n" +
-	"\tGetLimits\x12,.switchboard.connections.v1.GetLimitsRequest\x1a\".switchboard.connections.v1.Limits\":\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02#\x12!/v2/companies/{company_id}/limits\x12\xa3\x01\n" +
-	"\bGetLimit\x12+.switchboard.connections.v1.GetLimitRequest\x1a!.switchboard.connections.v1.Limit\"G\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x020\x12./v2/companies/{company_id}/limits/{limit_type}\x12\xaa\x01\n" +
-	"\fTelegramInit\x12/.switchboard.connections.v1.TelegramInitRequest\x1a#.switchboard.connections.v1.Session\"D\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02-:\x01*\"(/v2/companies/{company_id}/telegram/init\x12\xad\x01\n" +
-	"\rTelegramLogin\x120.switchboard.connections.v1.TelegramLoginRequest\x1a#.switchboard.connections.v1.Session\"E\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02.:\x01*\")/v2/companies/{company_id}/telegram/login\x12\xae\x01\n" +
-	"\x0fMaxPersonalInit\x12,.switchboard.connections.v1.PhoneInitRequest\x1a#.switchboard.connections.v1.Session\"H\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x021:\x01*\",/v2/companies/{company_id}/max_personal/init\x12\xb1\x01\n" +
-	"\x10MaxPersonalLogin\x12-.switchboard.connections.v1.PhoneLoginRequest\x1a#.switchboard.connections.v1.Session\"I\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x022:\x01*\"-/v2/companies/{company_id}/max_personal/login\x12\xa8\x01\n" +
-	"\fVkDirectInit\x12,.switchboard.connections.v1.PhoneInitRequest\x1a#.switchboard.connections.v1.Session\"E\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02.:\x01*\")/v2/companies/{company_id}/vk_direct/init\x12\xab\x01\n" +
-	"\rVkDirectLogin\x12-.switchboard.connections.v1.PhoneLoginRequest\x1a#.switchboard.connections.v1.Session\"F\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02/:\x01*\"*/v2/companies/{company_id}/vk_direct/login\x12\xcb\x01\n" +
-	"\rWhatsappLogin\x120.switchboard.connections.v1.WhatsappLoginRequest\x1a1.switchboard.connections.v1.WhatsappLoginResponse\"U\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02>:\x01*\"9/v2/companies/{company_id}/whatsapp/{connection_id}/login\x12\xcc\x01\n" +
-	"\x0eWhatsappStatus\x121.switchboard.connections.v1.WhatsappStatusRequest\x1a2.switchboard.connections.v1.WhatsappStatusResponse\"S\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02<\x12:/v2/companies/{company_id}/whatsapp/{connection_id}/status\x12\xf1\x01\n" +
+	"\vconnections\x82\xd3\xe4\x93\x02Kb\bstatuses\x12?/v2/companies/{company_id}/connections/{connection_id}/statuses\x12\x9d\x01\n" +
+	"\tGetLimits\x12,.switchboard.connections.v1.GetLimitsRequest\x1a\".switchboard.connections.v1.Limits\">\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x01\x82\xd3\xe4\x93\x02#\x12!/v2/companies/{company_id}/limits\x12\xa7\x01\n" +
+	"\bGetLimit\x12+.switchboard.connections.v1.GetLimitRequest\x1a!.switchboard.connections.v1.Limit\"K\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x01\x82\xd3\xe4\x93\x020\x12./v2/companies/{company_id}/limits/{limit_type}\x12\xae\x01\n" +
+	"\fTelegramInit\x12/.switchboard.connections.v1.TelegramInitRequest\x1a#.switchboard.connections.v1.Session\"H\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02-:\x01*\"(/v2/companies/{company_id}/telegram/init\x12\xb1\x01\n" +
+	"\rTelegramLogin\x120.switchboard.connections.v1.TelegramLoginRequest\x1a#.switchboard.connections.v1.Session\"I\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02.:\x01*\")/v2/companies/{company_id}/telegram/login\x12\xb2\x01\n" +
+	"\x0fMaxPersonalInit\x12,.switchboard.connections.v1.PhoneInitRequest\x1a#.switchboard.connections.v1.Session\"L\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x021:\x01*\",/v2/companies/{company_id}/max_personal/init\x12\xb5\x01\n" +
+	"\x10MaxPersonalLogin\x12-.switchboard.connections.v1.PhoneLoginRequest\x1a#.switchboard.connections.v1.Session\"M\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x022:\x01*\"-/v2/companies/{company_id}/max_personal/login\x12\xac\x01\n" +
+	"\fVkDirectInit\x12,.switchboard.connections.v1.PhoneInitRequest\x1a#.switchboard.connections.v1.Session\"I\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02.:\x01*\")/v2/companies/{company_id}/vk_direct/init\x12\xaf\x01\n" +
+	"\rVkDirectLogin\x12-.switchboard.connections.v1.PhoneLoginRequest\x1a#.switchboard.connections.v1.Session\"J\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02/:\x01*\"*/v2/companies/{company_id}/vk_direct/login\x12\xcf\x01\n" +
+	"\rWhatsappLogin\x120.switchboard.connections.v1.WhatsappLoginRequest\x1a1.switchboard.connections.v1.WhatsappLoginResponse\"Y\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02>:\x01*\"9/v2/companies/{company_id}/whatsapp/{connection_id}/login\x12\xd0\x01\n" +
+	"\x0eWhatsappStatus\x121.switchboard.connections.v1.WhatsappStatusRequest\x1a2.switchboard.connections.v1.WhatsappStatusResponse\"W\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02<\x12:/v2/companies/{company_id}/whatsapp/{connection_id}/status\x12\xf1\x01\n" +
 	"\x19UpdateWabaBusinessProfile\x12<.switchboard.connections.v1.UpdateWabaBusinessProfileRequest\x1a/.switchboard.connections.v1.WabaBusinessProfile\"e\xca\xf3\x18\r\n" +
 	"\vconnections\x82\xd3\xe4\x93\x02N:\x01*\"I/v2/companies/{company_id}/waba/{connection_id}/whatsapp_business_profile\x12\x8c\x02\n" +
 	"\"UpdateWabaConversationalAutomation\x12E.switchboard.connections.v1.UpdateWabaConversationalAutomationRequest\x1a8.switchboard.connections.v1.WabaConversationalAutomation\"e\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02N:\x01*\"I/v2/companies/{company_id}/waba/{connection_id}/conversational_automationB@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
+	"\vconnections\x82\xd3\xe4\x93\x02N:\x01*\"I/v2/companies/{company_id}/waba/{connection_id}/conversational_automation\x1a\x04\xe8\xf9\x18\x05B@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
 
 var (
 	file_switchboard_connections_v1_connections_proto_rawDescOnce sync.Once

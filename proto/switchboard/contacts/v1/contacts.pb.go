@@ -2262,7 +2262,7 @@ var File_switchboard_contacts_v1_contacts_proto protoreflect.FileDescriptor
 
 const file_switchboard_contacts_v1_contacts_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/contacts/v1/contacts.proto\x12\x17switchboard.contacts.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"j\n" +
+	"&switchboard/contacts/v1/contacts.proto\x12\x17switchboard.contacts.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"j\n" +
 	"\x05Phone\x12@\n" +
 	"\x04type\x18\x01 \x01(\x0e2\".switchboard.contacts.v1.PhoneTypeB\b\xbaH\x05\x82\x01\x02\x10\x01R\x04type\x12\x1f\n" +
 	"\x05phone\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@R\x05phone\"k\n" +
@@ -2483,7 +2483,7 @@ const file_switchboard_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x10LinkedEntityType\x12\"\n" +
 	"\x1eLINKED_ENTITY_TYPE_UNSPECIFIED\x10\x00\x12=\n" +
 	"#LINKED_ENTITY_TYPE_EXTERNAL_CONTACT\x10\x01\x1a\x14\xda\xf3\x18\x10external_contact\x127\n" +
-	" LINKED_ENTITY_TYPE_EXTERNAL_LEAD\x10\x02\x1a\x11\xda\xf3\x18\rexternal_lead2\xdd\x17\n" +
+	" LINKED_ENTITY_TYPE_EXTERNAL_LEAD\x10\x02\x1a\x11\xda\xf3\x18\rexternal_lead2\xf3\x17\n" +
 	"\x0fContactsService\x12\xa7\x01\n" +
 	"\fListContacts\x12,.switchboard.contacts.v1.ListContactsRequest\x1a-.switchboard.contacts.v1.ListContactsResponse\":\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02%\x12#/v2/companies/{company_id}/contacts\x12\xa3\x01\n" +
@@ -2514,15 +2514,15 @@ const file_switchboard_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x12ListSocialProfiles\x122.switchboard.contacts.v1.ListSocialProfilesRequest\x1a3.switchboard.contacts.v1.ListSocialProfilesResponse\"h\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02Sb\x0fsocial_profiles\x12@/v2/companies/{company_id}/contacts/{contact_id}/social_profiles\x12\xe7\x01\n" +
 	"\x12ListLinkedEntities\x122.switchboard.contacts.v1.ListLinkedEntitiesRequest\x1a3.switchboard.contacts.v1.ListLinkedEntitiesResponse\"h\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02Sb\x0flinked_entities\x12@/v2/companies/{company_id}/contacts/{contact_id}/linked_entities\x12\x9d\x01\n" +
-	"\bListTags\x12(.switchboard.contacts.v1.ListTagsRequest\x1a).switchboard.contacts.v1.ListTagsResponse\"<\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02'b\x04tags\x12\x1f/v2/companies/{company_id}/tags\x12\x8f\x01\n" +
-	"\tCreateTag\x12).switchboard.contacts.v1.CreateTagRequest\x1a\x1c.switchboard.contacts.v1.Tag\"9\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/v2/companies/{company_id}/tags\x12\x98\x01\n" +
-	"\tUpdateTag\x12).switchboard.contacts.v1.UpdateTagRequest\x1a\x1c.switchboard.contacts.v1.Tag\"B\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02-:\x01*2(/v2/companies/{company_id}/tags/{tag_id}\x12\x8f\x01\n" +
-	"\tDeleteTag\x12).switchboard.contacts.v1.DeleteTagRequest\x1a\x16.google.protobuf.Empty\"?\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02**(/v2/companies/{company_id}/tags/{tag_id}B:Z8switchboard.dev/proto/switchboard/contacts/v1;contactsv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x02Sb\x0flinked_entities\x12@/v2/companies/{company_id}/contacts/{contact_id}/linked_entities\x12\xa1\x01\n" +
+	"\bListTags\x12(.switchboard.contacts.v1.ListTagsRequest\x1a).switchboard.contacts.v1.ListTagsResponse\"@\xca\xf3\x18\v\n" +
+	"\tmessaging\xf0\xf9\x18\f\x82\xd3\xe4\x93\x02'b\x04tags\x12\x1f/v2/companies/{company_id}/tags\x12\x93\x01\n" +
+	"\tCreateTag\x12).switchboard.contacts.v1.CreateTagRequest\x1a\x1c.switchboard.contacts.v1.Tag\"=\xca\xf3\x18\v\n" +
+	"\tmessaging\xf0\xf9\x18\f\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/v2/companies/{company_id}/tags\x12\x9c\x01\n" +
+	"\tUpdateTag\x12).switchboard.contacts.v1.UpdateTagRequest\x1a\x1c.switchboard.contacts.v1.Tag\"F\xca\xf3\x18\v\n" +
+	"\tmessaging\xf0\xf9\x18\f\x82\xd3\xe4\x93\x02-:\x01*2(/v2/companies/{company_id}/tags/{tag_id}\x12\x93\x01\n" +
+	"\tDeleteTag\x12).switchboard.contacts.v1.DeleteTagRequest\x1a\x16.google.protobuf.Empty\"C\xca\xf3\x18\v\n" +
+	"\tmessaging\xf0\xf9\x18\f\x82\xd3\xe4\x93\x02**(/v2/companies/{company_id}/tags/{tag_id}\x1a\x04\xe8\xf9\x18\vB:Z8switchboard.dev/proto/switchboard/contacts/v1;contactsv1b\x06proto3"
 
 var (
 	file_switchboard_contacts_v1_contacts_proto_rawDescOnce sync.Once

@@ -437,7 +437,7 @@ var File_switchboard_messaging_v1_inbox_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_inbox_proto_rawDesc = "" +
 	"\n" +
-	"$switchboard/messaging/v1/inbox.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a'switchboard/messaging/v1/messages.proto\"\xb9\x02\n" +
+	"$switchboard/messaging/v1/inbox.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a'switchboard/messaging/v1/messages.proto\"\xb9\x02\n" +
 	"\x10ListInboxRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12$\n" +
@@ -485,10 +485,10 @@ const file_switchboard_messaging_v1_inbox_proto_rawDesc = "" +
 	"\x06_phoneB\v\n" +
 	"\t_usernameB\x0f\n" +
 	"\r_profile_linkB\x14\n" +
-	"\x12_blacklist_item_id2\xc6\x01\n" +
+	"\x12_blacklist_item_id2\xcc\x01\n" +
 	"\fInboxService\x12\xb5\x01\n" +
 	"\tListInbox\x12*.switchboard.messaging.v1.ListInboxRequest\x1a+.switchboard.messaging.v1.ListInboxResponse\"O\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02:\x128/v2/companies/{company_id}/messaging/chats/with_contactsB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x02:\x128/v2/companies/{company_id}/messaging/chats/with_contacts\x1a\x04\xe8\xf9\x18\bB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_inbox_proto_rawDescOnce sync.Once

@@ -1153,7 +1153,7 @@ var File_switchboard_messaging_v1_messages_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_messages_proto_rawDesc = "" +
 	"\n" +
-	"'switchboard/messaging/v1/messages.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a$switchboard/messaging/v1/chats.proto\"\xc0\n" +
+	"'switchboard/messaging/v1/messages.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a$switchboard/messaging/v1/chats.proto\"\xc0\n" +
 	"\n" +
 	"\aMessage\x12\x1d\n" +
 	"\n" +
@@ -1292,12 +1292,12 @@ const file_switchboard_messaging_v1_messages_proto_rawDesc = "" +
 	"\x1aMESSAGE_TYPE_SERVICE_ORDER\x10\t\x1a\x11\xda\xf3\x18\rservice_order\x12+\n" +
 	"\x17MESSAGE_TYPE_WABA_ORDER\x10\n" +
 	"\x1a\x0e\xda\xf3\x18\n" +
-	"waba_order2\xfd\x02\n" +
+	"waba_order2\x83\x03\n" +
 	"\x0fMessagesService\x12\xb3\x01\n" +
 	"\fListMessages\x12-.switchboard.messaging.v1.ListMessagesRequest\x1a..switchboard.messaging.v1.ListMessagesResponse\"D\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02/\x12-/v2/companies/{company_id}/messaging/messages\x12\xb3\x01\n" +
 	"\vSendMessage\x12,.switchboard.messaging.v1.SendMessageRequest\x1a-.switchboard.messaging.v1.SendMessageResponse\"G\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x022:\x01*\"-/v2/companies/{company_id}/messaging/messagesB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x022:\x01*\"-/v2/companies/{company_id}/messaging/messages\x1a\x04\xe8\xf9\x18\bB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_messages_proto_rawDescOnce sync.Once

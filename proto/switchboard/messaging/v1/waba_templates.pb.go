@@ -869,7 +869,7 @@ var File_switchboard_messaging_v1_waba_templates_proto protoreflect.FileDescript
 
 const file_switchboard_messaging_v1_waba_templates_proto_rawDesc = "" +
 	"\n" +
-	"-switchboard/messaging/v1/waba_templates.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"\xff\x02\n" +
+	"-switchboard/messaging/v1/waba_templates.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xff\x02\n" +
 	"\fWabaTemplate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06locale\x18\x02 \x01(\tR\x06locale\x12\x16\n" +
@@ -971,7 +971,7 @@ const file_switchboard_messaging_v1_waba_templates_proto_rawDesc = "" +
 	"components\x12J\n" +
 	"\bcategory\x18\x05 \x01(\tB)\xbaH&r$R\x0eAUTHENTICATIONR\tMARKETINGR\aUTILITYH\x00R\bcategory\x88\x01\x01\x12J\n" +
 	"\bexamples\x18\x06 \x01(\v2..switchboard.messaging.v1.WabaTemplateExamplesR\bexamplesB\v\n" +
-	"\t_category2\xe1\x06\n" +
+	"\t_category2\xe7\x06\n" +
 	"\x14WabaTemplatesService\x12\xca\x01\n" +
 	"\x12CreateWabaTemplate\x123.switchboard.messaging.v1.CreateWabaTemplateRequest\x1a&.switchboard.messaging.v1.WabaTemplate\"W\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02B:\x01*\"=/v2/companies/{company_id}/messaging/templates/waba_templates\x12\xd3\x01\n" +
@@ -980,7 +980,7 @@ const file_switchboard_messaging_v1_waba_templates_proto_rawDesc = "" +
 	"\x12DeleteWabaTemplate\x123.switchboard.messaging.v1.DeleteWabaTemplateRequest\x1a\x16.google.protobuf.Empty\"f\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02Q:\x01*\"L/v2/companies/{company_id}/messaging/templates/waba_templates/actions/delete\x12\xd9\x01\n" +
 	"\x12UpdateWabaTemplate\x123.switchboard.messaging.v1.UpdateWabaTemplateRequest\x1a&.switchboard.messaging.v1.WabaTemplate\"f\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02Q:\x01*2L/v2/companies/{company_id}/messaging/templates/waba_templates/actions/updateB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x02Q:\x01*2L/v2/companies/{company_id}/messaging/templates/waba_templates/actions/update\x1a\x04\xe8\xf9\x18\tB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_waba_templates_proto_rawDescOnce sync.Once

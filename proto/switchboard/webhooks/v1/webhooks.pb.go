@@ -943,7 +943,7 @@ var File_switchboard_webhooks_v1_webhooks_proto protoreflect.FileDescriptor
 
 const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/webhooks/v1/webhooks.proto\x12\x17switchboard.webhooks.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"\xef\x01\n" +
+	"&switchboard/webhooks/v1/webhooks.proto\x12\x17switchboard.webhooks.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xef\x01\n" +
 	"\aWebhook\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12#\n" +
@@ -1042,7 +1042,7 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x19DELIVERY_STATUS_SUCCEEDED\x10\x02\x1a\r\xda\xf3\x18\tsucceeded\x12&\n" +
 	"\x16DELIVERY_STATUS_FAILED\x10\x03\x1a\n" +
 	"\xda\xf3\x18\x06failed\x12(\n" +
-	"\x17DELIVERY_STATUS_DROPPED\x10\x04\x1a\v\xda\xf3\x18\adropped2\xe9\v\n" +
+	"\x17DELIVERY_STATUS_DROPPED\x10\x04\x1a\v\xda\xf3\x18\adropped2\xef\v\n" +
 	"\x0fWebhooksService\x12\x9e\x01\n" +
 	"\rCreateWebhook\x12-.switchboard.webhooks.v1.CreateWebhookRequest\x1a .switchboard.webhooks.v1.Webhook\"<\xca\xf3\x18\n" +
 	"\n" +
@@ -1069,7 +1069,7 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\bwebhooks\x82\xd3\xe4\x93\x02U\"S/v2/companies/{company_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver\x12\xb9\x01\n" +
 	"\vPingWebhook\x12+.switchboard.webhooks.v1.PingWebhookRequest\x1a(.switchboard.webhooks.v1.WebhookDelivery\"S\xca\xf3\x18\n" +
 	"\n" +
-	"\bwebhooks\x82\xd3\xe4\x93\x02?\"=/v2/companies/{company_id}/webhooks/{webhook_id}/actions/pingB:Z8switchboard.dev/proto/switchboard/webhooks/v1;webhooksv1b\x06proto3"
+	"\bwebhooks\x82\xd3\xe4\x93\x02?\"=/v2/companies/{company_id}/webhooks/{webhook_id}/actions/ping\x1a\x04\xe8\xf9\x18\rB:Z8switchboard.dev/proto/switchboard/webhooks/v1;webhooksv1b\x06proto3"
 
 var (
 	file_switchboard_webhooks_v1_webhooks_proto_rawDescOnce sync.Once
