@@ -120,8 +120,10 @@ type page struct {
 
 // TestDocsPageRendersInChromium opens each reference page and checks that
 // Redoc rendered a known operation with its parameters and response schema,
-// from the embedded bundle, with no request leaving the gateway; and that
-// its menu lists the API's sections under their headings (issue 26).
+// from the embedded bundle, with no request leaving the gateway; that its
+// menu lists the API's sections under their headings; and that the
+// operation's answer sample shows the API's own values (issue 26), not
+// Redoc's placeholders.
 func TestDocsPageRendersInChromium(t *testing.T) {
 	chromium := chromiumPath(t)
 	for _, tc := range []struct {
@@ -131,15 +133,17 @@ func TestDocsPageRendersInChromium(t *testing.T) {
 		summary string
 		// text is a proto comment the operation's rendered schema shows.
 		text string
-		// tag is the operation's group.
-		tag string
+		// tag is the operation's group, sample a value its answer
+		// sample shows; timestamp whether that answer has one.
+		tag, sample string
+		timestamp   bool
 	}{
 		{"public", "/v2", "get", "/v2/companies/{company_id}/connections",
 			"The company's connections of every type, each with its last status and subscription.",
-			"Connections of the company (all types, before paging).", "Connections"},
+			"Connections of the company (all types, before paging).", "Connections", `"Sales WhatsApp"`, true},
 		{"operator", "/admin/v1", "post", "/admin/v1/companies",
 			"Creates a company with its owner (an ADMINISTRATOR member) and an API key holding every scope.", "",
-			"Operator: companies and keys"},
+			"Operator: companies and keys", `"sb_`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -187,6 +191,14 @@ func TestDocsPageRendersInChromium(t *testing.T) {
 			require.Equal(t, tc.tag, operationTag(t, raw))
 			require.Contains(t, pg.dom, `data-section-id="tag/`+strings.ReplaceAll(tc.tag, " ", "-")+`/operation/`+op.OperationID+`"`,
 				"the operation sits in its group")
+
+			// The answer sample: the API's timestamps (UTC, microseconds)
+			// and values, not Redoc's placeholders.
+			if tc.timestamp {
+				require.Regexp(t, `"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"`, sectionText, "a real-looking timestamp in the sample")
+			}
+			require.NotContains(t, pg.dom, "2019-08-24", "Redoc's placeholder timestamp")
+			require.Contains(t, sectionText, tc.sample)
 
 			// Everything the page loaded came from the gateway (and no
 			// request could have gone elsewhere: Chromium resolved no other

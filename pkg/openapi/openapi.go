@@ -12,7 +12,8 @@
 // generation, so the documented codes are the catalogue's.
 //
 // Operations are grouped by the API's sections, not by service
-// (sections.go), set in the protos with the options of
+// (sections.go), and every value schema carries an example of the API's
+// own values (examples.go); both are set in the protos with the options of
 // proto/switchboard/api/v1/reference.proto.
 package openapi
 

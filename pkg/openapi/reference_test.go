@@ -2,10 +2,13 @@ package openapi_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/pb33f/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"switchboard.dev/proto/openapi"
@@ -13,7 +16,7 @@ import (
 
 // Issue 26: the reference as a client reads it. Its groups are the API's
 // sections, not the services behind them; its path items hold nothing a
-// tool takes for a method.
+// tool takes for a method; its samples show the API's own values.
 
 // operations lists a document's operations as "verb path" with the
 // operation, skipping nothing.
@@ -216,4 +219,147 @@ func TestPathItemsHoldOnlyMethods(t *testing.T) {
 		require.NotContains(t, at(t, doc, "paths", "/v2/users/me/profile", verb), "x-multi-segment-variables",
 			"the literal path's copy has no variable")
 	}
+}
+
+// TestExamplesAreTheAPIsValues: every property, list item and parameter
+// that is a timestamp, an id or an enum shows an example, and every
+// example anywhere is valid against its own schema (JSON Schema 2020-12,
+// formats asserted, the engine the e2e validator runs on), so Redoc's
+// samples look like the API's requests and answers and never show one it
+// would refuse. Some values are the API's own shapes.
+func TestExamplesAreTheAPIsValues(t *testing.T) {
+	for name, raw := range map[string][]byte{"public": openapi.Public(), "operator": openapi.Operator()} {
+		t.Run(name, func(t *testing.T) {
+			doc := load(t, raw)
+			var missing, invalid []string
+			checked := 0
+			// value checks one value schema (a property, items, a
+			// parameter's schema) named field.
+			var value func(where, field string, s map[string]any)
+			value = func(where, field string, s map[string]any) {
+				if items, ok := s["items"].(map[string]any); ok {
+					value(where+"[]", strings.TrimSuffix(field, "s"), items)
+				}
+				if _, isRef := s["$ref"]; isRef {
+					return
+				}
+				if s["anyOf"] != nil {
+					return // a nullable reference
+				}
+				if wantsExample(field, s) && s["examples"] == nil {
+					missing = append(missing, where)
+				}
+			}
+			var walk func(where string, v any)
+			walk = func(where string, v any) {
+				switch x := v.(type) {
+				case map[string]any:
+					if ex, ok := x["examples"].([]any); ok {
+						checked++
+						if err := validExamples(x, ex); err != nil {
+							invalid = append(invalid, fmt.Sprintf("%s: %v", where, err))
+						}
+					}
+					if props, ok := x["properties"].(map[string]any); ok {
+						for p, s := range props {
+							if sm, ok := s.(map[string]any); ok {
+								value(where+"."+p, p, sm)
+							}
+						}
+					}
+					if x["in"] == "path" || x["in"] == "query" {
+						if sm, ok := x["schema"].(map[string]any); ok {
+							field := x["name"].(string)
+							value(where+" "+field, field[strings.LastIndex(field, ".")+1:], sm)
+						}
+					}
+					for k, e := range x {
+						walk(where+"/"+k, e)
+					}
+				case []any:
+					for i, e := range x {
+						walk(fmt.Sprintf("%s/%d", where, i), e)
+					}
+				}
+			}
+			walk("#", doc)
+			sort.Strings(missing)
+			sort.Strings(invalid)
+			require.Empty(t, missing, "timestamps, ids and enums without an example")
+			require.Empty(t, invalid, "examples their own schema refuses")
+			require.Greater(t, checked, 100)
+		})
+	}
+
+	doc := load(t, openapi.Public())
+	example := func(path ...string) any {
+		return at(t, doc, append(append([]string{"components", "schemas"}, path...), "examples")...).([]any)[0]
+	}
+	require.Equal(t, "2026-11-27T09:15:42.123456Z", example("messaging.v1.Chat", "properties", "created_at"),
+		"a timestamp as the API writes it: UTC, microseconds")
+	require.NotContains(t, string(openapi.Public()), "2019-08-24")
+	require.Regexp(t, `^\+[1-9]\d{6,14}$`, example("contacts.v1.Phone", "properties", "phone"), "E.164")
+	require.Regexp(t, `^\d+$`, example("messaging.v1.Chat", "properties", "phone"), "a chat's phone is digits only")
+	require.Regexp(t, `^sb_[A-Z2-7]{52}$`, example("identity.v1.IntegrationParams", "properties", "api_key"), "the key's format")
+	require.Regexp(t, `^whsec_`, example("webhooks.v1.Webhook", "properties", "secret"))
+	require.Regexp(t, `^evt_[0-9A-Z]{26}$`, example("webhooks.v1.WebhookDelivery", "properties", "event_id"))
+	require.Regexp(t, uuid, example("messaging.v1.Message", "properties", "message_id"))
+	require.Equal(t, "whatsapp", example("connections.v1.Connection", "properties", "type"), "an enum's first JSON string")
+	require.Equal(t, example("connections.v1.Connection", "properties", "id"),
+		example("messaging.v1.Chat", "properties", "connection_id"), "one connection's id wherever it appears")
+	require.IsType(t, float64(0), example("connections.v1.Connection", "properties", "id"))
+	require.Equal(t, "Sales WhatsApp", example("connections.v1.Connection", "properties", "name"), "a proto's example option")
+}
+
+var uuid = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// wantsExample: a timestamp, an enum, or an id (id, *_id, of a number or
+// string).
+func wantsExample(field string, s map[string]any) bool {
+	if s["format"] == "date-time" || s["enum"] != nil {
+		return true
+	}
+	return (field == "id" || strings.HasSuffix(field, "_id")) && (isType(s["type"], "integer") || isType(s["type"], "string"))
+}
+
+// validExamples validates each example against the schema it is in.
+func validExamples(schema map[string]any, examples []any) error {
+	own := map[string]any{}
+	for k, v := range schema {
+		if k != "examples" && k != "description" {
+			own[k] = v
+		}
+	}
+	if _, isRef := own["$ref"]; isRef {
+		return fmt.Errorf("an example beside a $ref")
+	}
+	raw, err := json.Marshal(own)
+	if err != nil {
+		return err
+	}
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	if err != nil {
+		return err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource("example.json", doc); err != nil {
+		return err
+	}
+	sch, err := c.Compile("example.json")
+	if err != nil {
+		return err
+	}
+	for _, ex := range examples {
+		b, _ := json.Marshal(ex)
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+		if err != nil {
+			return err
+		}
+		if err := sch.Validate(v); err != nil {
+			return fmt.Errorf("%s: %v", b, err)
+		}
+	}
+	return nil
 }

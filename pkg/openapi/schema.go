@@ -148,14 +148,14 @@ func (g *gen) fieldSchema(fd protoreflect.FieldDescriptor, input bool) map[strin
 				}
 			}
 		}
-		out["items"] = g.valueSchema(fd, input, itemRules)
+		out["items"] = g.withExample(fd, g.valueSchema(fd, input, itemRules))
 		return out
 	}
 	var own *validate.FieldRules
 	if input {
 		own = rules
 	}
-	s := g.valueSchema(fd, input, own)
+	s := g.withExample(fd, g.valueSchema(fd, input, own))
 	if n, ok := g.maxItems(fd, input); ok && s["type"] == "array" {
 		// A ListValue's limit is a CEL rule (protoapi.MaxItemsRule).
 		s["maxItems"] = n

@@ -223,6 +223,14 @@ var file_switchboard_api_v1_reference_proto_extTypes = []protoimpl.ExtensionInfo
 		Tag:           "varint,51102,opt,name=section,enum=switchboard.api.v1.Section",
 		Filename:      "switchboard/api/v1/reference.proto",
 	},
+	{
+		ExtendedType:  (*descriptorpb.FieldOptions)(nil),
+		ExtensionType: (*string)(nil),
+		Field:         51103,
+		Name:          "switchboard.api.v1.example",
+		Tag:           "bytes,51103,opt,name=example",
+		Filename:      "switchboard/api/v1/reference.proto",
+	},
 }
 
 // Extension fields to descriptorpb.EnumValueOptions.
@@ -245,6 +253,18 @@ var (
 	//
 	// optional switchboard.api.v1.Section section = 51102;
 	E_Section = &file_switchboard_api_v1_reference_proto_extTypes[2]
+)
+
+// Extension fields to descriptorpb.FieldOptions.
+var (
+	// An example of one value of the field (of each item of a list), where
+	// pkg/openapi's derivation from the field's name, type and rules gives
+	// none or a wrong one: the text itself for a string or an enum (its JSON
+	// string), a JSON number for numbers, true or false. It must satisfy the
+	// field's rules, or the generation fails.
+	//
+	// optional string example = 51103;
+	E_Example = &file_switchboard_api_v1_reference_proto_extTypes[3]
 )
 
 var File_switchboard_api_v1_reference_proto protoreflect.FileDescriptor
@@ -301,7 +321,8 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\x1cSandbox: template moderation\x12pThe provider's side of WhatsApp Business templates in test mode: approving, rejecting, pausing or disabling one.\x1a\x13Test mode (sandbox):g\n" +
 	"\fsection_info\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2\x1f.switchboard.api.v1.SectionInfoR\vsectionInfo:g\n" +
 	"\x0fdefault_section\x12\x1f.google.protobuf.ServiceOptions\x18\x9d\x8f\x03 \x01(\x0e2\x1b.switchboard.api.v1.SectionR\x0edefaultSection:W\n" +
-	"\asection\x12\x1e.google.protobuf.MethodOptions\x18\x9e\x8f\x03 \x01(\x0e2\x1b.switchboard.api.v1.SectionR\asectionB0Z.switchboard.dev/proto/switchboard/api/v1;apiv1b\x06proto3"
+	"\asection\x12\x1e.google.protobuf.MethodOptions\x18\x9e\x8f\x03 \x01(\x0e2\x1b.switchboard.api.v1.SectionR\asection:9\n" +
+	"\aexample\x12\x1d.google.protobuf.FieldOptions\x18\x9f\x8f\x03 \x01(\tR\aexampleB0Z.switchboard.dev/proto/switchboard/api/v1;apiv1b\x06proto3"
 
 var (
 	file_switchboard_api_v1_reference_proto_rawDescOnce sync.Once
@@ -323,18 +344,20 @@ var file_switchboard_api_v1_reference_proto_goTypes = []any{
 	(*descriptorpb.EnumValueOptions)(nil), // 2: google.protobuf.EnumValueOptions
 	(*descriptorpb.ServiceOptions)(nil),   // 3: google.protobuf.ServiceOptions
 	(*descriptorpb.MethodOptions)(nil),    // 4: google.protobuf.MethodOptions
+	(*descriptorpb.FieldOptions)(nil),     // 5: google.protobuf.FieldOptions
 }
 var file_switchboard_api_v1_reference_proto_depIdxs = []int32{
 	2, // 0: switchboard.api.v1.section_info:extendee -> google.protobuf.EnumValueOptions
 	3, // 1: switchboard.api.v1.default_section:extendee -> google.protobuf.ServiceOptions
 	4, // 2: switchboard.api.v1.section:extendee -> google.protobuf.MethodOptions
-	1, // 3: switchboard.api.v1.section_info:type_name -> switchboard.api.v1.SectionInfo
-	0, // 4: switchboard.api.v1.default_section:type_name -> switchboard.api.v1.Section
-	0, // 5: switchboard.api.v1.section:type_name -> switchboard.api.v1.Section
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	3, // [3:6] is the sub-list for extension type_name
-	0, // [0:3] is the sub-list for extension extendee
+	5, // 3: switchboard.api.v1.example:extendee -> google.protobuf.FieldOptions
+	1, // 4: switchboard.api.v1.section_info:type_name -> switchboard.api.v1.SectionInfo
+	0, // 5: switchboard.api.v1.default_section:type_name -> switchboard.api.v1.Section
+	0, // 6: switchboard.api.v1.section:type_name -> switchboard.api.v1.Section
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	4, // [4:7] is the sub-list for extension type_name
+	0, // [0:4] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
 }
 
@@ -350,7 +373,7 @@ func file_switchboard_api_v1_reference_proto_init() {
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_api_v1_reference_proto_rawDesc), len(file_switchboard_api_v1_reference_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   1,
-			NumExtensions: 3,
+			NumExtensions: 4,
 			NumServices:   0,
 		},
 		GoTypes:           file_switchboard_api_v1_reference_proto_goTypes,

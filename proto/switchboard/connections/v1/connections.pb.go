@@ -2477,11 +2477,11 @@ var File_switchboard_connections_v1_connections_proto protoreflect.FileDescripto
 
 const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\n" +
-	",switchboard/connections/v1/connections.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xe2\x03\n" +
+	",switchboard/connections/v1/connections.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xf6\x03\n" +
 	"\n" +
 	"Connection\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12>\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12&\n" +
+	"\x04name\x18\x02 \x01(\tB\x12\xfa\xf9\x18\x0eSales WhatsAppR\x04name\x12>\n" +
 	"\x04type\x18\x03 \x01(\x0e2*.switchboard.connections.v1.ConnectionTypeR\x04type\x12#\n" +
 	"\rservice_token\x18\x04 \x01(\tR\fserviceToken\x12G\n" +
 	"\vlast_status\x18\x05 \x01(\v2&.switchboard.connections.v1.LastStatusR\n" +
@@ -2525,12 +2525,11 @@ const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\x14GetConnectionRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12#\n" +
-	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\"\xd5\x01\n" +
+	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\"\xe7\x01\n" +
 	"\x17CreateConnectionRequest\x12\x1d\n" +
 	"\n" +
-	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1e\n" +
-	"\x04name\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12J\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x120\n" +
+	"\x04name\x18\x02 \x01(\tB\x1c\xbaH\ar\x05\x10\x01\x18\x80\x02\xfa\xf9\x18\x0eSales WhatsAppR\x04name\x12J\n" +
 	"\x04type\x18\x03 \x01(\x0e2*.switchboard.connections.v1.ConnectionTypeB\n" +
 	"\xbaH\a\x82\x01\x04\x10\x01 \x00R\x04type\x12/\n" +
 	"\x06params\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06params\"\xbc\x01\n" +
@@ -2576,18 +2575,18 @@ const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
 	"\n" +
-	"limit_type\x18\x02 \x01(\tR\tlimitType\"]\n" +
-	"\x05Limit\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12#\n" +
+	"limit_type\x18\x02 \x01(\tR\tlimitType\"w\n" +
+	"\x05Limit\x12,\n" +
+	"\x04type\x18\x01 \x01(\tB\x18\xfa\xf9\x18\x14connections_whatsappR\x04type\x12#\n" +
 	"\rcurrent_value\x18\x02 \x01(\x05R\fcurrentValue\x12\x1b\n" +
 	"\tmax_value\x18\x03 \x01(\x05R\bmaxValue\"\xab\x01\n" +
 	"\aSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12A\n" +
 	"\x06status\x18\x02 \x01(\x0e2).switchboard.connections.v1.SessionStatusR\x06status\x12>\n" +
-	"\bqr_login\x18\x03 \x01(\v2#.switchboard.connections.v1.QrLoginR\aqrLogin\"j\n" +
-	"\aQrLogin\x12\x10\n" +
-	"\x03url\x18\x01 \x01(\tR\x03url\x124\n" +
+	"\bqr_login\x18\x03 \x01(\v2#.switchboard.connections.v1.QrLoginR\aqrLogin\"\x95\x01\n" +
+	"\aQrLogin\x12;\n" +
+	"\x03url\x18\x01 \x01(\tB)\xfa\xf9\x18%tg://login?token=AQAAAGd2xQ5kR3pL8vNwR\x03url\x124\n" +
 	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\x12\x17\n" +
 	"\aqr_code\x18\x03 \x01(\tR\x06qrCode\"\xe4\x01\n" +
 	"\x13TelegramInitRequest\x12\x1d\n" +

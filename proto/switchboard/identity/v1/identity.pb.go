@@ -1625,10 +1625,10 @@ const file_switchboard_identity_v1_identity_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\"b\n" +
 	"\x1cListIntegrationTypesResponse\x12B\n" +
-	"\x05types\x18\x01 \x03(\v2,.switchboard.identity.v1.IntegrationTypeInfoR\x05types\"\xdb\x02\n" +
+	"\x05types\x18\x01 \x03(\v2,.switchboard.identity.v1.IntegrationTypeInfoR\x05types\"\xf2\x02\n" +
 	"\aCompany\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12)\n" +
+	"\x04name\x18\x02 \x01(\tB\x15\xfa\xf9\x18\x11Northwind TradingR\x04name\x12\x19\n" +
 	"\bowner_id\x18\x03 \x01(\x03R\aownerId\x12\x1a\n" +
 	"\btimezone\x18\x04 \x01(\tR\btimezone\x12)\n" +
 	"\x10payment_currency\x18\x05 \x01(\tR\x0fpaymentCurrency\x12'\n" +
@@ -1650,11 +1650,11 @@ const file_switchboard_identity_v1_identity_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12H\n" +
 	"\vsystem_type\x18\x03 \x01(\x0e2'.switchboard.identity.v1.SystemRoleTypeR\n" +
 	"systemType\x12 \n" +
-	"\vpermissions\x18\x04 \x03(\tR\vpermissions\"\xed\x02\n" +
+	"\vpermissions\x18\x04 \x03(\tR\vpermissions\"\xfb\x02\n" +
 	"\vIntegration\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12<\n" +
-	"\x04type\x18\x02 \x01(\x0e2(.switchboard.identity.v1.IntegrationTypeR\x04type\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\x12B\n" +
+	"\x04type\x18\x02 \x01(\x0e2(.switchboard.identity.v1.IntegrationTypeR\x04type\x12 \n" +
+	"\x04name\x18\x03 \x01(\tB\f\xfa\xf9\x18\bCRM syncR\x04name\x12B\n" +
 	"\x06status\x18\x04 \x01(\x0e2*.switchboard.identity.v1.IntegrationStatusR\x06status\x12B\n" +
 	"\x06params\x18\x05 \x01(\v2*.switchboard.identity.v1.IntegrationParamsR\x06params\x129\n" +
 	"\n" +

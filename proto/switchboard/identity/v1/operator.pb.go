@@ -495,10 +495,9 @@ var File_switchboard_identity_v1_operator_proto protoreflect.FileDescriptor
 
 const file_switchboard_identity_v1_operator_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/identity/v1/operator.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a&switchboard/identity/v1/identity.proto\"\xb4\x02\n" +
-	"\x14CreateCompanyRequest\x12\x1e\n" +
-	"\x04name\x18\x01 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12\x1f\n" +
+	"&switchboard/identity/v1/operator.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a&switchboard/identity/v1/identity.proto\"\xc9\x02\n" +
+	"\x14CreateCompanyRequest\x123\n" +
+	"\x04name\x18\x01 \x01(\tB\x1f\xbaH\ar\x05\x10\x01\x18\x80\x02\xfa\xf9\x18\x11Northwind TradingR\x04name\x12\x1f\n" +
 	"\btimezone\x18\x02 \x01(\tH\x00R\btimezone\x88\x01\x01\x12\x1d\n" +
 	"\n" +
 	"is_partner\x18\x03 \x01(\bR\tisPartner\x12-\n" +

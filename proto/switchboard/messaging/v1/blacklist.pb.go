@@ -388,12 +388,12 @@ var File_switchboard_messaging_v1_blacklist_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_blacklist_proto_rawDesc = "" +
 	"\n" +
-	"(switchboard/messaging/v1/blacklist.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xc2\x01\n" +
+	"(switchboard/messaging/v1/blacklist.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xd3\x01\n" +
 	"\rBlacklistItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12$\n" +
 	"\x0esource_chat_id\x18\x02 \x01(\tR\fsourceChatId\x12\x1b\n" +
-	"\tchat_name\x18\x03 \x01(\tR\bchatName\x12\x19\n" +
-	"\x05phone\x18\x04 \x01(\tH\x00R\x05phone\x88\x01\x01\x129\n" +
+	"\tchat_name\x18\x03 \x01(\tR\bchatName\x12*\n" +
+	"\x05phone\x18\x04 \x01(\tB\x0f\xfa\xf9\x18\v79991234567H\x00R\x05phone\x88\x01\x01\x129\n" +
 	"\n" +
 	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\b\n" +
 	"\x06_phone\"\xc1\x01\n" +

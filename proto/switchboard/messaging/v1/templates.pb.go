@@ -524,13 +524,13 @@ var File_switchboard_messaging_v1_templates_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_templates_proto_rawDesc = "" +
 	"\n" +
-	"(switchboard/messaging/v1/templates.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xfb\x01\n" +
+	"(switchboard/messaging/v1/templates.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\x8c\x02\n" +
 	"\bTemplate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x02 \x01(\x03R\tcompanyId\x12:\n" +
-	"\x04type\x18\x03 \x01(\x0e2&.switchboard.messaging.v1.TemplateTypeR\x04type\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\x0e2&.switchboard.messaging.v1.TemplateTypeR\x04type\x12#\n" +
+	"\x04name\x18\x04 \x01(\tB\x0f\xfa\xf9\x18\vOrder readyR\x04name\x12\x12\n" +
 	"\x04text\x18\x05 \x01(\tR\x04text\x12\x1e\n" +
 	"\bfile_url\x18\x06 \x01(\tH\x00R\afileUrl\x88\x01\x01\x12/\n" +
 	"\x06params\x18\a \x01(\v2\x17.google.protobuf.StructR\x06paramsB\v\n" +
