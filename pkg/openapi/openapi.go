@@ -365,9 +365,7 @@ func (g *gen) operation(rt route) (map[string]any, error) {
 		"tags":        []any{sectionTitle(rt.section)},
 		"x-rpc":       string(md.FullName()),
 	}
-	if s := summary(text); s != "" {
-		op["summary"] = s
-	}
+	op["summary"] = operationSummary(md, text)
 	if text != "" {
 		op["description"] = text
 	}

@@ -363,3 +363,18 @@ func validExamples(schema map[string]any, examples []any) error {
 	}
 	return nil
 }
+
+// TestSummariesNameTheOperation: the menu lists operations by summary; an
+// RPC comment of errors alone is no summary, an RPC without a comment is
+// named by its method in words.
+func TestSummariesNameTheOperation(t *testing.T) {
+	for name, raw := range map[string][]byte{"public": openapi.Public(), "operator": openapi.Operator()} {
+		for key, op := range operations(t, load(t, raw)) {
+			s, _ := op["summary"].(string)
+			require.NotEmpty(t, s, "%s %s", name, key)
+			require.False(t, strings.HasPrefix(s, "Errors:"), "%s %s: %q", name, key, s)
+		}
+	}
+	require.Equal(t, "Create API key", at(t, load(t, openapi.Operator()), "paths", "/admin/v1/companies/{company_id}/api_keys", "post", "summary"))
+	require.Equal(t, "List members", at(t, load(t, openapi.Public()), "paths", "/v2/companies/{company_id}/members", "get", "summary"))
+}

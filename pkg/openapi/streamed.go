@@ -23,7 +23,7 @@ func (g *gen) streamedOperation(rt route) (map[string]any, error) {
 		"operationId": g.uniqueID(string(rt.method.Name())),
 		"tags":        []any{sectionTitle(rt.section)},
 		"x-rpc":       string(rt.method.FullName()),
-		"summary":     summary(text),
+		"summary":     operationSummary(rt.method, text),
 		"description": text,
 		"security":    g.security(rt),
 	}
