@@ -60,9 +60,9 @@ func describeRule(md protoreflect.MessageDescriptor, v *protovalidate.Violation)
 	case "buf.validate.BytesRules":
 		switch name {
 		case "min_len":
-			return fmt.Sprintf("Data should have at least %s", plural(rules.Get(field(rules, name)).Uint(), "byte")), "bytes_too_short", true
+			return "Data should have at least " + plural(rules.Get(field(rules, name)).Uint(), "byte"), "bytes_too_short", true
 		case "max_len":
-			return fmt.Sprintf("Data should have at most %s", plural(rules.Get(field(rules, name)).Uint(), "byte")), "bytes_too_long", true
+			return "Data should have at most " + plural(rules.Get(field(rules, name)).Uint(), "byte"), "bytes_too_long", true
 		}
 	case "buf.validate.EnumRules":
 		switch name {
