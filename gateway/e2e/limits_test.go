@@ -95,7 +95,11 @@ func largestContact(tags []any) map[string]any {
 
 // tooLong is the whole 422 of a list of got items over its maximum.
 func tooLong(max, got int, loc ...any) map[string]any {
-	msg := p("List should have at most %d items after validation, not %d", max, got)
+	items := "items"
+	if max == 1 {
+		items = "item"
+	}
+	msg := p("List should have at most %d %s after validation, not %d", max, items, got)
 	return map[string]any{
 		"error_code": 1, "error_name": "REQUEST_VALIDATION_ERROR", "message": msg,
 		"detail": map[string]any{"errors": []any{map[string]any{"location": loc, "message": msg, "type": "too_long"}}},
