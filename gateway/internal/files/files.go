@@ -191,10 +191,13 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request, params map[stri
 // 413, comes with CloseAndRecv); a body that cannot be read is an error to
 // answer at once.
 func pipe(stream grpc.ClientStreamingClient[messagingv1.UploadFileRequest, messagingv1.UploadFileResponse], part io.Reader) *apierr.Error {
+	// One buffer for the whole upload: Send has encoded the message into
+	// gRPC's own buffers, and the stats handlers have seen it, by the time
+	// it returns, so the next chunk may overwrite it. A fresh buffer per
+	// chunk made a 100 MiB upload 100 MiB of garbage, which the gateway's
+	// GOGC of 400 let pile up: its peak memory followed its heap at rest.
+	buf := make([]byte, ChunkBytes)
 	for {
-		// A fresh buffer each time: a sent message must not change after
-		// Send (stats handlers may read it later).
-		buf := make([]byte, ChunkBytes)
 		n, rerr := io.ReadFull(part, buf)
 		if n > 0 {
 			err := stream.Send(&messagingv1.UploadFileRequest{Part: &messagingv1.UploadFileRequest_Chunk{Chunk: buf[:n]}})
