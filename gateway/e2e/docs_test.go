@@ -53,6 +53,16 @@ type openAPIDocument struct {
 	Info    struct {
 		Title string `json:"title"`
 	} `json:"info"`
+	// Tags are the reference's groups (the API's sections), under the
+	// menu headings of x-tagGroups.
+	Tags []struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	} `json:"tags"`
+	TagGroups []struct {
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	} `json:"x-tagGroups"`
 	// Paths hold operations by method, and x- extensions.
 	Paths      map[string]map[string]json.RawMessage `json:"paths"`
 	Components struct {
@@ -110,7 +120,10 @@ type page struct {
 
 // TestDocsPageRendersInChromium opens each reference page and checks that
 // Redoc rendered a known operation with its parameters and response schema,
-// from the embedded bundle, with no request leaving the gateway.
+// from the embedded bundle, with no request leaving the gateway; that its
+// menu lists the API's sections under their headings; and that the
+// operation's answer sample shows the API's own values (issue 26), not
+// Redoc's placeholders.
 func TestDocsPageRendersInChromium(t *testing.T) {
 	chromium := chromiumPath(t)
 	for _, tc := range []struct {
@@ -120,12 +133,17 @@ func TestDocsPageRendersInChromium(t *testing.T) {
 		summary string
 		// text is a proto comment the operation's rendered schema shows.
 		text string
+		// tag is the operation's group, sample a value its answer
+		// sample shows; timestamp whether that answer has one.
+		tag, sample string
+		timestamp   bool
 	}{
 		{"public", "/v2", "get", "/v2/companies/{company_id}/connections",
 			"The company's connections of every type, each with its last status and subscription.",
-			"Connections of the company (all types, before paging)."},
+			"Connections of the company (all types, before paging).", "Connections", `"Sales WhatsApp"`, true},
 		{"operator", "/admin/v1", "post", "/admin/v1/companies",
-			"Creates a company with its owner (an ADMINISTRATOR member) and an API key holding every scope.", ""},
+			"Creates a company with its owner (an ADMINISTRATOR member) and an API key holding every scope.", "",
+			"Operator: companies and keys", `"sb_`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -156,6 +174,32 @@ func TestDocsPageRendersInChromium(t *testing.T) {
 				require.Contains(t, sectionText, tc.text)
 			}
 
+			// The menu: the headings of x-tagGroups, each followed by its
+			// groups (the API's sections), in the document's order.
+			var want []string
+			for _, g := range doc.TagGroups {
+				want = append(want, g.Name)
+				want = append(want, g.Tags...)
+			}
+			require.Len(t, want, len(doc.TagGroups)+len(doc.Tags), "every tag under one heading")
+			menu := menuEntries(pg.dom)
+			require.Equal(t, want, menu, "the menu's headings and groups; see %s", pg.log)
+			require.Contains(t, menu, tc.tag)
+			for _, entry := range menu {
+				require.NotRegexp(t, `Service$`, entry, "a group named after the service behind it")
+			}
+			require.Equal(t, tc.tag, operationTag(t, raw))
+			require.Contains(t, pg.dom, `data-section-id="tag/`+strings.ReplaceAll(tc.tag, " ", "-")+`/operation/`+op.OperationID+`"`,
+				"the operation sits in its group")
+
+			// The answer sample: the API's timestamps (UTC, microseconds)
+			// and values, not Redoc's placeholders.
+			if tc.timestamp {
+				require.Regexp(t, `"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"`, sectionText, "a real-looking timestamp in the sample")
+			}
+			require.NotContains(t, pg.dom, "2019-08-24", "Redoc's placeholder timestamp")
+			require.Contains(t, sectionText, tc.sample)
+
 			// Everything the page loaded came from the gateway (and no
 			// request could have gone elsewhere: Chromium resolved no other
 			// host), and Redoc came from the embedded bundle.
@@ -167,6 +211,30 @@ func TestDocsPageRendersInChromium(t *testing.T) {
 			require.True(t, containsPrefix(pg.requests, origin+tc.prefix+"/docs/redoc.standalone.js?v="), "requests: %q", pg.requests)
 		})
 	}
+}
+
+// operationTag is the one tag of an operation.
+func operationTag(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var op struct {
+		Tags []string `json:"tags"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &op))
+	require.Len(t, op.Tags, 1)
+	return op.Tags[0]
+}
+
+// menuEntry is an entry of Redoc's side menu that is a heading
+// (x-tagGroups) or a group (a tag), with the name it shows as its title.
+var menuEntry = regexp.MustCompile(`data-item-id="(?:group|tag)/[^"/]*"[^>]*><label[^>]*><span[^>]*title="([^"]*)"`)
+
+// menuEntries lists the headings and groups of the side menu, in order.
+func menuEntries(dom string) []string {
+	var out []string
+	for _, m := range menuEntry.FindAllStringSubmatch(dom, -1) {
+		out = append(out, html.UnescapeString(m[1]))
+	}
+	return out
 }
 
 // chromiumPath is SWITCHBOARD_CHROMIUM, else chromium on PATH. Without it

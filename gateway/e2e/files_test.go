@@ -504,3 +504,34 @@ func TestFilesAbortedUpload(t *testing.T) {
 	require.NoError(t, serviceDB(t, "messaging").QueryRow(t.Context(), `SELECT count(*) FROM files WHERE company_id = $1`, c.ID).Scan(&rows))
 	require.Zero(t, rows)
 }
+
+// TestFilesLinkDescribesItself: a send that gives only an uploaded file's
+// link shows the file's size, MIME type and name, as the platform stored
+// them (they were null); a name the client gives stays; a platform link to
+// no uploaded file is refused before anything is stored.
+func TestFilesLinkDescribesItself(t *testing.T) {
+	c, _, chat := telegramChat(t)
+	r, _ := upload(t, c.ID, c.Key, filePart{filename: "cat.png", contentType: "image/png", size: 4096, head: pngMagic})
+	url := fileLink(t, r)["url"].(string)
+
+	sent := func(content map[string]any) map[string]any {
+		t.Helper()
+		m := requireJSON(t, send(t, c, map[string]any{"chat_id": chat, "message_type": "image", "image": content}), 200, anyPresent)
+		return m.(map[string]any)["message"].(map[string]any)
+	}
+	msg := sent(map[string]any{"url": url, "caption": "Our cat"})
+	want := map[string]any{"url": url, "caption": "Our cat", "name": "cat.png", "size": float64(4096), "mime_type": "image/png"}
+	require.Equal(t, want, msg["image"])
+	stored := waitMessage(t, c, chat, msg["message_id"], func(map[string]any) bool { return true })
+	require.Equal(t, want, stored["image"], "as stored")
+
+	// The client's name stays; its size and type of an uploaded file give
+	// way to the stored ones.
+	msg = sent(map[string]any{"url": url, "name": "tom.png", "size": 1, "mime_type": "text/plain"})
+	require.Equal(t, map[string]any{"url": url, "caption": nil, "name": "tom.png", "size": float64(4096), "mime_type": "image/png"}, msg["image"])
+
+	// Another link of the platform that names no file.
+	bogus := stack.BaseURL + "/files/" + randomToken(t)
+	requireError(t, send(t, c, map[string]any{"chat_id": chat, "message_type": "image", "image": map[string]any{"url": bogus}}),
+		400, 15011, "MESSAGING_FILE_URL_NOT_SUPPORTED")
+}

@@ -118,8 +118,12 @@ func TestTelegramQRLogin(t *testing.T) {
 	require.Equal(t, sid, requireSession(t, tgLogin(t, c, map[string]any{"session_id": sid}), "waiting_for_qr"))
 	requireJSON(t, api(t, "GET", "/sandbox/v1/sessions/"+sid, nil, operator()...), 200,
 		map[string]any{"session_id": sid, "messenger": "telegram", "status": "waiting_for_qr", "code": nil})
-	scanSession(t, sid, phone)
-	r := tgLogin(t, c, map[string]any{"session_id": sid})
+	// The scan is told at once: the sandbox's view and the login agree
+	// (the view said waiting_for_qr until the next login call).
+	r := api(t, "POST", "/sandbox/v1/sessions/"+sid+"/scan", map[string]any{"phone": phone}, operator()...)
+	requireJSON(t, r, 200, map[string]any{"session_id": sid, "messenger": "telegram", "status": "authenticated", "code": nil})
+	require.Equal(t, "authenticated", sandboxSession(t, sid)["status"])
+	r = tgLogin(t, c, map[string]any{"session_id": sid})
 	requireJSON(t, r, 200, map[string]any{"session_id": sid, "status": "authenticated", "qr_login": nil})
 	require.Equal(t, "authenticated", sandboxSession(t, sid)["status"])
 

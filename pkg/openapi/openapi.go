@@ -10,6 +10,11 @@
 // Error codes come from the RPC comments ("404 error 15010"), checked
 // against pkg/apierr's catalogue: a comment naming an unknown code fails the
 // generation, so the documented codes are the catalogue's.
+//
+// Operations are grouped by the API's sections, not by service
+// (sections.go), and every value schema carries an example of the API's
+// own values (examples.go); both are set in the protos with the options of
+// proto/switchboard/api/v1/reference.proto.
 package openapi
 
 import (
@@ -61,6 +66,11 @@ type route struct {
 	streamed bool
 	// wildcards are the variables that span segments ({path=**}).
 	wildcards []any
+	// section is the group of the reference the route is listed under;
+	// order is its method's place among the methods of the files, which
+	// orders the operations within a section.
+	section apiv1.Section
+	order   int
 }
 
 // Build writes the document of one kind from the files (and what they
@@ -68,6 +78,11 @@ type route struct {
 func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 	g := &gen{kind: kind, schemas: map[string]any{}, errResponses: map[string]any{}, opIDs: map[string]string{}}
 	var routes []route
+	// Methods are numbered in the order of the files' paths (buf hands
+	// them over imports first), services and methods as declared.
+	files = slices.Clone(files)
+	sort.SliceStable(files, func(i, j int) bool { return files[i].Path() < files[j].Path() })
+	order := 0
 	for _, f := range files {
 		if strings.HasPrefix(f.Path(), "switchboard/gatewaytest/") {
 			continue // the gateway's own test service, never served
@@ -77,10 +92,13 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 			aud, _ := proto.GetExtension(sd.Options(), apiv1.E_Audience).(apiv1.Audience)
 			for j := 0; j < sd.Methods().Len(); j++ {
 				md := sd.Methods().Get(j)
+				order++
 				rule, _ := proto.GetExtension(md.Options(), annotations.E_Http).(*annotations.HttpRule)
 				access, _ := proto.GetExtension(md.Options(), apiv1.E_Access).(*apiv1.Access)
+				section := sectionOf(sd, md)
 				if s, ok := streamed[md.FullName()]; ok && rule == nil {
-					rt := route{method: md, service: sd, verb: s.verb, path: s.path, audience: aud, access: access, streamed: true}
+					rt := route{method: md, service: sd, verb: s.verb, path: s.path, audience: aud, access: access, streamed: true,
+						section: section, order: order}
 					rt.match = routeRegexp(rt.path)
 					if kindOf(rt) == kind {
 						routes = append(routes, rt)
@@ -91,7 +109,8 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 					continue
 				}
 				for _, r := range append([]*annotations.HttpRule{rule}, rule.GetAdditionalBindings()...) {
-					rt := route{method: md, service: sd, body: r.GetBody(), responseBody: r.GetResponseBody(), audience: aud, access: access}
+					rt := route{method: md, service: sd, body: r.GetBody(), responseBody: r.GetResponseBody(), audience: aud, access: access,
+						section: section, order: order}
 					rt.verb, rt.path = verbPath(r)
 					if rt.path == "" {
 						return nil, fmt.Errorf("%s: a route without a path", md.FullName())
@@ -113,8 +132,12 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 		}
 		return verbOrder(routes[i].verb) < verbOrder(routes[j].verb)
 	})
+	for _, rt := range routes {
+		if _, err := sectionInfo(rt.section); err != nil {
+			return nil, fmt.Errorf("%s (%s %s): %w", rt.method.FullName(), rt.verb, rt.path, err)
+		}
+	}
 	paths := map[string]any{}
-	tags := map[string]string{}
 	for _, rt := range routes {
 		operation := g.operation
 		if rt.streamed {
@@ -132,32 +155,28 @@ func Build(kind Kind, files []protoreflect.FileDescriptor) (Doc, error) {
 		if _, dup := item[strings.ToLower(rt.verb)]; dup {
 			return nil, fmt.Errorf("%s %s: two routes", rt.verb, rt.path)
 		}
-		item[strings.ToLower(rt.verb)] = op
 		if len(rt.wildcards) > 0 {
 			// OpenAPI's variables are one segment; these take any number.
-			item["x-multi-segment-variables"] = rt.wildcards
+			// The mark is the operation's: a key of the path item beside
+			// the methods is read as one more method by tools (Redoc
+			// listed an operation X-MULTI-SEGMENT-VARIABLES).
+			op["x-multi-segment-variables"] = rt.wildcards
 		}
-		tags[string(rt.service.Name())] = comment(rt.service)
+		item[strings.ToLower(rt.verb)] = op
 	}
 	shadowed(paths, routes, g)
 	if g.err != nil {
 		return nil, g.err
 	}
-	var tagList []any
-	for _, name := range sortedKeys(tags) {
-		t := map[string]any{"name": name}
-		if tags[name] != "" {
-			t["description"] = tags[name]
-		}
-		tagList = append(tagList, t)
-	}
+	tags, tagGroups := tagList(routes)
 	g.schemas["Error"] = errorSchema()
 	doc := Doc{
-		"openapi": "3.1.0",
-		"info":    info(kind),
-		"servers": []any{map[string]any{"url": "/"}},
-		"tags":    tagList,
-		"paths":   paths,
+		"openapi":     "3.1.0",
+		"info":        info(kind),
+		"servers":     []any{map[string]any{"url": "/"}},
+		"tags":        tags,
+		"x-tagGroups": tagGroups,
+		"paths":       orderPaths(paths, routes),
 		"components": map[string]any{
 			"schemas":         g.schemas,
 			"responses":       g.errResponses,
@@ -188,6 +207,7 @@ func shadowed(paths map[string]any, routes []route, g *gen) {
 				op[k] = val
 			}
 			op["operationId"] = g.uniqueID(src["operationId"].(string))
+			delete(op, "x-multi-segment-variables") // the literal path has none
 			// The template's variables are fixed by the literal path.
 			var params []any
 			if ps, ok := src["parameters"].([]any); ok {
@@ -342,12 +362,10 @@ func (g *gen) operation(rt route) (map[string]any, error) {
 	text := comment(md)
 	op := map[string]any{
 		"operationId": id,
-		"tags":        []any{string(rt.service.Name())},
+		"tags":        []any{sectionTitle(rt.section)},
 		"x-rpc":       string(md.FullName()),
 	}
-	if s := summary(text); s != "" {
-		op["summary"] = s
-	}
+	op["summary"] = operationSummary(md, text)
 	if text != "" {
 		op["description"] = text
 	}

@@ -148,14 +148,14 @@ func (g *gen) fieldSchema(fd protoreflect.FieldDescriptor, input bool) map[strin
 				}
 			}
 		}
-		out["items"] = g.valueSchema(fd, input, itemRules)
+		out["items"] = g.withExample(fd, g.valueSchema(fd, input, itemRules))
 		return out
 	}
 	var own *validate.FieldRules
 	if input {
 		own = rules
 	}
-	s := g.valueSchema(fd, input, own)
+	s := g.withExample(fd, g.valueSchema(fd, input, own))
 	if n, ok := g.maxItems(fd, input); ok && s["type"] == "array" {
 		// A ListValue's limit is a CEL rule (protoapi.MaxItemsRule).
 		s["maxItems"] = n
@@ -447,6 +447,34 @@ func comment(d protoreflect.Descriptor) string {
 }
 
 var htmlOpen = regexp.MustCompile(`<([A-Za-z/!?])`)
+
+// operationSummary is what the menu lists an operation by: its
+// comment's first sentence, leaving out the "Errors:" paragraph (a comment
+// of errors alone summarises nothing), else its method's name in words
+// (ListMembers: "List members").
+func operationSummary(md protoreflect.MethodDescriptor, text string) string {
+	var kept []string
+	for _, para := range strings.Split(text, "\n\n") {
+		if !strings.HasPrefix(strings.TrimSpace(para), "Errors:") {
+			kept = append(kept, para)
+		}
+	}
+	if s := summary(strings.Join(kept, "\n\n")); s != "" {
+		return s
+	}
+	words := strings.Fields(strings.ReplaceAll(snake(string(md.Name())), "_", " "))
+	for i, w := range words {
+		switch {
+		case acronyms[w] != "":
+			words[i] = acronyms[w]
+		case i == 0:
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+var acronyms = map[string]string{"api": "API", "waba": "WABA", "crm": "CRM", "vk": "VK", "max": "MAX"}
 
 // summary is the comment's first sentence, on one line.
 func summary(text string) string {

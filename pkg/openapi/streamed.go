@@ -21,16 +21,16 @@ func (g *gen) streamedOperation(rt route) (map[string]any, error) {
 	text := comment(rt.method)
 	op := map[string]any{
 		"operationId": g.uniqueID(string(rt.method.Name())),
-		"tags":        []any{string(rt.service.Name())},
+		"tags":        []any{sectionTitle(rt.section)},
 		"x-rpc":       string(rt.method.FullName()),
-		"summary":     summary(text),
+		"summary":     operationSummary(rt.method, text),
 		"description": text,
 		"security":    g.security(rt),
 	}
 	var errs []apierr.Def
 	if rt.method.Name() == "UploadFile" {
 		op["parameters"] = []any{map[string]any{"name": "company_id", "in": "path", "required": true,
-			"schema": map[string]any{"type": "integer", "format": "int64"}}}
+			"schema": map[string]any{"type": "integer", "format": "int64", "examples": []any{sampleID("company")}}}}
 		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"multipart/form-data": map[string]any{
 			"schema": map[string]any{"type": "object", "required": []any{"file"}, "properties": map[string]any{
 				"file": map[string]any{"type": "string", "contentMediaType": "application/octet-stream",
@@ -41,7 +41,8 @@ func (g *gen) streamedOperation(rt route) (map[string]any, error) {
 			apierr.RequestValidation, apierr.TooManyRequests, apierr.Internal}
 	} else {
 		op["parameters"] = []any{map[string]any{"name": "token", "in": "path", "required": true,
-			"schema": map[string]any{"type": "string"}, "description": "The token of the link an upload answered."}}
+			"schema":      map[string]any{"type": "string", "examples": []any{sampleFileToken}},
+			"description": "The token of the link an upload answered."}}
 		op["responses"] = map[string]any{"200": map[string]any{
 			"description": "The file's bytes, with its Content-Type and Content-Length.",
 			"content":     map[string]any{"*/*": map[string]any{"schema": map[string]any{"type": "string", "contentMediaType": "application/octet-stream"}}}}}

@@ -92,7 +92,7 @@ var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <style>body { margin: 0; padding: 0; }</style>
 </head>
 <body>
-<redoc spec-url="{{.Spec}}" expand-responses="200,201"></redoc>
+<redoc spec-url="{{.Spec}}" expand-responses="200,201" json-sample-expand-level="all"></redoc>
 <script src="{{.Bundle}}"></script>
 </body>
 </html>
@@ -122,7 +122,9 @@ func register(mux *runtime.ServeMux, refs []reference, bundle, license []byte) e
 			var b bytes.Buffer
 			// Redoc's standalone bundle renders the <redoc> element by
 			// itself (its attributes are Redoc's options: successful
-			// responses shown expanded), so the page needs no inline script.
+			// responses shown expanded, and samples open to every level,
+			// so a list's sample shows its item's values), so the page
+			// needs no inline script.
 			if err := page.Execute(&b, map[string]string{
 				"Title":  ref.title,
 				"Spec":   ref.prefix + "/openapi.json",

@@ -85,7 +85,7 @@ func TestPageLoadsTheEmbeddedBundleOnly(t *testing.T) {
 			require.Equal(t, "no-cache", w.Header().Get("Cache-Control"))
 			require.Equal(t, csp, w.Header().Get("Content-Security-Policy"))
 			body := w.Body.String()
-			require.Contains(t, body, `<redoc spec-url="`+prefix+`/openapi.json" expand-responses="200,201"></redoc>`)
+			require.Contains(t, body, `<redoc spec-url="`+prefix+`/openapi.json" expand-responses="200,201" json-sample-expand-level="all"></redoc>`)
 			// Everything the page names is on the gateway itself.
 			require.NotRegexp(t, `(?i)(https?:)?//`, body)
 

@@ -52,8 +52,8 @@ func run(ctx context.Context) error {
 	flag.StringVar(&dir, "dir", ".run", "folder for logs and the demo key")
 	flag.StringVar(&o.AdminToken, "admin-token", "dev-operator-token", "operator API token")
 	flag.StringVar(&o.InternalToken, "internal-token", "dev-internal-token", "service-to-service token")
+	flag.StringVar(&o.DBPrefix, "db-prefix", "switchboard", "names the databases: <prefix>_<service>")
 	flag.Parse()
-	o.DBPrefix = "switchboard"
 	// Local development: webhook targets and profile pictures may live on
 	// this machine.
 	o.Env = append(o.Env, "SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1")

@@ -457,7 +457,7 @@ var File_switchboard_billing_v1_billing_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_billing_proto_rawDesc = "" +
 	"\n" +
-	"$switchboard/billing/v1/billing.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"\xb3\x03\n" +
+	"$switchboard/billing/v1/billing.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xb3\x03\n" +
 	"\fSubscription\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12 \n" +
 	"\vconnections\x18\x02 \x03(\x03R\vconnections\x12+\n" +
@@ -494,12 +494,12 @@ const file_switchboard_billing_v1_billing_proto_rawDesc = "" +
 	"\x16SUBSCRIPTION_PLAN_FREE\x10\x01\x1a\b\xda\xf3\x18\x04FREE\x12&\n" +
 	"\x17SUBSCRIPTION_PLAN_START\x10\x02\x1a\t\xda\xf3\x18\x05START\x12,\n" +
 	"\x1aSUBSCRIPTION_PLAN_STANDARD\x10\x03\x1a\f\xda\xf3\x18\bSTANDARD\x12,\n" +
-	"\x1aSUBSCRIPTION_PLAN_ADVANCED\x10\x04\x1a\f\xda\xf3\x18\bADVANCED2\xa9\x03\n" +
+	"\x1aSUBSCRIPTION_PLAN_ADVANCED\x10\x04\x1a\f\xda\xf3\x18\bADVANCED2\xaf\x03\n" +
 	"\x0eBillingService\x12\xcc\x01\n" +
 	"\x11ListSubscriptions\x120.switchboard.billing.v1.ListSubscriptionsRequest\x1a1.switchboard.billing.v1.ListSubscriptionsResponse\"R\xca\xf3\x18\x0f\n" +
 	"\rsubscriptions\x82\xd3\xe4\x93\x029b\rsubscriptions\x12(/v2/companies/{company_id}/subscriptions\x12\xc7\x01\n" +
 	"\x12UpdateSubscription\x121.switchboard.billing.v1.UpdateSubscriptionRequest\x1a$.switchboard.billing.v1.Subscription\"X\xca\xf3\x18\x0f\n" +
-	"\rsubscriptions\x82\xd3\xe4\x93\x02?:\x01*2:/v2/companies/{company_id}/subscriptions/{subscription_id}B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
+	"\rsubscriptions\x82\xd3\xe4\x93\x02?:\x01*2:/v2/companies/{company_id}/subscriptions/{subscription_id}\x1a\x04\xe8\xf9\x18\x04B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
 
 var (
 	file_switchboard_billing_v1_billing_proto_rawDescOnce sync.Once

@@ -183,7 +183,7 @@ var File_switchboard_billing_v1_operator_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_operator_proto_rawDesc = "" +
 	"\n" +
-	"%switchboard/billing/v1/operator.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a$switchboard/billing/v1/billing.proto\"\xe4\x03\n" +
+	"%switchboard/billing/v1/operator.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a$switchboard/billing/v1/billing.proto\"\xe4\x03\n" +
 	"\x19AdjustSubscriptionRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12'\n" +
@@ -204,10 +204,10 @@ const file_switchboard_billing_v1_operator_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12!\n" +
 	"\x05count\x18\x02 \x01(\x05B\x06\xbaH\x03\xc8\x01\x01H\x00R\x05count\x88\x01\x01B\b\n" +
-	"\x06_count2\x83\x03\n" +
+	"\x06_count2\x87\x03\n" +
 	"\x16BillingOperatorService\x12\xba\x01\n" +
 	"\x12AdjustSubscription\x121.switchboard.billing.v1.AdjustSubscriptionRequest\x1a$.switchboard.billing.v1.Subscription\"K\x82\xd3\xe4\x93\x02E:\x01*2@/admin/v1/companies/{company_id}/subscriptions/{subscription_id}\x12\xa5\x01\n" +
-	"\x0eAddWabaDialogs\x12-.switchboard.billing.v1.AddWabaDialogsRequest\x1a*.switchboard.billing.v1.WabaDialogsBalance\"8\x82\xd3\xe4\x93\x022:\x01*\"-/admin/v1/companies/{company_id}/waba_dialogs\x1a\x04\xd0\xf3\x18\x01B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
+	"\x0eAddWabaDialogs\x12-.switchboard.billing.v1.AddWabaDialogsRequest\x1a*.switchboard.billing.v1.WabaDialogsBalance\"8\x82\xd3\xe4\x93\x022:\x01*\"-/admin/v1/companies/{company_id}/waba_dialogs\x1a\b\xd0\xf3\x18\x01\xe8\xf9\x184B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
 
 var (
 	file_switchboard_billing_v1_operator_proto_rawDescOnce sync.Once

@@ -2477,11 +2477,11 @@ var File_switchboard_connections_v1_connections_proto protoreflect.FileDescripto
 
 const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\n" +
-	",switchboard/connections/v1/connections.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"\xe2\x03\n" +
+	",switchboard/connections/v1/connections.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xf6\x03\n" +
 	"\n" +
 	"Connection\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12>\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12&\n" +
+	"\x04name\x18\x02 \x01(\tB\x12\xfa\xf9\x18\x0eSales WhatsAppR\x04name\x12>\n" +
 	"\x04type\x18\x03 \x01(\x0e2*.switchboard.connections.v1.ConnectionTypeR\x04type\x12#\n" +
 	"\rservice_token\x18\x04 \x01(\tR\fserviceToken\x12G\n" +
 	"\vlast_status\x18\x05 \x01(\v2&.switchboard.connections.v1.LastStatusR\n" +
@@ -2525,12 +2525,11 @@ const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\x14GetConnectionRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12#\n" +
-	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\"\xd5\x01\n" +
+	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\"\xe7\x01\n" +
 	"\x17CreateConnectionRequest\x12\x1d\n" +
 	"\n" +
-	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1e\n" +
-	"\x04name\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12J\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x120\n" +
+	"\x04name\x18\x02 \x01(\tB\x1c\xbaH\ar\x05\x10\x01\x18\x80\x02\xfa\xf9\x18\x0eSales WhatsAppR\x04name\x12J\n" +
 	"\x04type\x18\x03 \x01(\x0e2*.switchboard.connections.v1.ConnectionTypeB\n" +
 	"\xbaH\a\x82\x01\x04\x10\x01 \x00R\x04type\x12/\n" +
 	"\x06params\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06params\"\xbc\x01\n" +
@@ -2576,18 +2575,18 @@ const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
 	"\n" +
-	"limit_type\x18\x02 \x01(\tR\tlimitType\"]\n" +
-	"\x05Limit\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12#\n" +
+	"limit_type\x18\x02 \x01(\tR\tlimitType\"w\n" +
+	"\x05Limit\x12,\n" +
+	"\x04type\x18\x01 \x01(\tB\x18\xfa\xf9\x18\x14connections_whatsappR\x04type\x12#\n" +
 	"\rcurrent_value\x18\x02 \x01(\x05R\fcurrentValue\x12\x1b\n" +
 	"\tmax_value\x18\x03 \x01(\x05R\bmaxValue\"\xab\x01\n" +
 	"\aSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12A\n" +
 	"\x06status\x18\x02 \x01(\x0e2).switchboard.connections.v1.SessionStatusR\x06status\x12>\n" +
-	"\bqr_login\x18\x03 \x01(\v2#.switchboard.connections.v1.QrLoginR\aqrLogin\"j\n" +
-	"\aQrLogin\x12\x10\n" +
-	"\x03url\x18\x01 \x01(\tR\x03url\x124\n" +
+	"\bqr_login\x18\x03 \x01(\v2#.switchboard.connections.v1.QrLoginR\aqrLogin\"\x95\x01\n" +
+	"\aQrLogin\x12;\n" +
+	"\x03url\x18\x01 \x01(\tB)\xfa\xf9\x18%tg://login?token=AQAAAGd2xQ5kR3pL8vNwR\x03url\x124\n" +
 	"\aexpires\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\x12\x17\n" +
 	"\aqr_code\x18\x03 \x01(\tR\x06qrCode\"\xe4\x01\n" +
 	"\x13TelegramInitRequest\x12\x1d\n" +
@@ -2757,7 +2756,7 @@ const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\x16WhatsappInstanceStatus\x12(\n" +
 	"$WHATSAPP_INSTANCE_STATUS_UNSPECIFIED\x10\x00\x12'\n" +
 	"\x1bWHATSAPP_INSTANCE_STATUS_OK\x10\x01\x1a\x06\xda\xf3\x18\x02ok\x121\n" +
-	" WHATSAPP_INSTANCE_STATUS_LOADING\x10\x02\x1a\v\xda\xf3\x18\aloading2\xfe\x19\n" +
+	" WHATSAPP_INSTANCE_STATUS_LOADING\x10\x02\x1a\v\xda\xf3\x18\aloading2\xac\x1a\n" +
 	"\x12ConnectionsService\x12\xbb\x01\n" +
 	"\x0fListConnections\x122.switchboard.connections.v1.ListConnectionsRequest\x1a3.switchboard.connections.v1.ListConnectionsResponse\"?\xca\xf3\x18\r\n" +
 	"\vconnections\x82\xd3\xe4\x93\x02(\x12&/v2/companies/{company_id}/connections\x12\xba\x01\n" +
@@ -2768,31 +2767,31 @@ const file_switchboard_connections_v1_connections_proto_rawDesc = "" +
 	"\x10UpdateConnection\x123.switchboard.connections.v1.UpdateConnectionRequest\x1a&.switchboard.connections.v1.Connection\"R\xca\xf3\x18\r\n" +
 	"\vconnections\x82\xd3\xe4\x93\x02;:\x01*26/v2/companies/{company_id}/connections/{connection_id}\x12\xf3\x01\n" +
 	"\x16ListConnectionStatuses\x129.switchboard.connections.v1.ListConnectionStatusesRequest\x1a:.switchboard.connections.v1.ListConnectionStatusesResponse\"b\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02Kb\bstatuses\x12?/v2/companies/{company_id}/connections/{connection_id}/statuses\x12\x99\x01\n" +
-	"\tGetLimits\x12,.switchboard.connections.v1.GetLimitsRequest\x1a\".switchboard.connections.v1.Limits\":\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02#\x12!/v2/companies/{company_id}/limits\x12\xa3\x01\n" +
-	"\bGetLimit\x12+.switchboard.connections.v1.GetLimitRequest\x1a!.switchboard.connections.v1.Limit\"G\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x020\x12./v2/companies/{company_id}/limits/{limit_type}\x12\xaa\x01\n" +
-	"\fTelegramInit\x12/.switchboard.connections.v1.TelegramInitRequest\x1a#.switchboard.connections.v1.Session\"D\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02-:\x01*\"(/v2/companies/{company_id}/telegram/init\x12\xad\x01\n" +
-	"\rTelegramLogin\x120.switchboard.connections.v1.TelegramLoginRequest\x1a#.switchboard.connections.v1.Session\"E\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02.:\x01*\")/v2/companies/{company_id}/telegram/login\x12\xae\x01\n" +
-	"\x0fMaxPersonalInit\x12,.switchboard.connections.v1.PhoneInitRequest\x1a#.switchboard.connections.v1.Session\"H\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x021:\x01*\",/v2/companies/{company_id}/max_personal/init\x12\xb1\x01\n" +
-	"\x10MaxPersonalLogin\x12-.switchboard.connections.v1.PhoneLoginRequest\x1a#.switchboard.connections.v1.Session\"I\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x022:\x01*\"-/v2/companies/{company_id}/max_personal/login\x12\xa8\x01\n" +
-	"\fVkDirectInit\x12,.switchboard.connections.v1.PhoneInitRequest\x1a#.switchboard.connections.v1.Session\"E\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02.:\x01*\")/v2/companies/{company_id}/vk_direct/init\x12\xab\x01\n" +
-	"\rVkDirectLogin\x12-.switchboard.connections.v1.PhoneLoginRequest\x1a#.switchboard.connections.v1.Session\"F\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02/:\x01*\"*/v2/companies/{company_id}/vk_direct/login\x12\xcb\x01\n" +
-	"\rWhatsappLogin\x120.switchboard.connections.v1.WhatsappLoginRequest\x1a1.switchboard.connections.v1.WhatsappLoginResponse\"U\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02>:\x01*\"9/v2/companies/{company_id}/whatsapp/{connection_id}/login\x12\xcc\x01\n" +
-	"\x0eWhatsappStatus\x121.switchboard.connections.v1.WhatsappStatusRequest\x1a2.switchboard.connections.v1.WhatsappStatusResponse\"S\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02<\x12:/v2/companies/{company_id}/whatsapp/{connection_id}/status\x12\xf1\x01\n" +
+	"\vconnections\x82\xd3\xe4\x93\x02Kb\bstatuses\x12?/v2/companies/{company_id}/connections/{connection_id}/statuses\x12\x9d\x01\n" +
+	"\tGetLimits\x12,.switchboard.connections.v1.GetLimitsRequest\x1a\".switchboard.connections.v1.Limits\">\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x01\x82\xd3\xe4\x93\x02#\x12!/v2/companies/{company_id}/limits\x12\xa7\x01\n" +
+	"\bGetLimit\x12+.switchboard.connections.v1.GetLimitRequest\x1a!.switchboard.connections.v1.Limit\"K\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x01\x82\xd3\xe4\x93\x020\x12./v2/companies/{company_id}/limits/{limit_type}\x12\xae\x01\n" +
+	"\fTelegramInit\x12/.switchboard.connections.v1.TelegramInitRequest\x1a#.switchboard.connections.v1.Session\"H\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02-:\x01*\"(/v2/companies/{company_id}/telegram/init\x12\xb1\x01\n" +
+	"\rTelegramLogin\x120.switchboard.connections.v1.TelegramLoginRequest\x1a#.switchboard.connections.v1.Session\"I\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02.:\x01*\")/v2/companies/{company_id}/telegram/login\x12\xb2\x01\n" +
+	"\x0fMaxPersonalInit\x12,.switchboard.connections.v1.PhoneInitRequest\x1a#.switchboard.connections.v1.Session\"L\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x021:\x01*\",/v2/companies/{company_id}/max_personal/init\x12\xb5\x01\n" +
+	"\x10MaxPersonalLogin\x12-.switchboard.connections.v1.PhoneLoginRequest\x1a#.switchboard.connections.v1.Session\"M\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x022:\x01*\"-/v2/companies/{company_id}/max_personal/login\x12\xac\x01\n" +
+	"\fVkDirectInit\x12,.switchboard.connections.v1.PhoneInitRequest\x1a#.switchboard.connections.v1.Session\"I\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02.:\x01*\")/v2/companies/{company_id}/vk_direct/init\x12\xaf\x01\n" +
+	"\rVkDirectLogin\x12-.switchboard.connections.v1.PhoneLoginRequest\x1a#.switchboard.connections.v1.Session\"J\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02/:\x01*\"*/v2/companies/{company_id}/vk_direct/login\x12\xcf\x01\n" +
+	"\rWhatsappLogin\x120.switchboard.connections.v1.WhatsappLoginRequest\x1a1.switchboard.connections.v1.WhatsappLoginResponse\"Y\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02>:\x01*\"9/v2/companies/{company_id}/whatsapp/{connection_id}/login\x12\xd0\x01\n" +
+	"\x0eWhatsappStatus\x121.switchboard.connections.v1.WhatsappStatusRequest\x1a2.switchboard.connections.v1.WhatsappStatusResponse\"W\xca\xf3\x18\r\n" +
+	"\vconnections\xf0\xf9\x18\x06\x82\xd3\xe4\x93\x02<\x12:/v2/companies/{company_id}/whatsapp/{connection_id}/status\x12\xf1\x01\n" +
 	"\x19UpdateWabaBusinessProfile\x12<.switchboard.connections.v1.UpdateWabaBusinessProfileRequest\x1a/.switchboard.connections.v1.WabaBusinessProfile\"e\xca\xf3\x18\r\n" +
 	"\vconnections\x82\xd3\xe4\x93\x02N:\x01*\"I/v2/companies/{company_id}/waba/{connection_id}/whatsapp_business_profile\x12\x8c\x02\n" +
 	"\"UpdateWabaConversationalAutomation\x12E.switchboard.connections.v1.UpdateWabaConversationalAutomationRequest\x1a8.switchboard.connections.v1.WabaConversationalAutomation\"e\xca\xf3\x18\r\n" +
-	"\vconnections\x82\xd3\xe4\x93\x02N:\x01*\"I/v2/companies/{company_id}/waba/{connection_id}/conversational_automationB@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
+	"\vconnections\x82\xd3\xe4\x93\x02N:\x01*\"I/v2/companies/{company_id}/waba/{connection_id}/conversational_automation\x1a\x04\xe8\xf9\x18\x05B@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
 
 var (
 	file_switchboard_connections_v1_connections_proto_rawDescOnce sync.Once

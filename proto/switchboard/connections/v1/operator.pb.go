@@ -99,7 +99,7 @@ var File_switchboard_connections_v1_operator_proto protoreflect.FileDescriptor
 
 const file_switchboard_connections_v1_operator_proto_rawDesc = "" +
 	"\n" +
-	")switchboard/connections/v1/operator.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a,switchboard/connections/v1/connections.proto\"\xd8\x01\n" +
+	")switchboard/connections/v1/operator.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a,switchboard/connections/v1/connections.proto\"\xd8\x01\n" +
 	"\x1aCreateCrmConnectionRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1e\n" +
@@ -107,9 +107,9 @@ const file_switchboard_connections_v1_operator_proto_rawDesc = "" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12J\n" +
 	"\x04type\x18\x03 \x01(\x0e2*.switchboard.connections.v1.ConnectionTypeB\n" +
 	"\xbaH\a\x82\x01\x04\x18(\x18)R\x04type\x12/\n" +
-	"\x06params\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06params2\xd3\x01\n" +
+	"\x06params\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06params2\xd7\x01\n" +
 	"\x1aConnectionsOperatorService\x12\xae\x01\n" +
-	"\x13CreateCrmConnection\x126.switchboard.connections.v1.CreateCrmConnectionRequest\x1a&.switchboard.connections.v1.Connection\"7\x82\xd3\xe4\x93\x021:\x01*\",/admin/v1/companies/{company_id}/connections\x1a\x04\xd0\xf3\x18\x01B@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
+	"\x13CreateCrmConnection\x126.switchboard.connections.v1.CreateCrmConnectionRequest\x1a&.switchboard.connections.v1.Connection\"7\x82\xd3\xe4\x93\x021:\x01*\",/admin/v1/companies/{company_id}/connections\x1a\b\xd0\xf3\x18\x01\xe8\xf9\x183B@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
 
 var (
 	file_switchboard_connections_v1_operator_proto_rawDescOnce sync.Once

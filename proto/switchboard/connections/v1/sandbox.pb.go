@@ -475,7 +475,7 @@ var File_switchboard_connections_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_switchboard_connections_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"(switchboard/connections/v1/sandbox.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a switchboard/api/v1/options.proto\x1a,switchboard/connections/v1/connections.proto\"\xb8\x02\n" +
+	"(switchboard/connections/v1/sandbox.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a,switchboard/connections/v1/connections.proto\"\xb8\x02\n" +
 	"\x14CreateAccountRequest\x12P\n" +
 	"\tmessenger\x18\x01 \x01(\tB2\xbaH/r-R\btelegramR\fmax_personalR\tvk_directR\bwhatsappR\tmessenger\x12\x1d\n" +
 	"\x05phone\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x10\x01R\x05phone\x12(\n" +
@@ -520,14 +520,14 @@ const file_switchboard_connections_v1_sandbox_proto_rawDesc = "" +
 	"\xbaH\a\x82\x01\x04\x10\x01 \x00R\n" +
 	"statusType\x12\\\n" +
 	"\x0estatus_subtype\x18\x03 \x01(\x0e2).switchboard.connections.v1.StatusSubtypeB\n" +
-	"\xbaH\a\x82\x01\x04\x10\x01 \x00R\rstatusSubtype2\xbf\x06\n" +
+	"\xbaH\a\x82\x01\x04\x10\x01 \x00R\rstatusSubtype2\xc3\x06\n" +
 	"\x19ConnectionsSandboxService\x12\x87\x01\n" +
 	"\rCreateAccount\x120.switchboard.connections.v1.CreateAccountRequest\x1a#.switchboard.connections.v1.Account\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/sandbox/v1/accounts\x12\x99\x01\n" +
 	"\n" +
 	"GetSession\x124.switchboard.connections.v1.GetSandboxSessionRequest\x1a*.switchboard.connections.v1.SandboxSession\")\x82\xd3\xe4\x93\x02#\x12!/sandbox/v1/sessions/{session_id}\x12\x9c\x01\n" +
 	"\vScanSession\x12..switchboard.connections.v1.ScanSessionRequest\x1a*.switchboard.connections.v1.SandboxSession\"1\x82\xd3\xe4\x93\x02+:\x01*\"&/sandbox/v1/sessions/{session_id}/scan\x12\x9d\x01\n" +
 	"\fScanWhatsapp\x12/.switchboard.connections.v1.ScanWhatsappRequest\x1a&.switchboard.connections.v1.Connection\"4\x82\xd3\xe4\x93\x02.:\x01*\")/sandbox/v1/whatsapp/{connection_id}/scan\x12\xb6\x01\n" +
-	"\x13SetConnectionStatus\x126.switchboard.connections.v1.SetConnectionStatusRequest\x1a,.switchboard.connections.v1.ConnectionStatus\"9\x82\xd3\xe4\x93\x023:\x01*\"./sandbox/v1/connections/{connection_id}/status\x1a\x04\xd0\xf3\x18\x02B@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
+	"\x13SetConnectionStatus\x126.switchboard.connections.v1.SetConnectionStatusRequest\x1a,.switchboard.connections.v1.ConnectionStatus\"9\x82\xd3\xe4\x93\x023:\x01*\"./sandbox/v1/connections/{connection_id}/status\x1a\b\xd0\xf3\x18\x02\xe8\xf9\x18<B@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
 
 var (
 	file_switchboard_connections_v1_sandbox_proto_rawDescOnce sync.Once

@@ -39,7 +39,9 @@ type ConnectionsSandboxServiceClient interface {
 	CreateAccount(ctx context.Context, in *CreateAccountRequest, opts ...grpc.CallOption) (*Account, error)
 	// A login session as the messenger sees it, with the code it "sent".
 	GetSession(ctx context.Context, in *GetSandboxSessionRequest, opts ...grpc.CallOption) (*SandboxSession, error)
-	// The account with that phone scans the session's QR.
+	// The account with that phone scans the session's QR, and the session
+	// moves on at once (waiting_for_password, or authenticated): the answer,
+	// this route's GET and the next login call show the same status.
 	//
 	// Errors: 409 error 409 CONFLICT.
 	ScanSession(ctx context.Context, in *ScanSessionRequest, opts ...grpc.CallOption) (*SandboxSession, error)
@@ -126,7 +128,9 @@ type ConnectionsSandboxServiceServer interface {
 	CreateAccount(context.Context, *CreateAccountRequest) (*Account, error)
 	// A login session as the messenger sees it, with the code it "sent".
 	GetSession(context.Context, *GetSandboxSessionRequest) (*SandboxSession, error)
-	// The account with that phone scans the session's QR.
+	// The account with that phone scans the session's QR, and the session
+	// moves on at once (waiting_for_password, or authenticated): the answer,
+	// this route's GET and the next login call show the same status.
 	//
 	// Errors: 409 error 409 CONFLICT.
 	ScanSession(context.Context, *ScanSessionRequest) (*SandboxSession, error)

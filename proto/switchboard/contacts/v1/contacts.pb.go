@@ -2262,21 +2262,21 @@ var File_switchboard_contacts_v1_contacts_proto protoreflect.FileDescriptor
 
 const file_switchboard_contacts_v1_contacts_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/contacts/v1/contacts.proto\x12\x17switchboard.contacts.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"j\n" +
+	"&switchboard/contacts/v1/contacts.proto\x12\x17switchboard.contacts.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"j\n" +
 	"\x05Phone\x12@\n" +
 	"\x04type\x18\x01 \x01(\x0e2\".switchboard.contacts.v1.PhoneTypeB\b\xbaH\x05\x82\x01\x02\x10\x01R\x04type\x12\x1f\n" +
 	"\x05phone\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@R\x05phone\"k\n" +
 	"\x05Email\x12@\n" +
 	"\x04type\x18\x01 \x01(\x0e2\".switchboard.contacts.v1.EmailTypeB\b\xbaH\x05\x82\x01\x02\x10\x01R\x04type\x12 \n" +
 	"\x05email\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x18\x80\x02`\x01R\x05email\")\n" +
+	"\xbaH\ar\x05\x18\x80\x02`\x01R\x05email\"2\n" +
 	"\x03Tag\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\x95\x02\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1b\n" +
+	"\x04name\x18\x02 \x01(\tB\a\xfa\xf9\x18\x03VIPR\x04name\"\xbe\x02\n" +
 	"\x04Note\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x125\n" +
-	"\x04type\x18\x02 \x01(\x0e2!.switchboard.contacts.v1.NoteTypeR\x04type\x12\x12\n" +
-	"\x04text\x18\x03 \x01(\tR\x04text\x12\x1d\n" +
+	"\x04type\x18\x02 \x01(\x0e2!.switchboard.contacts.v1.NoteTypeR\x04type\x12;\n" +
+	"\x04text\x18\x03 \x01(\tB'\xfa\xf9\x18#Prefers WhatsApp; call after 14:00.R\x04text\x12\x1d\n" +
 	"\n" +
 	"created_by\x18\x04 \x01(\x03R\tcreatedBy\x12\x1d\n" +
 	"\n" +
@@ -2298,17 +2298,17 @@ const file_switchboard_contacts_v1_contacts_proto_rawDesc = "" +
 	"\b_user_idB\v\n" +
 	"\t_usernameB\a\n" +
 	"\x05_nameB\x0f\n" +
-	"\r_profile_link\"\xc4\x01\n" +
+	"\r_profile_link\"\x84\x02\n" +
 	"\fLinkedEntity\x12W\n" +
-	"\x12linked_entity_type\x18\x01 \x01(\x0e2).switchboard.contacts.v1.LinkedEntityTypeR\x10linkedEntityType\x12\x1f\n" +
-	"\vexternal_id\x18\x02 \x01(\tR\n" +
+	"\x12linked_entity_type\x18\x01 \x01(\x0e2).switchboard.contacts.v1.LinkedEntityTypeR\x10linkedEntityType\x12*\n" +
+	"\vexternal_id\x18\x02 \x01(\tB\t\xfa\xf9\x18\x0548213R\n" +
 	"externalId\x12\x1b\n" +
-	"\tis_closed\x18\x03 \x01(\bR\bisClosed\x12\x15\n" +
-	"\x03url\x18\x04 \x01(\tH\x00R\x03url\x88\x01\x01B\x06\n" +
-	"\x04_url\"\xb3\x03\n" +
+	"\tis_closed\x18\x03 \x01(\bR\bisClosed\x12J\n" +
+	"\x03url\x18\x04 \x01(\tB3\xfa\xf9\x18/https://example.amocrm.ru/contacts/detail/48213H\x00R\x03url\x88\x01\x01B\x06\n" +
+	"\x04_url\"\xc5\x03\n" +
 	"\aContact\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x126\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12$\n" +
+	"\x04name\x18\x02 \x01(\tB\x10\xfa\xf9\x18\fAnna PetrovaR\x04name\x126\n" +
 	"\x06phones\x18\x03 \x03(\v2\x1e.switchboard.contacts.v1.PhoneR\x06phones\x126\n" +
 	"\x06emails\x18\x04 \x03(\v2\x1e.switchboard.contacts.v1.EmailR\x06emails\x12\x12\n" +
 	"\x04tags\x18\x05 \x03(\x03R\x04tags\x123\n" +
@@ -2350,12 +2350,11 @@ const file_switchboard_contacts_v1_contacts_proto_rawDesc = "" +
 	"\tNoteInput\x12?\n" +
 	"\x04type\x18\x01 \x01(\x0e2!.switchboard.contacts.v1.NoteTypeB\b\xbaH\x05\x82\x01\x02\x10\x01R\x04type\x12\x1e\n" +
 	"\x04text\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80@R\x04text\"\xbb\x02\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80@R\x04text\"\xcb\x02\n" +
 	"\x14CreateContactRequest\x12\x1d\n" +
 	"\n" +
-	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1e\n" +
-	"\x04name\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12@\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12.\n" +
+	"\x04name\x18\x02 \x01(\tB\x1a\xbaH\ar\x05\x10\x01\x18\x80\x02\xfa\xf9\x18\fAnna PetrovaR\x04name\x12@\n" +
 	"\x06phones\x18\x03 \x03(\v2\x1e.switchboard.contacts.v1.PhoneB\b\xbaH\x05\x92\x01\x02\x10\x14R\x06phones\x12@\n" +
 	"\x06emails\x18\x04 \x03(\v2\x1e.switchboard.contacts.v1.EmailB\b\xbaH\x05\x92\x01\x02\x10\x14R\x06emails\x12\x1c\n" +
 	"\x04tags\x18\x05 \x03(\x03B\b\xbaH\x05\x92\x01\x02\x10dR\x04tags\x12B\n" +
@@ -2440,12 +2439,11 @@ const file_switchboard_contacts_v1_contacts_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\"D\n" +
 	"\x10ListTagsResponse\x120\n" +
-	"\x04tags\x18\x01 \x03(\v2\x1c.switchboard.contacts.v1.TagR\x04tags\"Q\n" +
+	"\x04tags\x18\x01 \x03(\v2\x1c.switchboard.contacts.v1.TagR\x04tags\"X\n" +
 	"\x10CreateTagRequest\x12\x1d\n" +
 	"\n" +
-	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1e\n" +
-	"\x04name\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\"v\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12%\n" +
+	"\x04name\x18\x02 \x01(\tB\x11\xbaH\ar\x05\x10\x01\x18\x80\x02\xfa\xf9\x18\x03VIPR\x04name\"v\n" +
 	"\x10UpdateTagRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x15\n" +
@@ -2483,7 +2481,7 @@ const file_switchboard_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x10LinkedEntityType\x12\"\n" +
 	"\x1eLINKED_ENTITY_TYPE_UNSPECIFIED\x10\x00\x12=\n" +
 	"#LINKED_ENTITY_TYPE_EXTERNAL_CONTACT\x10\x01\x1a\x14\xda\xf3\x18\x10external_contact\x127\n" +
-	" LINKED_ENTITY_TYPE_EXTERNAL_LEAD\x10\x02\x1a\x11\xda\xf3\x18\rexternal_lead2\xdd\x17\n" +
+	" LINKED_ENTITY_TYPE_EXTERNAL_LEAD\x10\x02\x1a\x11\xda\xf3\x18\rexternal_lead2\xf3\x17\n" +
 	"\x0fContactsService\x12\xa7\x01\n" +
 	"\fListContacts\x12,.switchboard.contacts.v1.ListContactsRequest\x1a-.switchboard.contacts.v1.ListContactsResponse\":\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02%\x12#/v2/companies/{company_id}/contacts\x12\xa3\x01\n" +
@@ -2514,15 +2512,15 @@ const file_switchboard_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x12ListSocialProfiles\x122.switchboard.contacts.v1.ListSocialProfilesRequest\x1a3.switchboard.contacts.v1.ListSocialProfilesResponse\"h\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02Sb\x0fsocial_profiles\x12@/v2/companies/{company_id}/contacts/{contact_id}/social_profiles\x12\xe7\x01\n" +
 	"\x12ListLinkedEntities\x122.switchboard.contacts.v1.ListLinkedEntitiesRequest\x1a3.switchboard.contacts.v1.ListLinkedEntitiesResponse\"h\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02Sb\x0flinked_entities\x12@/v2/companies/{company_id}/contacts/{contact_id}/linked_entities\x12\x9d\x01\n" +
-	"\bListTags\x12(.switchboard.contacts.v1.ListTagsRequest\x1a).switchboard.contacts.v1.ListTagsResponse\"<\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02'b\x04tags\x12\x1f/v2/companies/{company_id}/tags\x12\x8f\x01\n" +
-	"\tCreateTag\x12).switchboard.contacts.v1.CreateTagRequest\x1a\x1c.switchboard.contacts.v1.Tag\"9\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/v2/companies/{company_id}/tags\x12\x98\x01\n" +
-	"\tUpdateTag\x12).switchboard.contacts.v1.UpdateTagRequest\x1a\x1c.switchboard.contacts.v1.Tag\"B\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02-:\x01*2(/v2/companies/{company_id}/tags/{tag_id}\x12\x8f\x01\n" +
-	"\tDeleteTag\x12).switchboard.contacts.v1.DeleteTagRequest\x1a\x16.google.protobuf.Empty\"?\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02**(/v2/companies/{company_id}/tags/{tag_id}B:Z8switchboard.dev/proto/switchboard/contacts/v1;contactsv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x02Sb\x0flinked_entities\x12@/v2/companies/{company_id}/contacts/{contact_id}/linked_entities\x12\xa1\x01\n" +
+	"\bListTags\x12(.switchboard.contacts.v1.ListTagsRequest\x1a).switchboard.contacts.v1.ListTagsResponse\"@\xca\xf3\x18\v\n" +
+	"\tmessaging\xf0\xf9\x18\f\x82\xd3\xe4\x93\x02'b\x04tags\x12\x1f/v2/companies/{company_id}/tags\x12\x93\x01\n" +
+	"\tCreateTag\x12).switchboard.contacts.v1.CreateTagRequest\x1a\x1c.switchboard.contacts.v1.Tag\"=\xca\xf3\x18\v\n" +
+	"\tmessaging\xf0\xf9\x18\f\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/v2/companies/{company_id}/tags\x12\x9c\x01\n" +
+	"\tUpdateTag\x12).switchboard.contacts.v1.UpdateTagRequest\x1a\x1c.switchboard.contacts.v1.Tag\"F\xca\xf3\x18\v\n" +
+	"\tmessaging\xf0\xf9\x18\f\x82\xd3\xe4\x93\x02-:\x01*2(/v2/companies/{company_id}/tags/{tag_id}\x12\x93\x01\n" +
+	"\tDeleteTag\x12).switchboard.contacts.v1.DeleteTagRequest\x1a\x16.google.protobuf.Empty\"C\xca\xf3\x18\v\n" +
+	"\tmessaging\xf0\xf9\x18\f\x82\xd3\xe4\x93\x02**(/v2/companies/{company_id}/tags/{tag_id}\x1a\x04\xe8\xf9\x18\vB:Z8switchboard.dev/proto/switchboard/contacts/v1;contactsv1b\x06proto3"
 
 var (
 	file_switchboard_contacts_v1_contacts_proto_rawDescOnce sync.Once

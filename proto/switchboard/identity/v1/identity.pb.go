@@ -1575,7 +1575,7 @@ var File_switchboard_identity_v1_identity_proto protoreflect.FileDescriptor
 
 const file_switchboard_identity_v1_identity_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/identity/v1/identity.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"B\n" +
+	"&switchboard/identity/v1/identity.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"B\n" +
 	"\x18BlockedUserMethodRequest\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x1b\n" +
@@ -1625,10 +1625,10 @@ const file_switchboard_identity_v1_identity_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\"b\n" +
 	"\x1cListIntegrationTypesResponse\x12B\n" +
-	"\x05types\x18\x01 \x03(\v2,.switchboard.identity.v1.IntegrationTypeInfoR\x05types\"\xdb\x02\n" +
+	"\x05types\x18\x01 \x03(\v2,.switchboard.identity.v1.IntegrationTypeInfoR\x05types\"\xf2\x02\n" +
 	"\aCompany\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12)\n" +
+	"\x04name\x18\x02 \x01(\tB\x15\xfa\xf9\x18\x11Northwind TradingR\x04name\x12\x19\n" +
 	"\bowner_id\x18\x03 \x01(\x03R\aownerId\x12\x1a\n" +
 	"\btimezone\x18\x04 \x01(\tR\btimezone\x12)\n" +
 	"\x10payment_currency\x18\x05 \x01(\tR\x0fpaymentCurrency\x12'\n" +
@@ -1650,11 +1650,11 @@ const file_switchboard_identity_v1_identity_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12H\n" +
 	"\vsystem_type\x18\x03 \x01(\x0e2'.switchboard.identity.v1.SystemRoleTypeR\n" +
 	"systemType\x12 \n" +
-	"\vpermissions\x18\x04 \x03(\tR\vpermissions\"\xed\x02\n" +
+	"\vpermissions\x18\x04 \x03(\tR\vpermissions\"\xfb\x02\n" +
 	"\vIntegration\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12<\n" +
-	"\x04type\x18\x02 \x01(\x0e2(.switchboard.identity.v1.IntegrationTypeR\x04type\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\x12B\n" +
+	"\x04type\x18\x02 \x01(\x0e2(.switchboard.identity.v1.IntegrationTypeR\x04type\x12 \n" +
+	"\x04name\x18\x03 \x01(\tB\f\xfa\xf9\x18\bCRM syncR\x04name\x12B\n" +
 	"\x06status\x18\x04 \x01(\x0e2*.switchboard.identity.v1.IntegrationStatusR\x06status\x12B\n" +
 	"\x06params\x18\x05 \x01(\v2*.switchboard.identity.v1.IntegrationParamsR\x06params\x129\n" +
 	"\n" +
@@ -1700,26 +1700,26 @@ const file_switchboard_identity_v1_identity_proto_rawDesc = "" +
 	"\x11IntegrationStatus\x12\"\n" +
 	"\x1eINTEGRATION_STATUS_UNSPECIFIED\x10\x00\x12+\n" +
 	"\x1aINTEGRATION_STATUS_ENABLED\x10\x01\x1a\v\xda\xf3\x18\aenabled\x12-\n" +
-	"\x1bINTEGRATION_STATUS_DISABLED\x10\x02\x1a\f\xda\xf3\x18\bdisabled2\xab\x0f\n" +
-	"\x0fIdentityService\x12\x93\x03\n" +
-	"\x11BlockedUserMethod\x121.switchboard.identity.v1.BlockedUserMethodRequest\x1a2.switchboard.identity.v1.BlockedUserMethodResponse\"\x96\x02\xca\xf3\x18\x04 \x010\x01\x82\xd3\xe4\x93\x02\x87\x02Z\x14\"\x12/v2/companies/joinZ\x1e\x12\x1c/v2/companies/by_code/{code}Z\x0e\"\f/v2/users/meZ\x0e\x1a\f/v2/users/meZ\x0e2\f/v2/users/meZ\x0e*\f/v2/users/meZ\x18\x12\x16/v2/users/me/{path=**}Z\x18\"\x16/v2/users/me/{path=**}Z\x18\x1a\x16/v2/users/me/{path=**}Z\x182\x16/v2/users/me/{path=**}Z\x18*\x16/v2/users/me/{path=**}\"\r/v2/companies\x12i\n" +
-	"\x05GetMe\x12%.switchboard.identity.v1.GetMeRequest\x1a\x1d.switchboard.identity.v1.User\"\x1a\xca\xf3\x18\x020\x01\x82\xd3\xe4\x93\x02\x0e\x12\f/v2/users/me\x12\x86\x01\n" +
-	"\fGetMyProfile\x12,.switchboard.identity.v1.GetMyProfileRequest\x1a$.switchboard.identity.v1.UserProfile\"\"\xca\xf3\x18\x020\x01\x82\xd3\xe4\x93\x02\x16\x12\x14/v2/users/me/profile\x12\x85\x01\n" +
+	"\x1bINTEGRATION_STATUS_DISABLED\x10\x02\x1a\f\xda\xf3\x18\bdisabled2\xcd\x0f\n" +
+	"\x0fIdentityService\x12\x97\x03\n" +
+	"\x11BlockedUserMethod\x121.switchboard.identity.v1.BlockedUserMethodRequest\x1a2.switchboard.identity.v1.BlockedUserMethodResponse\"\x9a\x02\xca\xf3\x18\x04 \x010\x01\xf0\xf9\x18\x03\x82\xd3\xe4\x93\x02\x87\x02Z\x14\"\x12/v2/companies/joinZ\x1e\x12\x1c/v2/companies/by_code/{code}Z\x0e\"\f/v2/users/meZ\x0e\x1a\f/v2/users/meZ\x0e2\f/v2/users/meZ\x0e*\f/v2/users/meZ\x18\x12\x16/v2/users/me/{path=**}Z\x18\"\x16/v2/users/me/{path=**}Z\x18\x1a\x16/v2/users/me/{path=**}Z\x182\x16/v2/users/me/{path=**}Z\x18*\x16/v2/users/me/{path=**}\"\r/v2/companies\x12m\n" +
+	"\x05GetMe\x12%.switchboard.identity.v1.GetMeRequest\x1a\x1d.switchboard.identity.v1.User\"\x1e\xca\xf3\x18\x020\x01\xf0\xf9\x18\x03\x82\xd3\xe4\x93\x02\x0e\x12\f/v2/users/me\x12\x8a\x01\n" +
+	"\fGetMyProfile\x12,.switchboard.identity.v1.GetMyProfileRequest\x1a$.switchboard.identity.v1.UserProfile\"&\xca\xf3\x18\x020\x01\xf0\xf9\x18\x03\x82\xd3\xe4\x93\x02\x16\x12\x14/v2/users/me/profile\x12\x85\x01\n" +
 	"\n" +
 	"GetCompany\x12*.switchboard.identity.v1.GetCompanyRequest\x1a .switchboard.identity.v1.Company\")\xca\xf3\x18\x03(\xc0>\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v2/companies/{company_id}\x12\xa1\x01\n" +
 	"\vListMembers\x12+.switchboard.identity.v1.ListMembersRequest\x1a,.switchboard.identity.v1.ListMembersResponse\"7\xca\xf3\x18\t\n" +
 	"\amembers\x82\xd3\xe4\x93\x02$\x12\"/v2/companies/{company_id}/members\x12\xae\x01\n" +
 	"\tListRoles\x12).switchboard.identity.v1.ListRolesRequest\x1a*.switchboard.identity.v1.ListRolesResponse\"J\xca\xf3\x18\x17\n" +
-	"\amembers\x12\fmembers_view\x82\xd3\xe4\x93\x02)b\x05roles\x12 /v2/companies/{company_id}/roles\x12\xba\x01\n" +
-	"\x10ListIntegrations\x120.switchboard.identity.v1.ListIntegrationsRequest\x1a1.switchboard.identity.v1.ListIntegrationsResponse\"A\xca\xf3\x18\x0e\n" +
-	"\fintegrations\x82\xd3\xe4\x93\x02)\x12'/v2/companies/{company_id}/integrations\x12\xba\x01\n" +
-	"\x0eGetIntegration\x12..switchboard.identity.v1.GetIntegrationRequest\x1a$.switchboard.identity.v1.Integration\"R\xca\xf3\x18\x0e\n" +
-	"\fintegrations\x82\xd3\xe4\x93\x02:\x128/v2/companies/{company_id}/integrations/{integration_id}\x12\xc3\x01\n" +
-	"\x11UpdateIntegration\x121.switchboard.identity.v1.UpdateIntegrationRequest\x1a$.switchboard.identity.v1.Integration\"U\xca\xf3\x18\x0e\n" +
-	"\fintegrations\x82\xd3\xe4\x93\x02=:\x01*28/v2/companies/{company_id}/integrations/{integration_id}\x12\xf0\x01\n" +
-	"\x14ListIntegrationTypes\x124.switchboard.identity.v1.ListIntegrationTypesRequest\x1a5.switchboard.identity.v1.ListIntegrationTypesResponse\"k\xca\xf3\x18+\n" +
+	"\amembers\x12\fmembers_view\x82\xd3\xe4\x93\x02)b\x05roles\x12 /v2/companies/{company_id}/roles\x12\xbe\x01\n" +
+	"\x10ListIntegrations\x120.switchboard.identity.v1.ListIntegrationsRequest\x1a1.switchboard.identity.v1.ListIntegrationsResponse\"E\xca\xf3\x18\x0e\n" +
+	"\fintegrations\xf0\xf9\x18\x02\x82\xd3\xe4\x93\x02)\x12'/v2/companies/{company_id}/integrations\x12\xbe\x01\n" +
+	"\x0eGetIntegration\x12..switchboard.identity.v1.GetIntegrationRequest\x1a$.switchboard.identity.v1.Integration\"V\xca\xf3\x18\x0e\n" +
+	"\fintegrations\xf0\xf9\x18\x02\x82\xd3\xe4\x93\x02:\x128/v2/companies/{company_id}/integrations/{integration_id}\x12\xc7\x01\n" +
+	"\x11UpdateIntegration\x121.switchboard.identity.v1.UpdateIntegrationRequest\x1a$.switchboard.identity.v1.Integration\"Y\xca\xf3\x18\x0e\n" +
+	"\fintegrations\xf0\xf9\x18\x02\x82\xd3\xe4\x93\x02=:\x01*28/v2/companies/{company_id}/integrations/{integration_id}\x12\xf4\x01\n" +
+	"\x14ListIntegrationTypes\x124.switchboard.identity.v1.ListIntegrationTypesRequest\x1a5.switchboard.identity.v1.ListIntegrationTypesResponse\"o\xca\xf3\x18+\n" +
 	"\fintegrations\n" +
-	"\bwebhooks\x12\x11integrations_view\x82\xd3\xe4\x93\x026b\x05types\x12-/v2/companies/{company_id}/integrations/typesB:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
+	"\bwebhooks\x12\x11integrations_view\xf0\xf9\x18\x02\x82\xd3\xe4\x93\x026b\x05types\x12-/v2/companies/{company_id}/integrations/types\x1a\x04\xe8\xf9\x18\x01B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
 
 var (
 	file_switchboard_identity_v1_identity_proto_rawDescOnce sync.Once

@@ -495,10 +495,9 @@ var File_switchboard_identity_v1_operator_proto protoreflect.FileDescriptor
 
 const file_switchboard_identity_v1_operator_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/identity/v1/operator.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a&switchboard/identity/v1/identity.proto\"\xb4\x02\n" +
-	"\x14CreateCompanyRequest\x12\x1e\n" +
-	"\x04name\x18\x01 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12\x1f\n" +
+	"&switchboard/identity/v1/operator.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a&switchboard/identity/v1/identity.proto\"\xc9\x02\n" +
+	"\x14CreateCompanyRequest\x123\n" +
+	"\x04name\x18\x01 \x01(\tB\x1f\xbaH\ar\x05\x10\x01\x18\x80\x02\xfa\xf9\x18\x11Northwind TradingR\x04name\x12\x1f\n" +
 	"\btimezone\x18\x02 \x01(\tH\x00R\btimezone\x88\x01\x01\x12\x1d\n" +
 	"\n" +
 	"is_partner\x18\x03 \x01(\bR\tisPartner\x12-\n" +
@@ -545,13 +544,13 @@ const file_switchboard_identity_v1_operator_proto_rawDesc = "" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1e\n" +
 	"\x04name\x18\x02 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12*\n" +
-	"\vpermissions\x18\x03 \x03(\tB\b\xbaH\x05\x92\x01\x02\x10\fR\vpermissions2\xee\x04\n" +
+	"\vpermissions\x18\x03 \x03(\tB\b\xbaH\x05\x92\x01\x02\x10\fR\vpermissions2\xf2\x04\n" +
 	"\x0fOperatorService\x12\x8e\x01\n" +
 	"\rCreateCompany\x12-.switchboard.identity.v1.CreateCompanyRequest\x1a..switchboard.identity.v1.CreateCompanyResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/admin/v1/companies\x12\xa1\x01\n" +
 	"\fCreateApiKey\x12,.switchboard.identity.v1.CreateApiKeyRequest\x1a-.switchboard.identity.v1.CreateApiKeyResponse\"4\x82\xd3\xe4\x93\x02.:\x01*\")/admin/v1/companies/{company_id}/api_keys\x12\x8a\x01\n" +
 	"\n" +
 	"CreateRole\x12*.switchboard.identity.v1.CreateRoleRequest\x1a\x1d.switchboard.identity.v1.Role\"1\x82\xd3\xe4\x93\x02+:\x01*\"&/admin/v1/companies/{company_id}/roles\x12\x92\x01\n" +
-	"\fCreateMember\x12,.switchboard.identity.v1.CreateMemberRequest\x1a\x1f.switchboard.identity.v1.Member\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/admin/v1/companies/{company_id}/members\x1a\x04\xd0\xf3\x18\x01B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
+	"\fCreateMember\x12,.switchboard.identity.v1.CreateMemberRequest\x1a\x1f.switchboard.identity.v1.Member\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/admin/v1/companies/{company_id}/members\x1a\b\xd0\xf3\x18\x01\xe8\xf9\x182B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
 
 var (
 	file_switchboard_identity_v1_operator_proto_rawDescOnce sync.Once

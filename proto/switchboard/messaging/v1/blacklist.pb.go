@@ -388,12 +388,12 @@ var File_switchboard_messaging_v1_blacklist_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_blacklist_proto_rawDesc = "" +
 	"\n" +
-	"(switchboard/messaging/v1/blacklist.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"\xc2\x01\n" +
+	"(switchboard/messaging/v1/blacklist.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xd3\x01\n" +
 	"\rBlacklistItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12$\n" +
 	"\x0esource_chat_id\x18\x02 \x01(\tR\fsourceChatId\x12\x1b\n" +
-	"\tchat_name\x18\x03 \x01(\tR\bchatName\x12\x19\n" +
-	"\x05phone\x18\x04 \x01(\tH\x00R\x05phone\x88\x01\x01\x129\n" +
+	"\tchat_name\x18\x03 \x01(\tR\bchatName\x12*\n" +
+	"\x05phone\x18\x04 \x01(\tB\x0f\xfa\xf9\x18\v79991234567H\x00R\x05phone\x88\x01\x01\x129\n" +
 	"\n" +
 	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\b\n" +
 	"\x06_phone\"\xc1\x01\n" +
@@ -419,14 +419,14 @@ const file_switchboard_messaging_v1_blacklist_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12#\n" +
 	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\x12\x17\n" +
-	"\aitem_id\x18\x03 \x01(\x03R\x06itemId2\xa4\x05\n" +
+	"\aitem_id\x18\x03 \x01(\x03R\x06itemId2\xaa\x05\n" +
 	"\x10BlacklistService\x12\xe7\x01\n" +
 	"\x12ListBlacklistItems\x123.switchboard.messaging.v1.ListBlacklistItemsRequest\x1a4.switchboard.messaging.v1.ListBlacklistItemsResponse\"f\xca\xf3\x18\r\n" +
 	"\vconnections\x82\xd3\xe4\x93\x02Ob\x05items\x12F/v2/companies/{company_id}/connections/{connection_id}/chats_blacklist\x12\xd6\x01\n" +
 	"\x13CreateBlacklistItem\x124.switchboard.messaging.v1.CreateBlacklistItemRequest\x1a'.switchboard.messaging.v1.BlacklistItem\"`\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02K:\x01*\"F/v2/companies/{company_id}/connections/{connection_id}/chats_blacklist\x12\xcc\x01\n" +
 	"\x13DeleteBlacklistItem\x124.switchboard.messaging.v1.DeleteBlacklistItemRequest\x1a\x16.google.protobuf.Empty\"g\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02R*P/v2/companies/{company_id}/connections/{connection_id}/chats_blacklist/{item_id}B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x02R*P/v2/companies/{company_id}/connections/{connection_id}/chats_blacklist/{item_id}\x1a\x04\xe8\xf9\x18\aB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_blacklist_proto_rawDescOnce sync.Once

@@ -926,19 +926,19 @@ var File_switchboard_messaging_v1_chats_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_chats_proto_rawDesc = "" +
 	"\n" +
-	"$switchboard/messaging/v1/chats.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a,switchboard/connections/v1/connections.proto\"\xf3\x04\n" +
+	"$switchboard/messaging/v1/chats.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a,switchboard/connections/v1/connections.proto\"\x96\x05\n" +
 	"\x04Chat\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12#\n" +
 	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\x12\"\n" +
 	"\n" +
 	"contact_id\x18\x03 \x01(\x03H\x00R\tcontactId\x88\x01\x01\x12$\n" +
-	"\x0esource_chat_id\x18\x04 \x01(\tR\fsourceChatId\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\x12\x19\n" +
+	"\x0esource_chat_id\x18\x04 \x01(\tR\fsourceChatId\x12$\n" +
+	"\x04name\x18\x05 \x01(\tB\x10\xfa\xf9\x18\fAnna PetrovaR\x04name\x12\x19\n" +
 	"\bis_group\x18\x06 \x01(\bR\aisGroup\x12\"\n" +
 	"\n" +
 	"avatar_url\x18\a \x01(\tH\x01R\tavatarUrl\x88\x01\x01\x12&\n" +
-	"\fprofile_link\x18\b \x01(\tH\x02R\vprofileLink\x88\x01\x01\x12\x19\n" +
-	"\x05phone\x18\t \x01(\tH\x03R\x05phone\x88\x01\x01\x12\x1f\n" +
+	"\fprofile_link\x18\b \x01(\tH\x02R\vprofileLink\x88\x01\x01\x12*\n" +
+	"\x05phone\x18\t \x01(\tB\x0f\xfa\xf9\x18\v79991234567H\x03R\x05phone\x88\x01\x01\x12\x1f\n" +
 	"\busername\x18\n" +
 	" \x01(\tH\x04R\busername\x88\x01\x01\x12/\n" +
 	"\x11blacklist_item_id\x18\v \x01(\x03H\x05R\x0fblacklistItemId\x88\x01\x01\x12)\n" +
@@ -1025,7 +1025,7 @@ const file_switchboard_messaging_v1_chats_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x129\n" +
 	"\n" +
 	"paid_until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tpaidUntil\x12+\n" +
-	"\x11subscription_plan\x18\x03 \x01(\tR\x10subscriptionPlan2\xfb\b\n" +
+	"\x11subscription_plan\x18\x03 \x01(\tR\x10subscriptionPlan2\x81\t\n" +
 	"\fChatsService\x12\xa0\x01\n" +
 	"\aGetChat\x12(.switchboard.messaging.v1.GetChatRequest\x1a\x1e.switchboard.messaging.v1.Chat\"K\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x026\x124/v2/companies/{company_id}/messaging/chats/{chat_id}\x12\xad\x01\n" +
@@ -1039,7 +1039,7 @@ const file_switchboard_messaging_v1_chats_proto_rawDesc = "" +
 	"\x0fListChatSources\x120.switchboard.messaging.v1.ListChatSourcesRequest\x1a1.switchboard.messaging.v1.ListChatSourcesResponse\"R\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02=b\asources\x122/v2/companies/{company_id}/messaging/chats/sources\x12\xb0\x01\n" +
 	"\x0fGetChatBySource\x120.switchboard.messaging.v1.GetChatBySourceRequest\x1a\x1e.switchboard.messaging.v1.Chat\"K\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x026\x124/v2/companies/{company_id}/messaging/chats/by_sourceB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x026\x124/v2/companies/{company_id}/messaging/chats/by_source\x1a\x04\xe8\xf9\x18\bB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_chats_proto_rawDescOnce sync.Once

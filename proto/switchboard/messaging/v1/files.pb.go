@@ -434,7 +434,7 @@ var File_switchboard_messaging_v1_files_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_files_proto_rawDesc = "" +
 	"\n" +
-	"$switchboard/messaging/v1/files.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\"\x97\x01\n" +
+	"$switchboard/messaging/v1/files.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\x97\x01\n" +
 	"\x11UploadFileRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x128\n" +
@@ -459,13 +459,15 @@ const file_switchboard_messaging_v1_files_proto_rawDesc = "" +
 	"FileHeader\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1b\n" +
-	"\tmime_type\x18\x03 \x01(\tR\bmimeType2\x8c\x01\n" +
+	"\tmime_type\x18\x03 \x01(\tR\bmimeType2\x92\x01\n" +
 	"\fFilesService\x12|\n" +
 	"\n" +
 	"UploadFile\x12+.switchboard.messaging.v1.UploadFileRequest\x1a,.switchboard.messaging.v1.UploadFileResponse\"\x11\xca\xf3\x18\r\n" +
-	"\tmessaging\x18\x01(\x012\x89\x01\n" +
+	"\tmessaging\x18\x01(\x01\x1a\x04\xe8\xf9\x18\n" +
+	"2\x8d\x01\n" +
 	"\x10FileLinksService\x12o\n" +
-	"\fDownloadFile\x12-.switchboard.messaging.v1.DownloadFileRequest\x1a..switchboard.messaging.v1.DownloadFileResponse0\x01\x1a\x04\xd0\xf3\x18\x04B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\fDownloadFile\x12-.switchboard.messaging.v1.DownloadFileRequest\x1a..switchboard.messaging.v1.DownloadFileResponse0\x01\x1a\b\xd0\xf3\x18\x04\xe8\xf9\x18\n" +
+	"B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_files_proto_rawDescOnce sync.Once

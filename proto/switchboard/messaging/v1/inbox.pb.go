@@ -437,7 +437,7 @@ var File_switchboard_messaging_v1_inbox_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_inbox_proto_rawDesc = "" +
 	"\n" +
-	"$switchboard/messaging/v1/inbox.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a'switchboard/messaging/v1/messages.proto\"\xb9\x02\n" +
+	"$switchboard/messaging/v1/inbox.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a'switchboard/messaging/v1/messages.proto\"\xb9\x02\n" +
 	"\x10ListInboxRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12$\n" +
@@ -457,23 +457,23 @@ const file_switchboard_messaging_v1_inbox_proto_rawDesc = "" +
 	"\rInboxMetadata\x12$\n" +
 	"\vnext_cursor\x18\x01 \x01(\tH\x00R\n" +
 	"nextCursor\x88\x01\x01B\x0e\n" +
-	"\f_next_cursor\"\xce\x02\n" +
+	"\f_next_cursor\"\xe0\x02\n" +
 	"\tInboxItem\x12\x1d\n" +
 	"\n" +
-	"contact_id\x18\x01 \x01(\x03R\tcontactId\x12!\n" +
-	"\fcontact_name\x18\x02 \x01(\tR\vcontactName\x12\"\n" +
+	"contact_id\x18\x01 \x01(\x03R\tcontactId\x123\n" +
+	"\fcontact_name\x18\x02 \x01(\tB\x10\xfa\xf9\x18\fAnna PetrovaR\vcontactName\x12\"\n" +
 	"\n" +
 	"avatar_url\x18\x03 \x01(\tH\x00R\tavatarUrl\x88\x01\x01\x12\x19\n" +
 	"\bis_group\x18\x04 \x01(\bR\aisGroup\x12)\n" +
 	"\x10unanswered_count\x18\x05 \x01(\x05R\x0funansweredCount\x12K\n" +
 	"\x14last_chat_updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x11lastChatUpdatedAt\x129\n" +
 	"\x05chats\x18\a \x03(\v2#.switchboard.messaging.v1.InboxChatR\x05chatsB\r\n" +
-	"\v_avatar_url\"\xe2\x03\n" +
+	"\v_avatar_url\"\xf3\x03\n" +
 	"\tInboxChat\x12\x17\n" +
 	"\achat_id\x18\x01 \x01(\x03R\x06chatId\x12#\n" +
 	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\x12$\n" +
-	"\x0esource_chat_id\x18\x03 \x01(\tR\fsourceChatId\x12\x19\n" +
-	"\x05phone\x18\x04 \x01(\tH\x00R\x05phone\x88\x01\x01\x12\x1f\n" +
+	"\x0esource_chat_id\x18\x03 \x01(\tR\fsourceChatId\x12*\n" +
+	"\x05phone\x18\x04 \x01(\tB\x0f\xfa\xf9\x18\v79991234567H\x00R\x05phone\x88\x01\x01\x12\x1f\n" +
 	"\busername\x18\x05 \x01(\tH\x01R\busername\x88\x01\x01\x12&\n" +
 	"\fprofile_link\x18\x06 \x01(\tH\x02R\vprofileLink\x88\x01\x01\x12\x12\n" +
 	"\x04name\x18\a \x01(\tR\x04name\x12\x19\n" +
@@ -485,10 +485,10 @@ const file_switchboard_messaging_v1_inbox_proto_rawDesc = "" +
 	"\x06_phoneB\v\n" +
 	"\t_usernameB\x0f\n" +
 	"\r_profile_linkB\x14\n" +
-	"\x12_blacklist_item_id2\xc6\x01\n" +
+	"\x12_blacklist_item_id2\xcc\x01\n" +
 	"\fInboxService\x12\xb5\x01\n" +
 	"\tListInbox\x12*.switchboard.messaging.v1.ListInboxRequest\x1a+.switchboard.messaging.v1.ListInboxResponse\"O\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02:\x128/v2/companies/{company_id}/messaging/chats/with_contactsB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x02:\x128/v2/companies/{company_id}/messaging/chats/with_contacts\x1a\x04\xe8\xf9\x18\bB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_inbox_proto_rawDescOnce sync.Once

@@ -1153,7 +1153,7 @@ var File_switchboard_messaging_v1_messages_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_messages_proto_rawDesc = "" +
 	"\n" +
-	"'switchboard/messaging/v1/messages.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a$switchboard/messaging/v1/chats.proto\"\xc0\n" +
+	"'switchboard/messaging/v1/messages.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a$switchboard/messaging/v1/chats.proto\"\xc0\n" +
 	"\n" +
 	"\aMessage\x12\x1d\n" +
 	"\n" +
@@ -1204,13 +1204,12 @@ const file_switchboard_messaging_v1_messages_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tH\x01R\tmessageId\x88\x01\x01B\x14\n" +
 	"\x12_source_message_idB\r\n" +
-	"\v_message_id\"-\n" +
-	"\vTextContent\x12\x1e\n" +
-	"\x04text\x18\x01 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80 R\x04text\"\xf0\x01\n" +
+	"\v_message_id\"]\n" +
+	"\vTextContent\x12N\n" +
+	"\x04text\x18\x01 \x01(\tB:\xbaH\ar\x05\x10\x01\x18\x80 \xfa\xf9\x18,Hello! Your order #1042 is ready for pickup.R\x04text\"\xfd\x01\n" +
 	"\fMediaContent\x12'\n" +
-	"\acaption\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x00R\acaption\x88\x01\x01\x12!\n" +
-	"\x04name\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xff\x01H\x01R\x04name\x88\x01\x01\x12 \n" +
+	"\acaption\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x00R\acaption\x88\x01\x01\x12.\n" +
+	"\x04name\x18\x02 \x01(\tB\x15\xbaH\x05r\x03\x18\xff\x01\xfa\xf9\x18\tphoto.jpgH\x01R\x04name\x88\x01\x01\x12 \n" +
 	"\x04size\x18\x03 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x02R\x04size\x88\x01\x01\x12*\n" +
 	"\tmime_type\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xff\x01H\x03R\bmimeType\x88\x01\x01\x12\x1a\n" +
 	"\x03url\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x10R\x03urlB\n" +
@@ -1219,12 +1218,12 @@ const file_switchboard_messaging_v1_messages_proto_rawDesc = "" +
 	"\x05_nameB\a\n" +
 	"\x05_sizeB\f\n" +
 	"\n" +
-	"_mime_type\"\xcf\x02\n" +
+	"_mime_type\"\xdc\x02\n" +
 	"\fVoiceContent\x12'\n" +
 	"\acaption\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x00R\acaption\x88\x01\x01\x12!\n" +
 	"\x04name\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xff\x01H\x01R\x04name\x88\x01\x01\x12 \n" +
-	"\x04size\x18\x03 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x02R\x04size\x88\x01\x01\x12*\n" +
-	"\tmime_type\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xff\x01H\x03R\bmimeType\x88\x01\x01\x12\x1a\n" +
+	"\x04size\x18\x03 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x02R\x04size\x88\x01\x01\x127\n" +
+	"\tmime_type\x18\x04 \x01(\tB\x15\xbaH\x05r\x03\x18\xff\x01\xfa\xf9\x18\taudio/oggH\x03R\bmimeType\x88\x01\x01\x12\x1a\n" +
 	"\x03url\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x10R\x03url\x12]\n" +
 	"\x15waba_referred_product\x18\x06 \x01(\v2).switchboard.messaging.v1.ReferredProductR\x13wabaReferredProductB\n" +
 	"\n" +
@@ -1232,13 +1231,11 @@ const file_switchboard_messaging_v1_messages_proto_rawDesc = "" +
 	"\x05_nameB\a\n" +
 	"\x05_sizeB\f\n" +
 	"\n" +
-	"_mime_type\"x\n" +
-	"\x0fReferredProduct\x12)\n" +
+	"_mime_type\"\x98\x01\n" +
+	"\x0fReferredProduct\x12=\n" +
 	"\n" +
-	"catalog_id\x18\x01 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xff\x01R\tcatalogId\x12:\n" +
-	"\x13product_retailer_id\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xff\x01R\x11productRetailerId\"\xb7\x01\n" +
+	"catalog_id\x18\x01 \x01(\tB\x1e\xbaH\ar\x05\x10\x01\x18\xff\x01\xfa\xf9\x18\x101029384756473829R\tcatalogId\x12F\n" +
+	"\x13product_retailer_id\x18\x02 \x01(\tB\x16\xbaH\ar\x05\x10\x01\x18\xff\x01\xfa\xf9\x18\bSKU-1042R\x11productRetailerId\"\xb7\x01\n" +
 	"\x13ListMessagesRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1f\n" +
@@ -1292,12 +1289,12 @@ const file_switchboard_messaging_v1_messages_proto_rawDesc = "" +
 	"\x1aMESSAGE_TYPE_SERVICE_ORDER\x10\t\x1a\x11\xda\xf3\x18\rservice_order\x12+\n" +
 	"\x17MESSAGE_TYPE_WABA_ORDER\x10\n" +
 	"\x1a\x0e\xda\xf3\x18\n" +
-	"waba_order2\xfd\x02\n" +
+	"waba_order2\x83\x03\n" +
 	"\x0fMessagesService\x12\xb3\x01\n" +
 	"\fListMessages\x12-.switchboard.messaging.v1.ListMessagesRequest\x1a..switchboard.messaging.v1.ListMessagesResponse\"D\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02/\x12-/v2/companies/{company_id}/messaging/messages\x12\xb3\x01\n" +
 	"\vSendMessage\x12,.switchboard.messaging.v1.SendMessageRequest\x1a-.switchboard.messaging.v1.SendMessageResponse\"G\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x022:\x01*\"-/v2/companies/{company_id}/messaging/messagesB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x022:\x01*\"-/v2/companies/{company_id}/messaging/messages\x1a\x04\xe8\xf9\x18\bB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_messages_proto_rawDescOnce sync.Once

@@ -37,7 +37,9 @@ type MessagesServiceClient interface {
 	// Stores an outbound message and answers at once (mode async); the
 	// messenger is called afterwards, and its result arrives as receipts.
 	// The Idempotency-Key header (up to 255 chars) makes a retry answer the
-	// first answer again.
+	// first answer again. Media content whose url is a link of an uploaded
+	// file (POST /files/) shows that file's size and mime_type, and its name
+	// unless one is given; such a link to no uploaded file is 400 error 15011.
 	//
 	// Errors: 400 error 15010 MESSAGING_WABA_TEMPLATE_NOT_FOUND; 400 error 15011
 	// MESSAGING_FILE_URL_NOT_SUPPORTED; 400 error 15012
@@ -90,7 +92,9 @@ type MessagesServiceServer interface {
 	// Stores an outbound message and answers at once (mode async); the
 	// messenger is called afterwards, and its result arrives as receipts.
 	// The Idempotency-Key header (up to 255 chars) makes a retry answer the
-	// first answer again.
+	// first answer again. Media content whose url is a link of an uploaded
+	// file (POST /files/) shows that file's size and mime_type, and its name
+	// unless one is given; such a link to no uploaded file is 400 error 15011.
 	//
 	// Errors: 400 error 15010 MESSAGING_WABA_TEMPLATE_NOT_FOUND; 400 error 15011
 	// MESSAGING_FILE_URL_NOT_SUPPORTED; 400 error 15012

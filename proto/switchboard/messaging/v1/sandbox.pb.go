@@ -1041,7 +1041,7 @@ var File_switchboard_messaging_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/messaging/v1/sandbox.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a'switchboard/messaging/v1/messages.proto\x1a-switchboard/messaging/v1/waba_templates.proto\"\x85\x02\n" +
+	"&switchboard/messaging/v1/sandbox.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a'switchboard/messaging/v1/messages.proto\x1a-switchboard/messaging/v1/waba_templates.proto\"\x85\x02\n" +
 	"\x0eInboundRequest\x12#\n" +
 	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\x12A\n" +
 	"\x04chat\x18\x02 \x01(\v2%.switchboard.messaging.v1.InboundChatB\x06\xbaH\x03\xc8\x01\x01R\x04chat\x12?\n" +
@@ -1159,13 +1159,13 @@ const file_switchboard_messaging_v1_sandbox_proto_rawDesc = "" +
 	"\x1aRECEIPT_STATUS_UNSPECIFIED\x10\x00\x12+\n" +
 	"\x18RECEIPT_STATUS_DELIVERED\x10\x01\x1a\r\xda\xf3\x18\tdelivered\x12!\n" +
 	"\x13RECEIPT_STATUS_READ\x10\x02\x1a\b\xda\xf3\x18\x04read\x12#\n" +
-	"\x14RECEIPT_STATUS_ERROR\x10\x03\x1a\t\xda\xf3\x18\x05error2\xc1\x06\n" +
+	"\x14RECEIPT_STATUS_ERROR\x10\x03\x1a\t\xda\xf3\x18\x05error2\xc9\x06\n" +
 	"\x17MessagingSandboxService\x12\x9a\x01\n" +
 	"\aInbound\x12(.switchboard.messaging.v1.InboundRequest\x1a).switchboard.messaging.v1.InboundResponse\":\x82\xd3\xe4\x93\x024:\x01*\"//sandbox/v1/connections/{connection_id}/inbound\x12\x96\x01\n" +
 	"\fSetBehaviour\x12#.switchboard.messaging.v1.Behaviour\x1a#.switchboard.messaging.v1.Behaviour\"<\x82\xd3\xe4\x93\x026:\x01*\x1a1/sandbox/v1/connections/{connection_id}/behaviour\x12\x8c\x01\n" +
 	"\rMessageStatus\x12..switchboard.messaging.v1.MessageStatusRequest\x1a\x16.google.protobuf.Empty\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/sandbox/v1/messages/{message_id}/status\x12\x9d\x01\n" +
-	"\x06Outbox\x12'.switchboard.messaging.v1.OutboxRequest\x1a(.switchboard.messaging.v1.OutboxResponse\"@\x82\xd3\xe4\x93\x02:b\bmessages\x12./sandbox/v1/connections/{connection_id}/outbox\x12\xba\x01\n" +
-	"\x14ModerateWabaTemplate\x125.switchboard.messaging.v1.ModerateWabaTemplateRequest\x1a&.switchboard.messaging.v1.WabaTemplate\"C\x82\xd3\xe4\x93\x02=:\x01*\"8/sandbox/v1/waba/{connection_id}/templates/{name}/status\x1a\x04\xd0\xf3\x18\x02B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\x06Outbox\x12'.switchboard.messaging.v1.OutboxRequest\x1a(.switchboard.messaging.v1.OutboxResponse\"@\x82\xd3\xe4\x93\x02:b\bmessages\x12./sandbox/v1/connections/{connection_id}/outbox\x12\xbe\x01\n" +
+	"\x14ModerateWabaTemplate\x125.switchboard.messaging.v1.ModerateWabaTemplateRequest\x1a&.switchboard.messaging.v1.WabaTemplate\"G\xf0\xf9\x18>\x82\xd3\xe4\x93\x02=:\x01*\"8/sandbox/v1/waba/{connection_id}/templates/{name}/status\x1a\b\xd0\xf3\x18\x02\xe8\xf9\x18=B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_sandbox_proto_rawDescOnce sync.Once

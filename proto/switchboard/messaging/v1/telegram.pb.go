@@ -82,12 +82,12 @@ var File_switchboard_messaging_v1_telegram_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_telegram_proto_rawDesc = "" +
 	"\n" +
-	"'switchboard/messaging/v1/telegram.proto\x12\x18switchboard.messaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\"t\n" +
+	"'switchboard/messaging/v1/telegram.proto\x12\x18switchboard.messaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"t\n" +
 	"\x1cReceiveTelegramUpdateRequest\x12#\n" +
 	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\x12/\n" +
-	"\x06update\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06update2\xc3\x01\n" +
+	"\x06update\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06update2\xc7\x01\n" +
 	"\x16TelegramWebhookService\x12\xa2\x01\n" +
-	"\x15ReceiveTelegramUpdate\x126.switchboard.messaging.v1.ReceiveTelegramUpdateRequest\x1a\x16.google.protobuf.Empty\"9\x82\xd3\xe4\x93\x023:\x06update\")/telegram/v1/bots/{connection_id}/updates\x1a\x04\xd0\xf3\x18\x04B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\x15ReceiveTelegramUpdate\x126.switchboard.messaging.v1.ReceiveTelegramUpdateRequest\x1a\x16.google.protobuf.Empty\"9\x82\xd3\xe4\x93\x023:\x06update\")/telegram/v1/bots/{connection_id}/updates\x1a\b\xd0\xf3\x18\x04\xe8\xf9\x18\x0eB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_telegram_proto_rawDescOnce sync.Once

@@ -524,13 +524,13 @@ var File_switchboard_messaging_v1_templates_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_templates_proto_rawDesc = "" +
 	"\n" +
-	"(switchboard/messaging/v1/templates.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\"\xfb\x01\n" +
+	"(switchboard/messaging/v1/templates.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\x8c\x02\n" +
 	"\bTemplate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x02 \x01(\x03R\tcompanyId\x12:\n" +
-	"\x04type\x18\x03 \x01(\x0e2&.switchboard.messaging.v1.TemplateTypeR\x04type\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\x0e2&.switchboard.messaging.v1.TemplateTypeR\x04type\x12#\n" +
+	"\x04name\x18\x04 \x01(\tB\x0f\xfa\xf9\x18\vOrder readyR\x04name\x12\x12\n" +
 	"\x04text\x18\x05 \x01(\tR\x04text\x12\x1e\n" +
 	"\bfile_url\x18\x06 \x01(\tH\x00R\afileUrl\x88\x01\x01\x12/\n" +
 	"\x06params\x18\a \x01(\v2\x17.google.protobuf.StructR\x06paramsB\v\n" +
@@ -578,7 +578,7 @@ const file_switchboard_messaging_v1_templates_proto_rawDesc = "" +
 	"\x13TEMPLATE_TYPE_IMAGE\x10\x02\x1a\t\xda\xf3\x18\x05image\x12\"\n" +
 	"\x13TEMPLATE_TYPE_VIDEO\x10\x03\x1a\t\xda\xf3\x18\x05video\x12(\n" +
 	"\x16TEMPLATE_TYPE_DOCUMENT\x10\x04\x1a\f\xda\xf3\x18\bdocument\x128\n" +
-	"\x1eTEMPLATE_TYPE_WABA_INTERACTIVE\x10\x05\x1a\x14\xda\xf3\x18\x10waba_interactive2\xfa\x05\n" +
+	"\x1eTEMPLATE_TYPE_WABA_INTERACTIVE\x10\x05\x1a\x14\xda\xf3\x18\x10waba_interactive2\x80\x06\n" +
 	"\x10TemplatesService\x12\xc2\x01\n" +
 	"\rListTemplates\x12..switchboard.messaging.v1.ListTemplatesRequest\x1a/.switchboard.messaging.v1.ListTemplatesResponse\"P\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02;b\ttemplates\x12./v2/companies/{company_id}/messaging/templates\x12\xaf\x01\n" +
@@ -587,7 +587,7 @@ const file_switchboard_messaging_v1_templates_proto_rawDesc = "" +
 	"\x0eUpdateTemplate\x12/.switchboard.messaging.v1.UpdateTemplateRequest\x1a\".switchboard.messaging.v1.Template\"V\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02A:\x01*2</v2/companies/{company_id}/messaging/templates/{template_id}\x12\xae\x01\n" +
 	"\x0eDeleteTemplate\x12/.switchboard.messaging.v1.DeleteTemplateRequest\x1a\x16.google.protobuf.Empty\"S\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02>*</v2/companies/{company_id}/messaging/templates/{template_id}B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x02>*</v2/companies/{company_id}/messaging/templates/{template_id}\x1a\x04\xe8\xf9\x18\tB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_templates_proto_rawDescOnce sync.Once

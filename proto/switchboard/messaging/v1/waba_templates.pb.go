@@ -869,11 +869,11 @@ var File_switchboard_messaging_v1_waba_templates_proto protoreflect.FileDescript
 
 const file_switchboard_messaging_v1_waba_templates_proto_rawDesc = "" +
 	"\n" +
-	"-switchboard/messaging/v1/waba_templates.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"\xff\x02\n" +
-	"\fWabaTemplate\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06locale\x18\x02 \x01(\tR\x06locale\x12\x16\n" +
-	"\x06status\x18\x03 \x01(\tR\x06status\x12\x1a\n" +
+	"-switchboard/messaging/v1/waba_templates.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\x9e\x03\n" +
+	"\fWabaTemplate\x12#\n" +
+	"\x04name\x18\x01 \x01(\tB\x0f\xfa\xf9\x18\vorder_readyR\x04name\x12\x16\n" +
+	"\x06locale\x18\x02 \x01(\tR\x06locale\x12$\n" +
+	"\x06status\x18\x03 \x01(\tB\f\xfa\xf9\x18\bAPPROVEDR\x06status\x12\x1a\n" +
 	"\bcategory\x18\x04 \x01(\tR\bcategory\x129\n" +
 	"\n" +
 	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
@@ -897,7 +897,7 @@ const file_switchboard_messaging_v1_waba_templates_proto_rawDesc = "" +
 	"\a_formatB\a\n" +
 	"\x05_textB\x1e\n" +
 	"\x1c_add_security_recommendationB\x1a\n" +
-	"\x18_code_expiration_minutes\"\xff\x03\n" +
+	"\x18_code_expiration_minutes\"\xa8\x04\n" +
 	"\x12WabaTemplateButton\x12>\n" +
 	"\x04type\x18\x01 \x01(\tB*\xbaH'r%R\x03OTPR\vQUICK_REPLYR\fPHONE_NUMBERR\x03URLR\x04type\x12\"\n" +
 	"\x04text\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18\x19H\x00R\x04text\x88\x01\x01\x120\n" +
@@ -905,9 +905,8 @@ const file_switchboard_messaging_v1_waba_templates_proto_rawDesc = "" +
 	"\rautofill_text\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x18\x19H\x02R\fautofillText\x88\x01\x01\x120\n" +
 	"\fpackage_name\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\xe0\x01H\x03R\vpackageName\x88\x01\x01\x123\n" +
 	"\x0esignature_hash\x18\x06 \x01(\tB\a\xbaH\x04r\x02\x18\vH\x04R\rsignatureHash\x88\x01\x01\x121\n" +
-	"\fphone_number\x18\a \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18\x14H\x05R\vphoneNumber\x88\x01\x01\x12!\n" +
-	"\x03url\x18\b \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\xd0\x0fH\x06R\x03url\x88\x01\x01B\a\n" +
+	"\fphone_number\x18\a \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18\x14H\x05R\vphoneNumber\x88\x01\x01\x12J\n" +
+	"\x03url\x18\b \x01(\tB3\xbaH\ar\x05\x10\x01\x18\xd0\x0f\xfa\xf9\x18%https://shop.example.com/orders/{{1}}H\x06R\x03url\x88\x01\x01B\a\n" +
 	"\x05_textB\v\n" +
 	"\t_otp_typeB\x10\n" +
 	"\x0e_autofill_textB\x0f\n" +
@@ -940,12 +939,12 @@ const file_switchboard_messaging_v1_waba_templates_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12(\n" +
 	"\rconnection_id\x18\x02 \x01(\x03H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
-	"\x0e_connection_id\"\xca\x02\n" +
+	"\x0e_connection_id\"\xe9\x02\n" +
 	"\x13WabaTemplateSummary\x12#\n" +
-	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
-	"\x06locale\x18\x03 \x01(\tR\x06locale\x12\x16\n" +
-	"\x06status\x18\x04 \x01(\tR\x06status\x12\x1a\n" +
+	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\x12#\n" +
+	"\x04name\x18\x02 \x01(\tB\x0f\xfa\xf9\x18\vorder_readyR\x04name\x12\x16\n" +
+	"\x06locale\x18\x03 \x01(\tR\x06locale\x12$\n" +
+	"\x06status\x18\x04 \x01(\tB\f\xfa\xf9\x18\bAPPROVEDR\x06status\x12\x1a\n" +
 	"\bcategory\x18\x05 \x01(\tR\bcategory\x12*\n" +
 	"\x11body_params_count\x18\x06 \x01(\x05R\x0fbodyParamsCount\x12(\n" +
 	"\rheader_format\x18\a \x01(\tH\x00R\fheaderFormat\x88\x01\x01\x12F\n" +
@@ -971,7 +970,7 @@ const file_switchboard_messaging_v1_waba_templates_proto_rawDesc = "" +
 	"components\x12J\n" +
 	"\bcategory\x18\x05 \x01(\tB)\xbaH&r$R\x0eAUTHENTICATIONR\tMARKETINGR\aUTILITYH\x00R\bcategory\x88\x01\x01\x12J\n" +
 	"\bexamples\x18\x06 \x01(\v2..switchboard.messaging.v1.WabaTemplateExamplesR\bexamplesB\v\n" +
-	"\t_category2\xe1\x06\n" +
+	"\t_category2\xe7\x06\n" +
 	"\x14WabaTemplatesService\x12\xca\x01\n" +
 	"\x12CreateWabaTemplate\x123.switchboard.messaging.v1.CreateWabaTemplateRequest\x1a&.switchboard.messaging.v1.WabaTemplate\"W\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02B:\x01*\"=/v2/companies/{company_id}/messaging/templates/waba_templates\x12\xd3\x01\n" +
@@ -980,7 +979,7 @@ const file_switchboard_messaging_v1_waba_templates_proto_rawDesc = "" +
 	"\x12DeleteWabaTemplate\x123.switchboard.messaging.v1.DeleteWabaTemplateRequest\x1a\x16.google.protobuf.Empty\"f\xca\xf3\x18\v\n" +
 	"\tmessaging\x82\xd3\xe4\x93\x02Q:\x01*\"L/v2/companies/{company_id}/messaging/templates/waba_templates/actions/delete\x12\xd9\x01\n" +
 	"\x12UpdateWabaTemplate\x123.switchboard.messaging.v1.UpdateWabaTemplateRequest\x1a&.switchboard.messaging.v1.WabaTemplate\"f\xca\xf3\x18\v\n" +
-	"\tmessaging\x82\xd3\xe4\x93\x02Q:\x01*2L/v2/companies/{company_id}/messaging/templates/waba_templates/actions/updateB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\tmessaging\x82\xd3\xe4\x93\x02Q:\x01*2L/v2/companies/{company_id}/messaging/templates/waba_templates/actions/update\x1a\x04\xe8\xf9\x18\tB<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_waba_templates_proto_rawDescOnce sync.Once

@@ -943,21 +943,20 @@ var File_switchboard_webhooks_v1_webhooks_proto protoreflect.FileDescriptor
 
 const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/webhooks/v1/webhooks.proto\x12\x17switchboard.webhooks.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\"\xef\x01\n" +
+	"&switchboard/webhooks/v1/webhooks.proto\x12\x17switchboard.webhooks.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xd7\x02\n" +
 	"\aWebhook\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
-	"\x03url\x18\x02 \x01(\tR\x03url\x12#\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
+	"\x03url\x18\x02 \x01(\tB.\xfa\xf9\x18*https://crm.example.com/switchboard/eventsR\x03url\x12#\n" +
 	"\rconnection_id\x18\x03 \x01(\x03R\fconnectionId\x12:\n" +
-	"\x06events\x18\x04 \x03(\x0e2\".switchboard.webhooks.v1.EventTypeR\x06events\x12\x1b\n" +
-	"\x06secret\x18\x05 \x01(\tH\x00R\x06secret\x88\x01\x01\x129\n" +
+	"\x06events\x18\x04 \x03(\x0e2\".switchboard.webhooks.v1.EventTypeR\x06events\x12S\n" +
+	"\x06secret\x18\x05 \x01(\tB6\xfa\xf9\x182whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw8u0F8y9nKvE=H\x00R\x06secret\x88\x01\x01\x129\n" +
 	"\n" +
 	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\t\n" +
-	"\a_secret\"\xd3\x01\n" +
+	"\a_secret\"\x81\x02\n" +
 	"\x14CreateWebhookRequest\x12\x1d\n" +
 	"\n" +
-	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1c\n" +
-	"\x03url\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x10R\x03url\x12+\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12J\n" +
+	"\x03url\x18\x02 \x01(\tB8\xbaH\ar\x05\x10\x01\x18\x80\x10\xfa\xf9\x18*https://crm.example.com/switchboard/eventsR\x03url\x12+\n" +
 	"\rconnection_id\x18\x03 \x01(\x03B\x06\xbaH\x03\xc8\x01\x01R\fconnectionId\x12Q\n" +
 	"\x06events\x18\x04 \x03(\x0e2\".switchboard.webhooks.v1.EventTypeB\x15\xbaH\x12\x92\x01\x0f\b\x01\x10\x06\x18\x01\"\a\x82\x01\x04\x10\x01 \x00R\x06events\"4\n" +
 	"\x13ListWebhooksRequest\x12\x1d\n" +
@@ -1015,13 +1014,13 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x1dListWebhookDeliveriesResponse\x12H\n" +
 	"\n" +
 	"deliveries\x18\x01 \x03(\v2(.switchboard.webhooks.v1.WebhookDeliveryR\n" +
-	"deliveries\"\x80\x01\n" +
+	"deliveries\"\x8a\x01\n" +
 	"\x1fRedeliverWebhookDeliveryRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
 	"\n" +
-	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12\x1f\n" +
-	"\vdelivery_id\x18\x03 \x01(\tR\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12)\n" +
+	"\vdelivery_id\x18\x03 \x01(\tB\b\xfa\xf9\x18\x046003R\n" +
 	"deliveryId\"R\n" +
 	"\x12PingWebhookRequest\x12\x1d\n" +
 	"\n" +
@@ -1042,7 +1041,7 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x19DELIVERY_STATUS_SUCCEEDED\x10\x02\x1a\r\xda\xf3\x18\tsucceeded\x12&\n" +
 	"\x16DELIVERY_STATUS_FAILED\x10\x03\x1a\n" +
 	"\xda\xf3\x18\x06failed\x12(\n" +
-	"\x17DELIVERY_STATUS_DROPPED\x10\x04\x1a\v\xda\xf3\x18\adropped2\xe9\v\n" +
+	"\x17DELIVERY_STATUS_DROPPED\x10\x04\x1a\v\xda\xf3\x18\adropped2\xef\v\n" +
 	"\x0fWebhooksService\x12\x9e\x01\n" +
 	"\rCreateWebhook\x12-.switchboard.webhooks.v1.CreateWebhookRequest\x1a .switchboard.webhooks.v1.Webhook\"<\xca\xf3\x18\n" +
 	"\n" +
@@ -1069,7 +1068,7 @@ const file_switchboard_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\bwebhooks\x82\xd3\xe4\x93\x02U\"S/v2/companies/{company_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver\x12\xb9\x01\n" +
 	"\vPingWebhook\x12+.switchboard.webhooks.v1.PingWebhookRequest\x1a(.switchboard.webhooks.v1.WebhookDelivery\"S\xca\xf3\x18\n" +
 	"\n" +
-	"\bwebhooks\x82\xd3\xe4\x93\x02?\"=/v2/companies/{company_id}/webhooks/{webhook_id}/actions/pingB:Z8switchboard.dev/proto/switchboard/webhooks/v1;webhooksv1b\x06proto3"
+	"\bwebhooks\x82\xd3\xe4\x93\x02?\"=/v2/companies/{company_id}/webhooks/{webhook_id}/actions/ping\x1a\x04\xe8\xf9\x18\rB:Z8switchboard.dev/proto/switchboard/webhooks/v1;webhooksv1b\x06proto3"
 
 var (
 	file_switchboard_webhooks_v1_webhooks_proto_rawDescOnce sync.Once

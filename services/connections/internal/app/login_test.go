@@ -225,14 +225,15 @@ func TestTelegramQRLogin(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, sess, polled)
 
-	// The sandbox shows the session and takes the scan; the next login
-	// call moves on.
+	// The sandbox takes the scan and the session moves on at once: the
+	// sandbox's view and the next login call agree.
 	scanned, err := e.svc.ScanSession(ctx, sess.ID, "8 999 123-45-67")
 	require.NoError(t, err)
-	require.Equal(t, domain.WaitingForQR, scanned.Status)
+	require.Equal(t, domain.Authenticated, scanned.Status)
+	require.Nil(t, scanned.QR)
 	view, code, err := e.svc.SandboxSession(ctx, sess.ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.WaitingForQR, view.Status)
+	require.Equal(t, domain.Authenticated, view.Status)
 	require.Nil(t, code)
 
 	done, err := e.login(domain.Telegram, sess.ID, nil, nil)

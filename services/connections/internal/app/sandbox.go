@@ -37,9 +37,13 @@ func (s *Service) SandboxSession(ctx context.Context, id string) (domain.LoginSe
 	return sess, &code, nil
 }
 
-// ScanSession makes the account of a phone scan a session's QR; the next
-// login call moves the session on. Only a session waiting for a scan has a
-// QR: any other is 409.
+// ScanSession makes the account of a phone scan a session's QR, and the
+// session moves on at once (to waiting_for_password, or authenticated), as
+// a messenger tells its login of a scan when it happens: the sandbox's view
+// and the next login call then show the same status, never a session
+// waiting for a QR that was scanned. A re-authorisation still completes on
+// the login call that sees it authenticated. Only a session waiting for a
+// scan has a QR: any other is 409.
 func (s *Service) ScanSession(ctx context.Context, id, rawPhone string) (domain.LoginSession, error) {
 	e164, err := s.normalizePhone(rawPhone, apierr.Body("phone"))
 	if err != nil {
@@ -55,7 +59,17 @@ func (s *Service) ScanSession(ctx context.Context, id, rawPhone string) (domain.
 	if err := s.messenger.ScanQR(ctx, sess.Messenger, sess.QR.URL, e164); err != nil {
 		return domain.LoginSession{}, err
 	}
-	return sess, nil
+	side := loginSide{s: s, m: sess.Messenger, sessionID: id}
+	sess, err = s.logins.UpdateSession(ctx, id, s.cfg.SessionTTL, func(cur *domain.LoginSession) error {
+		if cur.Status != domain.WaitingForQR {
+			return nil // a login call moved it meanwhile
+		}
+		return cur.Advance(ctx, side, domain.LoginInput{}, s.now())
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.LoginSession{}, apierr.NotFound.Msg("session not found")
+	}
+	return sess, err
 }
 
 func (s *Service) sandboxSession(ctx context.Context, id string) (domain.LoginSession, error) {

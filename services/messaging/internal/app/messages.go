@@ -202,6 +202,9 @@ func (s *Service) checkSend(ctx context.Context, cmd *SendCmd, chat domain.Chat,
 		if err := s.checkFileURL(ctx, cmd.Content); err != nil {
 			return nil, err
 		}
+		if err := s.describeOwnFile(ctx, cmd.Content); err != nil {
+			return nil, err
+		}
 	}
 	switch cmd.Type {
 	case domain.WabaTemplate:
@@ -236,6 +239,40 @@ func (s *Service) checkFileURL(ctx context.Context, content map[string]any) erro
 	}
 	if err := netguard.CheckHost(ctx, nil, u.Hostname()); err != nil {
 		return apierr.MessagingFileURLNotSupported.Msg("the file url must point at a public address")
+	}
+	return nil
+}
+
+// describeOwnFile fills a media content's size and MIME type from the
+// record of the uploaded file its url links to, and its name when the
+// request gave none: the platform knows them exactly, so a message shows
+// them as any message with a file does (the client's own values for an
+// uploaded file give way). Any company's link counts, as for templates:
+// the link itself is the file's credential. A platform link to no uploaded
+// file is refused now, not failed later by the messenger.
+func (s *Service) describeOwnFile(ctx context.Context, content map[string]any) error {
+	raw, _ := content["url"].(string)
+	u := domain.TemplateFileURL(raw)
+	if u == nil {
+		return nil
+	}
+	token, own := fileLinkToken(s.cfg.PublicURL, u)
+	if !own {
+		return nil
+	}
+	f, err := File{}, domain.ErrNotFound
+	if tokenShape.MatchString(token) {
+		f, err = s.templates.FileByToken(ctx, token)
+	}
+	if errors.Is(err, domain.ErrNotFound) {
+		return apierr.MessagingFileURLNotSupported.Msg("the file url is a platform link to no uploaded file")
+	}
+	if err != nil {
+		return err
+	}
+	content["size"], content["mime_type"] = f.Size, f.MimeType
+	if name, _ := content["name"].(string); name == "" {
+		content["name"] = f.Name
 	}
 	return nil
 }
