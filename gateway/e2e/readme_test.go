@@ -157,11 +157,11 @@ func readmeShellEnv() []string {
 // readmeDevstack runs the devstack binary as `make run` does
 // (deploy/local/run.sh), on the test's servers, in a folder of its own.
 type readmeDevstack struct {
-	bin, dir, http, redis string
-	cmd                   *exec.Cmd
-	stdout                *bufio.Reader
-	stderr                *strings.Builder
-	done                  chan error
+	bin, dir, http, redis, prefix string
+	cmd                           *exec.Cmd
+	stdout                        *bufio.Reader
+	stderr                        *strings.Builder
+	done                          chan error
 }
 
 func newReadmeDevstack(t *testing.T, work string) *readmeDevstack {
@@ -171,17 +171,9 @@ func newReadmeDevstack(t *testing.T, work string) *readmeDevstack {
 	_, err := os.Stat(bin)
 	require.NoError(t, err, "no devstack binary beside the stack's (make build, or the harness's build)")
 
-	// devstack names the databases switchboard_<service> (make run's
-	// own): on the test's server, nothing else may hold those names.
-	conn, err := pgx.Connect(ctx, adminDSN)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'switchboard\_%' ORDER BY 1`)
-	require.NoError(t, err)
-	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Empty(t, taken, "the test's PostgreSQL server already holds make run's databases (switchboard_*): "+
-		"TestReadme needs a server without them (make test starts one)")
+	// Databases of its own beside the other stacks' on the test's server
+	// (make run's are switchboard_<service>), dropped at the end.
+	prefix := dbPrefix + "_readme"
 	t.Cleanup(func() {
 		conn, err := pgx.Connect(ctx, adminDSN)
 		if err != nil {
@@ -189,12 +181,9 @@ func newReadmeDevstack(t *testing.T, work string) *readmeDevstack {
 			return
 		}
 		defer conn.Close(ctx)
-		for _, s := range append(devstackNames(), "") {
-			if s == "" {
-				continue
-			}
-			if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{"switchboard_" + s}.Sanitize()+" WITH (FORCE)"); err != nil {
-				t.Logf("drop switchboard_%s: %v", s, err)
+		for _, s := range devstackNames() {
+			if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{prefix + "_" + s}.Sanitize()+" WITH (FORCE)"); err != nil {
+				t.Logf("drop %s_%s: %v", prefix, s, err)
 			}
 		}
 	})
@@ -204,14 +193,15 @@ func newReadmeDevstack(t *testing.T, work string) *readmeDevstack {
 	require.NoError(t, err)
 	require.NoError(t, rdb.FlushDB(ctx).Err(), "a fresh Redis database")
 	_ = rdb.Close()
-	return &readmeDevstack{bin: bin, dir: work, http: freeAddr(t), redis: redisURL}
+	return &readmeDevstack{bin: bin, dir: work, http: freeAddr(t), redis: redisURL, prefix: prefix}
 }
 
 // start runs devstack and answers what it printed up to "Ctrl-C stops
 // everything."
 func (d *readmeDevstack) start(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(d.bin, "-bin", filepath.Dir(d.bin), "-dir", ".run", "-pg", adminDSN, "-redis", d.redis, "-http", d.http)
+	cmd := exec.Command(d.bin, "-bin", filepath.Dir(d.bin), "-dir", ".run", "-pg", adminDSN, "-redis", d.redis, "-http", d.http,
+		"-db-prefix", d.prefix)
 	cmd.Dir = d.dir
 	cmd.Env = readmeShellEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
