@@ -29,13 +29,12 @@ func TestCompanyCard(t *testing.T) {
 
 func TestUnauthenticated(t *testing.T) {
 	c := newCompany(t, nil)
-	want := `{"error_code":401,"error_name":"UNAUTHORIZED","message":"missing or unknown api key","detail":{}}`
 	r := call(t, "GET", p("/v2/companies/%d", c.ID), nil)
 	require.Equal(t, 401, r.Status)
-	requireBody(t, want, r)
+	requireBody(t, `{"error_code":401,"error_name":"UNAUTHORIZED","message":"missing API key: send it in the X-Api-Key header","detail":{}}`, r)
 	r = call(t, "GET", p("/v2/companies/%d/members/", c.ID), nil, key("sb_not-a-key")...)
 	require.Equal(t, 401, r.Status)
-	requireBody(t, want, r)
+	requireBody(t, `{"error_code":401,"error_name":"UNAUTHORIZED","message":"unknown api key","detail":{}}`, r)
 }
 
 func TestMembersAndRoles(t *testing.T) {

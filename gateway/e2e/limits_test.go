@@ -93,9 +93,13 @@ func largestContact(tags []any) map[string]any {
 	}
 }
 
-// tooLong is the whole 422 of a list over its maximum.
-func tooLong(max int, loc ...any) map[string]any {
-	msg := p("value must contain no more than %d item(s)", max)
+// tooLong is the whole 422 of a list of got items over its maximum.
+func tooLong(max, got int, loc ...any) map[string]any {
+	items := "items"
+	if max == 1 {
+		items = "item"
+	}
+	msg := p("List should have at most %d %s after validation, not %d", max, items, got)
 	return map[string]any{
 		"error_code": 1, "error_name": "REQUEST_VALIDATION_ERROR", "message": msg,
 		"detail": map[string]any{"errors": []any{map[string]any{"location": loc, "message": msg, "type": "too_long"}}},
@@ -116,7 +120,7 @@ func TestContactListLimits(t *testing.T) {
 		notes[i] = map[string]any{"type": "text", "text": p("note number %05d of the import", i)}
 	}
 	body := map[string]any{"name": "Imported", "notes": notes}
-	requireJSON(t, api(t, "POST", cpath(c, "/contacts/"), body, k...), 422, tooLong(maxContactNotes, "body", "notes"))
+	requireJSON(t, api(t, "POST", cpath(c, "/contacts/"), body, k...), 422, tooLong(maxContactNotes, len(notes), "body", "notes"))
 
 	tags := limitTags(t, c, maxContactTags+1)
 	for _, tc := range []struct {
@@ -130,7 +134,7 @@ func TestContactListLimits(t *testing.T) {
 		{"notes", limitNotes(maxContactNotes+1, 10), maxContactNotes},
 	} {
 		r := api(t, "POST", cpath(c, "/contacts/"), map[string]any{"name": "Over", tc.field: tc.list}, k...)
-		requireJSON(t, r, 422, tooLong(tc.max, "body", tc.field))
+		requireJSON(t, r, 422, tooLong(tc.max, len(tc.list), "body", tc.field))
 	}
 
 	// The largest create: 200 with every item.
@@ -154,7 +158,7 @@ func TestContactListLimits(t *testing.T) {
 		{"emails", limitEmails(maxContactEmails + 1), maxContactEmails},
 		{"tags", tags, maxContactTags},
 	} {
-		requireJSON(t, api(t, "PATCH", path, map[string]any{tc.field: tc.list}, k...), 422, tooLong(tc.max, "body", tc.field))
+		requireJSON(t, api(t, "PATCH", path, map[string]any{tc.field: tc.list}, k...), 422, tooLong(tc.max, len(tc.list), "body", tc.field))
 	}
 	r = api(t, "PATCH", path, map[string]any{"phones": limitPhones(maxContactPhones), "emails": limitEmails(maxContactEmails),
 		"tags": tags[1:]}, k...)
@@ -162,7 +166,7 @@ func TestContactListLimits(t *testing.T) {
 	require.Len(t, r.JSON(t)["tags"], maxContactTags)
 
 	// PUT .../tags/ (a bare-array body: the location is the body itself).
-	requireJSON(t, api(t, "PUT", path+"/tags/", tags, k...), 422, tooLong(maxContactTags, "body"))
+	requireJSON(t, api(t, "PUT", path+"/tags/", tags, k...), 422, tooLong(maxContactTags, len(tags), "body"))
 	r = api(t, "PUT", path+"/tags/", tags[:maxContactTags], k...)
 	require.Equal(t, 204, r.Status, "%s", r.Body)
 	r = api(t, "GET", path, nil, k...)
@@ -217,18 +221,18 @@ func TestWabaTemplateListLimits(t *testing.T) {
 
 	over := largestWabaTemplate(conn, "limit_components")
 	over["components"] = append(over["components"].([]any), map[string]any{"type": "FOOTER", "text": "again"})
-	requireJSON(t, create(over), 422, tooLong(4, "body", "components"))
+	requireJSON(t, create(over), 422, tooLong(4, 5, "body", "components"))
 
 	over = largestWabaTemplate(conn, "limit_buttons")
 	bc := over["components"].([]any)[3].(map[string]any)
 	bc["buttons"] = append(bc["buttons"].([]any), map[string]any{"type": "QUICK_REPLY", "text": "one more"})
-	requireJSON(t, create(over), 422, tooLong(10, "body", "components", 3, "buttons"))
+	requireJSON(t, create(over), 422, tooLong(10, 11, "body", "components", 3, "buttons"))
 
 	for field, max := range map[string]int{"header_text": 1, "body_text": 161, "button_url_text": 2} {
 		over = largestWabaTemplate(conn, "limit_examples")
 		ex := over["examples"].(map[string]any)
 		ex[field] = append(ex[field].([]any), "one more")
-		requireJSON(t, create(over), 422, tooLong(max, "body", "examples", field))
+		requireJSON(t, create(over), 422, tooLong(max, max+1, "body", "examples", field))
 	}
 
 	r := create(largestWabaTemplate(conn, "limit_largest"))

@@ -31,7 +31,7 @@ func (f *fakeIdentity) Authenticate(_ context.Context, hash string) (*identityv1
 	if p, ok := f.keys[hash]; ok {
 		return p, nil
 	}
-	return nil, apierr.Unauthorized.E()
+	return nil, UnknownKey()
 }
 
 func principal() *identityv1.Principal {
@@ -138,6 +138,52 @@ func TestInterceptorRules(t *testing.T) {
 	require.NoError(t, err)
 	_, err = call(t, i, "/grpc.health.v1.Health/Check", nil)
 	require.NoError(t, err, "infrastructure methods pass")
+}
+
+// TestKeyMistakes: a public call whose key is sent the wrong way is 401
+// with a message saying what to do; an unknown key says only that. The
+// operator API keeps its own rule.
+func TestKeyMistakes(t *testing.T) {
+	src := &fakeIdentity{keys: map[string]*identityv1.Principal{HashKey("sb_good"): principal()}}
+	i := NewInterceptor(Config{Source: src, OperatorToken: "op-token"})
+	mine := &identityv1.ListMembersRequest{CompanyId: 7}
+	for name, tc := range map[string]struct {
+		md   []string
+		want string
+	}{
+		"nothing":                 {nil, "missing API key: send it in the X-Api-Key header"},
+		"bearer key":              {[]string{HeaderAuthorization, "Bearer sb_good"}, "the API key goes in the X-Api-Key header, not Authorization"},
+		"bare key in auth":        {[]string{HeaderAuthorization, "sb_good"}, "the API key goes in the X-Api-Key header, not Authorization"},
+		"bearer key, empty x-api": {[]string{HeaderAPIKey, "", HeaderAuthorization, "Bearer sb_good"}, "the API key goes in the X-Api-Key header, not Authorization"},
+		"operator token bearer":   {[]string{HeaderAuthorization, "Bearer op-token"}, "the operator token opens the operator API only: this route takes a company's API key, in the X-Api-Key header"},
+		"empty":                   {[]string{HeaderAPIKey, ""}, "the X-Api-Key header is empty: send the API key in it"},
+		"blank":                   {[]string{HeaderAPIKey, "  "}, "the X-Api-Key header is empty: send the API key in it"},
+		"spaces":                  {[]string{HeaderAPIKey, " sb_good "}, "the API key in X-Api-Key has spaces around it: send the key alone"},
+		"double quotes":           {[]string{HeaderAPIKey, `"sb_good"`}, "the API key in X-Api-Key is in quotes: send the key without them"},
+		"single quotes":           {[]string{HeaderAPIKey, `'sb_good'`}, "the API key in X-Api-Key is in quotes: send the key without them"},
+		"bearer in x-api-key":     {[]string{HeaderAPIKey, "Bearer sb_good"}, "X-Api-Key takes the API key alone, without 'Bearer '"},
+		"operator token as key":   {[]string{HeaderAPIKey, "op-token"}, "the operator token is not an API key: send a company's API key in X-Api-Key (the operator token is for the operator API, as Authorization: Bearer)"},
+		"unknown":                 {[]string{HeaderAPIKey, "sb_bad"}, "unknown api key"},
+		"unknown, quote inside":   {[]string{HeaderAPIKey, `sb_"bad`}, "unknown api key"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := call(t, i, svc+"ListMembers", mine, tc.md...)
+			e, ok := apierr.FromError(err)
+			require.True(t, ok, "%v", err)
+			require.Equal(t, apierr.Def{Code: 401, Name: "UNAUTHORIZED", Status: 401, Message: tc.want}, e.Def)
+		})
+	}
+	before := src.calls.Load()
+	_, _ = call(t, i, svc+"ListMembers", mine, HeaderAPIKey, `"sb_good"`)
+	require.Equal(t, before, src.calls.Load(), "a key sent the wrong way is not looked up")
+
+	_, err := call(t, i, svc+"ListMembers", mine, HeaderAPIKey, "sb_good", HeaderAuthorization, "Bearer whatever")
+	require.NoError(t, err, "a good key is enough, whatever else is sent")
+
+	// The operator API: a bearer operator token, as before.
+	_, err = call(t, i, "/switchboard.identity.v1.OperatorService/CreateCompany", &identityv1.CreateCompanyRequest{}, HeaderAPIKey, "sb_good")
+	e, _ := apierr.FromError(err)
+	require.Equal(t, "missing or wrong operator token", e.Message)
 }
 
 func TestScopesAndPermissions(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 )
 
-// Source resolves a key hash to its principal. It returns
-// apierr.Unauthorized for an unknown key. The identity service implements it
+// Source resolves a key hash to its principal. It returns UnknownKey()
+// for an unknown key. The identity service implements it
 // in-process; every other service reaches identity over gRPC (see Remote).
 type Source interface {
 	Authenticate(ctx context.Context, keyHash string) (*identityv1.Principal, error)
@@ -44,7 +44,7 @@ func (c *Cache) Authenticate(ctx context.Context, keyHash string) (*identityv1.P
 	raw, err := c.rdb.Get(ctx, cacheKey(keyHash)).Bytes()
 	switch {
 	case err == nil && string(raw) == revoked:
-		return nil, unauthorized()
+		return nil, UnknownKey()
 	case err == nil:
 		p := &identityv1.Principal{}
 		if uerr := proto.Unmarshal(raw, p); uerr == nil {

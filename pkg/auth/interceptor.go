@@ -145,9 +145,13 @@ func (i *Interceptor) authenticate(ctx context.Context, m *protoapi.Method) (con
 		return ctx, nil, nil
 	}
 
-	key := first(ctx, HeaderAPIKey)
-	if key == "" {
-		return ctx, nil, unauthorized()
+	keys := metadata.ValueFromIncomingContext(ctx, HeaderAPIKey)
+	key := ""
+	if len(keys) > 0 {
+		key = keys[0]
+	}
+	if mistake := keyMistake(key, len(keys) > 0, first(ctx, HeaderAuthorization), i.cfg.OperatorToken); mistake != "" {
+		return ctx, nil, apierr.Unauthorized.Msg("%s", mistake)
 	}
 	p, err := i.cfg.Source.Authenticate(ctx, HashKey(key))
 	if err != nil {
@@ -160,6 +164,41 @@ func (i *Interceptor) authenticate(ctx context.Context, m *protoapi.Method) (con
 	}
 	return WithPrincipal(ctx, p), p, nil
 }
+
+// keyMistake says what is wrong with how a public call carries its API key
+// (key: the first X-Api-Key value, sent: whether there was one), for the
+// mistakes clients make: the key in Authorization (as a bearer token or
+// bare), an empty X-Api-Key, the key quoted, with spaces around it or a
+// "Bearer " prefix, or the operator token instead of a key. "" when the
+// key is to be looked up. Each answer is about the request's shape only:
+// a key that is merely unknown stays UnknownKey, telling nothing.
+func keyMistake(key string, sent bool, authorization, operatorToken string) string {
+	trimmed := strings.TrimSpace(key)
+	switch {
+	case trimmed == "" && authorization != "":
+		if token, ok := strings.CutPrefix(authorization, "Bearer "); ok && tokenMatches(token, operatorToken) {
+			return "the operator token opens the operator API only: this route takes a company's API key, in the X-Api-Key header"
+		}
+		return "the API key goes in the X-Api-Key header, not Authorization"
+	case !sent:
+		return "missing API key: send it in the X-Api-Key header"
+	case trimmed == "":
+		return "the X-Api-Key header is empty: send the API key in it"
+	case trimmed != key:
+		return "the API key in X-Api-Key has spaces around it: send the key alone"
+	case len(key) >= 2 && (key[0] == '"' || key[0] == '\'') && key[len(key)-1] == key[0]:
+		return "the API key in X-Api-Key is in quotes: send the key without them"
+	case len(key) > len("Bearer ") && strings.EqualFold(key[:len("Bearer ")], "Bearer "):
+		return "X-Api-Key takes the API key alone, without 'Bearer '"
+	case tokenMatches(key, operatorToken):
+		return "the operator token is not an API key: send a company's API key in X-Api-Key (the operator token is for the operator API, as Authorization: Bearer)"
+	}
+	return ""
+}
+
+// UnknownKey is the 401 for a key no integration has (never issued,
+// replaced by a reset, or disabled): Source implementations answer it.
+func UnknownKey() *apierr.Error { return apierr.Unauthorized.Msg("unknown api key") }
 
 // check applies the RPC's access rule to an authenticated principal.
 func check(p *identityv1.Principal, m *protoapi.Method, req any) error {

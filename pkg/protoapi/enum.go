@@ -15,6 +15,11 @@ func EnumJSON(e protoreflect.Enum) string {
 	if v == nil {
 		return ""
 	}
+	return EnumValueJSON(v)
+}
+
+// EnumValueJSON is EnumJSON of a value descriptor.
+func EnumValueJSON(v protoreflect.EnumValueDescriptor) string {
 	name, _ := proto.GetExtension(v.Options(), apiv1.E_Json).(string)
 	return name
 }

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"testing"
@@ -88,7 +89,7 @@ func TestListLimitsAre422AtTheField(t *testing.T) {
 	require.NoError(t, err)
 	check := func(method string, msg proto.Message, loc []any, message string) {
 		t.Helper()
-		e, ok := apierr.FromError(v.Check(method, msg))
+		e, ok := apierr.FromError(v.Check(context.Background(), method, msg))
 		require.True(t, ok)
 		require.Equal(t, 422, e.Status)
 		require.Equal(t, []apierr.FieldError{{Location: loc, Message: message, Type: "too_long"}},
@@ -100,9 +101,9 @@ func TestListLimitsAre422AtTheField(t *testing.T) {
 		create.Notes = append(create.Notes, &contactsv1.NoteInput{Text: "n"})
 	}
 	check("/switchboard.contacts.v1.ContactsService/CreateContact", create,
-		[]any{"body", "notes"}, "value must contain no more than 100 item(s)")
+		[]any{"body", "notes"}, "List should have at most 100 items after validation, not 101")
 	create.Notes = create.Notes[:100]
-	require.NoError(t, v.Check("/switchboard.contacts.v1.ContactsService/CreateContact", create))
+	require.NoError(t, v.Check(context.Background(), "/switchboard.contacts.v1.ContactsService/CreateContact", create))
 
 	phones := &structpb.ListValue{}
 	for range 21 {
@@ -110,12 +111,12 @@ func TestListLimitsAre422AtTheField(t *testing.T) {
 	}
 	update := &contactsv1.UpdateContactRequest{CompanyId: 1, ContactId: 2, Phones: phones}
 	check("/switchboard.contacts.v1.ContactsService/UpdateContact", update,
-		[]any{"body", "phones"}, "value must contain no more than 20 item(s)")
+		[]any{"body", "phones"}, "List should have at most 20 items after validation, not 21")
 	phones.Values = phones.Values[:20]
-	require.NoError(t, v.Check("/switchboard.contacts.v1.ContactsService/UpdateContact", update))
+	require.NoError(t, v.Check(context.Background(), "/switchboard.contacts.v1.ContactsService/UpdateContact", update))
 
 	// A bare-array body (body: "tag_ids") is located at the body itself.
 	tags := &contactsv1.SetContactTagsRequest{CompanyId: 1, ContactId: 2, TagIds: make([]int64, 101)}
 	check("/switchboard.contacts.v1.ContactsService/SetContactTags", tags,
-		[]any{"body"}, "value must contain no more than 100 item(s)")
+		[]any{"body"}, "List should have at most 100 items after validation, not 101")
 }

@@ -1,14 +1,16 @@
 // Package validate applies the protovalidate rules written in the protos to
 // every request, and turns violations into the 422 body of spec part 7:
 // detail.errors[] of {location, message, type}, the location starting with
-// where the field came from on the HTTP route (path, query or body).
+// where the field came from on the HTTP route (path, query or body), the
+// message and type in the API's (pydantic v2) words (see message.go), and
+// a field that was not sent at all answered "Field required" (see
+// missing.go).
 package validate
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"buf.build/go/protovalidate"
@@ -40,7 +42,7 @@ func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServer
 	if !ok {
 		return handler(ctx, req)
 	}
-	if err := i.Check(info.FullMethod, msg); err != nil {
+	if err := i.Check(ctx, info.FullMethod, msg); err != nil {
 		return nil, err
 	}
 	return handler(ctx, req)
@@ -64,13 +66,14 @@ func (s *validatedStream) RecvMsg(m any) error {
 		return err
 	}
 	if msg, ok := m.(proto.Message); ok {
-		return s.i.Check(s.method, msg)
+		return s.i.Check(s.Context(), s.method, msg)
 	}
 	return nil
 }
 
-// Check validates one request of the given method.
-func (i *Interceptor) Check(fullMethod string, msg proto.Message) error {
+// Check validates one request of the given method. ctx carries the
+// caller's SentEmptyHeader, if any (see missing.go).
+func (i *Interceptor) Check(ctx context.Context, fullMethod string, msg proto.Message) error {
 	err := i.v.Validate(msg)
 	if err == nil {
 		return nil
@@ -80,13 +83,33 @@ func (i *Interceptor) Check(fullMethod string, msg proto.Message) error {
 		return fmt.Errorf("validate %s: %w", fullMethod, err)
 	}
 	m, _ := protoapi.Lookup(fullMethod)
+	sent := sentEmpty(ctx)
+	md := msg.ProtoReflect().Descriptor()
 	out := make([]apierr.FieldError, 0, len(verr.Violations))
+	// One error per location, the first rule broken, as pydantic reports a
+	// field: "" under min_len 1 and a pattern is only too short, and a
+	// field left out is "Field required" once, whatever its rules.
+	seen := make(map[string]bool, len(verr.Violations))
 	for _, v := range verr.Violations {
-		out = append(out, apierr.FieldError{
-			Location: location(m, v),
-			Message:  v.Proto.GetMessage(),
-			Type:     errorType(v.Proto.GetRuleId()),
-		})
+		at := protovalidate.FieldPathString(v.Proto.GetField())
+		switch {
+		case v.Proto.GetForKey():
+			at += " key"
+		case at == "":
+			at = "rule " + v.Proto.GetRuleId() // message rules: each its own
+		}
+		if seen[at] {
+			continue
+		}
+		seen[at] = true
+		var fe apierr.FieldError
+		if missing(md, v, sent) {
+			fe = apierr.FieldError{Message: "Field required", Type: "missing"}
+		} else {
+			fe.Message, fe.Type = describe(md, v)
+		}
+		fe.Location = location(m, v)
+		out = append(out, fe)
 	}
 	return apierr.Validation(out...)
 }
@@ -116,43 +139,9 @@ func location(m *protoapi.Method, v *protovalidate.Violation) []any {
 			loc = append(loc, s.IntKey)
 		case *validate.FieldPathElement_UintKey:
 			loc = append(loc, s.UintKey)
+		case *validate.FieldPathElement_BoolKey:
+			loc = append(loc, s.BoolKey)
 		}
 	}
 	return loc
-}
-
-// errorType names a violation the way FastAPI-style clients expect.
-func errorType(ruleID string) string {
-	rule := ruleID[strings.LastIndex(ruleID, ".")+1:]
-	switch {
-	case ruleID == "required":
-		return "missing"
-	case rule == "min_len" || rule == "min_bytes":
-		return "string_too_short"
-	case rule == "max_len" || rule == "max_bytes":
-		return "string_too_long"
-	case rule == "min_items":
-		return "too_short"
-	case rule == "max_items":
-		return "too_long"
-	case rule == "gte":
-		return "greater_than_equal"
-	case rule == "gt":
-		return "greater_than"
-	case rule == "lte":
-		return "less_than_equal"
-	case rule == "lt":
-		return "less_than"
-	case strings.HasPrefix(rule, "gt") || strings.HasPrefix(rule, "lt"):
-		// Two-sided ranges (gte_lte): the message names both bounds.
-		return "out_of_range"
-	case rule == "defined_only" || rule == "in" || rule == "not_in":
-		return "enum"
-	case rule == "email":
-		return "value_error.email"
-	case rule == "pattern":
-		return "string_pattern_mismatch"
-	default:
-		return "value_error"
-	}
 }

@@ -106,6 +106,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 	for _, b := range backends(cfg) {
 		conn, err := grpc.NewClient(b.addr, append(telemetry.DialOptions(),
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			// Tells the services which fields a client sent empty, so
+			// that only the ones it left out are "Field required".
+			grpc.WithChainUnaryInterceptor(httpapi.SentEmptyInterceptor),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(server.MaxAnswerBytes)))...)
 		if err != nil {
 			g.Close()

@@ -54,7 +54,11 @@ func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 			}
 			return io.EOF
 		}
-		return m.Unmarshal(data, v)
+		val, err := unmarshalJSON(data, v)
+		if rec := recordOf(r); rec != nil && err == nil {
+			rec.body = val
+		}
+		return err
 	})
 }
 
@@ -71,47 +75,54 @@ var errBodyTooLarge = errors.New("httpapi: request body is larger than the limit
 // *DecodeError with a location starting at "body"; other errors mean v is
 // not a supported target.
 func (*Marshaler) Unmarshal(data []byte, v any) error {
+	_, err := unmarshalJSON(data, v)
+	return err
+}
+
+// unmarshalJSON is Unmarshal, answering also the JSON value it parsed (for the
+// request's sentRecord).
+func unmarshalJSON(data []byte, v any) (any, error) {
 	if err := checkTarget(v); err != nil {
-		return err
+		return nil, err
 	}
 	if !utf8.Valid(data) {
-		return &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: the body is not valid UTF-8", Type: typeJSONInvalid}
+		return nil, &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: the body is not valid UTF-8", Type: typeJSONInvalid}
 	}
 	tooDeep, loneSurrogate := scanJSON(data, MaxJSONDepth)
 	if tooDeep {
-		return newErrMsg([]any{"body"}, typeValueError, "Value error, JSON nested deeper than %d levels", MaxJSONDepth)
+		return nil, newErrMsg([]any{"body"}, typeValueError, "Value error, JSON nested deeper than %d levels", MaxJSONDepth)
 	}
 	if loneSurrogate {
-		return &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: an escaped lone UTF-16 surrogate is not a character", Type: typeJSONInvalid}
+		return nil, &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: an escaped lone UTF-16 surrogate is not a character", Type: typeJSONInvalid}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var val any
 	if err := dec.Decode(&val); err != nil {
-		return jsonInvalid(err)
+		return nil, jsonInvalid(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: unexpected data after the top-level value", Type: typeJSONInvalid}
+		return nil, &DecodeError{Location: []any{"body"}, Message: "Invalid JSON: unexpected data after the top-level value", Type: typeJSONInvalid}
 	}
 	loc := []any{"body"}
 	msg, whole := v.(proto.Message)
 	if val == nil {
 		if whole {
 			// A null body is no body.
-			return nil
+			return nil, nil
 		}
-		return newErr(loc, typeMissing)
+		return nil, newErr(loc, typeMissing)
 	}
 	if whole {
 		if e := decodeMessage(msg.ProtoReflect(), val, loc); e != nil {
-			return e
+			return nil, e
 		}
-		return nil
+		return val, nil
 	}
 	if e := decodeGo(reflect.ValueOf(v).Elem(), val, loc, false); e != nil {
-		return e
+		return nil, e
 	}
-	return nil
+	return val, nil
 }
 
 // scanJSON reads a JSON text once, before decoding, for what

@@ -54,6 +54,12 @@
 //   - Only the first error is reported: body fields in declaration order,
 //     query keys in sorted order.
 //
+// The rules the protos declare are checked by the services (pkg/validate),
+// in the same words. Whether a field was sent at all is known only here:
+// SentEmptyInterceptor tells the service which fields the client sent
+// empty, so that a field left out is "Field required" and one sent ""
+// breaks its rule (sent.go).
+//
 // # Bounds and the shape of a body
 //
 // A body must be UTF-8, with no \u escape of a lone UTF-16 surrogate

@@ -70,6 +70,8 @@ func tooLarge() *apierr.Error {
 //   - The body is at most MaxBodyBytes, except on the requests ownBody
 //     reports (a route that streams a larger body, the file upload, and
 //     bounds it itself).
+//   - What the client sent is kept for SentEmptyInterceptor (sent.go),
+//     on every request whose body the decoder reads.
 //   - Form bodies are never parsed: the generated handlers call
 //     Request.ParseForm to read the query string, and ParseForm would also
 //     consume an application/x-www-form-urlencoded body (the JSON decoder
@@ -97,7 +99,9 @@ func Handler(mux http.Handler, ownBody ...func(*http.Request) bool) http.Handler
 			return
 		}
 		if !own {
-			r2.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+			rec := &sentRecord{rawQuery: r.URL.RawQuery}
+			r2.Body = &recordingBody{ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes), rec: rec}
+			r2 = r2.WithContext(context.WithValue(r.Context(), sentKey{}, rec))
 		}
 		r2.PostForm = url.Values{}
 		for _, ct := range r.Header.Values("Content-Type") {

@@ -167,7 +167,7 @@ func TestServiceWiring(t *testing.T) {
 	require.True(t, ok, "%v", err)
 	require.Equal(t, int32(1), e.Code)
 	require.Equal(t, map[string]any{"errors": []any{map[string]any{
-		"location": []any{"body", "count"}, "message": "value is required", "type": "missing",
+		"location": []any{"body", "count"}, "message": "Field required", "type": "missing",
 	}}}, e.Detail)
 	for _, id := range []int64{4, 0, -1} {
 		_, err = operator.AddWabaDialogs(opCtx, &billingv1.AddWabaDialogsRequest{CompanyId: id, Count: count(1)})

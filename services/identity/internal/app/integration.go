@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"switchboard.dev/pkg/apierr"
@@ -90,8 +91,12 @@ func (s *Service) CreateAPIKey(ctx context.Context, cmd CreateAPIKeyCmd) (domain
 	return in, key, nil
 }
 
-// Authenticate resolves a key hash; an unknown or disabled key is 401.
+// Authenticate resolves a key hash; an unknown or disabled key is 401
+// "unknown api key" (auth.UnknownKey), whatever the reason.
 func (s *Service) Authenticate(ctx context.Context, keyHash string) (Principal, error) {
 	p, err := s.repo.Principal(ctx, keyHash)
-	return p, notFound(err, apierr.Unauthorized)
+	if errors.Is(err, domain.ErrNotFound) {
+		return p, auth.UnknownKey()
+	}
+	return p, err
 }
