@@ -52,7 +52,7 @@ const (
 	// How long a command that only reads is repeated until its answer
 	// shows (a receipt, a webhook, a list within a second of the last).
 	// Not a measure of speed: the bound of a wait that would hang.
-	readmeRetryFor = 2 * time.Minute
+	readmeRetryFor = 45 * time.Second
 )
 
 // readmeTrace (SWITCHBOARD_README_TRACE=1) logs every command with its
