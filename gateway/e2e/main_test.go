@@ -134,8 +134,9 @@ func devstackNames() []string {
 	return out
 }
 
-// build compiles every binary of the stack from the workspace, after
-// fetching the Redoc bundle the gateway embeds (as `make build` does).
+// build compiles every binary of the stack from the workspace, and
+// devstack (`make run`'s, for TestReadme), after fetching the Redoc bundle
+// the gateway embeds (as `make build` does).
 func build(dir string) error {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
@@ -143,7 +144,7 @@ func build(dir string) error {
 	if out, err := assets.CombinedOutput(); err != nil {
 		return fmt.Errorf("docs assets: %v\n%s", err, out)
 	}
-	pkgs := map[string]string{"gateway": "./gateway/cmd/gateway"}
+	pkgs := map[string]string{"gateway": "./gateway/cmd/gateway", "devstack": "./pkg/devstack/cmd/devstack"}
 	for _, s := range devstack.Services {
 		pkgs[s.Name] = "./services/" + s.Name + "/cmd/" + s.Name
 	}

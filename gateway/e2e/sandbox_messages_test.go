@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The sandbox messengers' side of sends (design/test-mode.md; README, "What
+// The sandbox messengers' side of sends (docs/sandbox.md, "What
 // each sandbox messenger reports"): the receipts each type gives, and the
 // outbox that shows every copy a messenger received.
 

@@ -51,8 +51,8 @@ func (m *Messenger) behaviour(ctx context.Context, q pgx.Tx, connectionID int64)
 	return b, err
 }
 
-// Reports is what a messenger type tells of a message it took (README,
-// "What each sandbox messenger reports"): the sandbox of a type sends only
+// Reports is what a messenger type tells of a message it took
+// (docs/sandbox.md, "What each sandbox messenger reports"): the sandbox of a type sends only
 // the receipts its real messenger sends, so tests see no receipt a client
 // would never get.
 type Reports struct {

@@ -66,7 +66,7 @@ func TestSendTwiceIsTwoCopies(t *testing.T) {
 }
 
 // TestReportsPerType: each type's messenger gives only the reports its
-// real counterpart gives (README, "What each sandbox messenger reports"),
+// real counterpart gives (docs/sandbox.md, "What each sandbox messenger reports"),
 // within what the connection's behaviour lets through.
 func TestReportsPerType(t *testing.T) {
 	ctx := context.Background()
