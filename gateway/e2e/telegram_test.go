@@ -50,7 +50,7 @@ var (
 	// tgGuarded refuses private targets, as production does (the first
 	// stack allows them for its loopback receivers): the address guard
 	// end to end.
-	tgGuarded = &realStack{name: "guard", redisDB: 3, env: []string{"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=0"}}
+	tgGuarded = &realStack{name: "guard", redisDB: 4, env: []string{"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=0"}}
 )
 
 // tgHookBase is the webhook stack's public address as Telegram is told it.

@@ -378,3 +378,33 @@ func TestSummariesNameTheOperation(t *testing.T) {
 	require.Equal(t, "Create API key", at(t, load(t, openapi.Operator()), "paths", "/admin/v1/companies/{company_id}/api_keys", "post", "summary"))
 	require.Equal(t, "List members", at(t, load(t, openapi.Public()), "paths", "/v2/companies/{company_id}/members", "get", "summary"))
 }
+
+// internalRefs are pointers into documents clients do not have: the
+// team's specification ("spec 2.7", "spec-gaps") and design notes.
+var internalRefs = regexp.MustCompile(`\bspec [0-9]|\bspec-gaps\b|\bdesign/[a-z-]+\.md|\.\./shared`)
+
+// TestTextStandsAlone: no text of either document (summaries,
+// descriptions, anything) points a client at the team's own documents;
+// the reference says what it means in its own words (issue 26).
+func TestTextStandsAlone(t *testing.T) {
+	for name, raw := range map[string][]byte{"public": openapi.Public(), "operator": openapi.Operator()} {
+		var walk func(path string, v any)
+		walk = func(path string, v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				for k, e := range x {
+					walk(path+"/"+k, e)
+				}
+			case []any:
+				for i, e := range x {
+					walk(fmt.Sprintf("%s/%d", path, i), e)
+				}
+			case string:
+				if m := internalRefs.FindString(x); m != "" {
+					t.Errorf("%s %s: %q points at a document clients do not have: %q", name, path, m, x)
+				}
+			}
+		}
+		walk("", load(t, raw))
+	}
+}

@@ -27,7 +27,8 @@ const (
 )
 
 // ConnectionType is every connection type: messengers, payment terminals
-// (the limit names of spec 8) and CRMs (managed by the service).
+// (each with its limit, connections_<type>) and CRMs (managed by the
+// service).
 type ConnectionType int32
 
 const (
@@ -455,7 +456,7 @@ type Connection struct {
 	// taken out of its subscription).
 	SubscriptionId *int64           `protobuf:"varint,7,opt,name=subscription_id,json=subscriptionId,proto3,oneof" json:"subscription_id,omitempty"`
 	Subscription   *SubscriptionRef `protobuf:"bytes,8,opt,name=subscription,proto3" json:"subscription,omitempty"`
-	// By type (spec 2.1, spec-gaps); credentials are never returned.
+	// By type; credentials are never returned.
 	Params        *structpb.Struct `protobuf:"bytes,9,opt,name=params,proto3" json:"params,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1394,7 +1395,7 @@ func (x *Limits) GetConnectionsKeepz() int32 {
 type GetLimitRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
-	// One of the names of spec 8 (connections_whatsapp, ...); others are 422.
+	// connections_<type> (connections_whatsapp, ...); others are 422.
 	LimitType     string `protobuf:"bytes,2,opt,name=limit_type,json=limitType,proto3" json:"limit_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1504,7 +1505,7 @@ func (x *Limit) GetMaxValue() int32 {
 	return 0
 }
 
-// An authorisation session (spec 2.4).
+// An authorisation session.
 type Session struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`

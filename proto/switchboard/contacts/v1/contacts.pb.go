@@ -541,7 +541,7 @@ func (x *Note) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-// ContactChat is a chat bound to the contact (spec 2.8).
+// ContactChat is a chat bound to the contact.
 type ContactChat struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The messaging service's chat id.
@@ -865,7 +865,7 @@ type ListContactsRequest struct {
 	Offset    *int32                 `protobuf:"varint,2,opt,name=offset,proto3,oneof" json:"offset,omitempty"`
 	Limit     *int32                 `protobuf:"varint,3,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
 	OrderBy   ContactOrder           `protobuf:"varint,4,opt,name=order_by,json=orderBy,proto3,enum=switchboard.contacts.v1.ContactOrder" json:"order_by,omitempty"`
-	// Any match; unknown ids match nothing. Up to 32 ids (spec 8).
+	// Any match; unknown ids match nothing. Up to 32 ids.
 	Tags       []int64 `protobuf:"varint,5,rep,packed,name=tags,proto3" json:"tags,omitempty"`
 	WithGroups *bool   `protobuf:"varint,6,opt,name=with_groups,json=withGroups,proto3,oneof" json:"with_groups,omitempty"`
 	// Fuzzy over name, emails and phones (phones by digits); not with phone.

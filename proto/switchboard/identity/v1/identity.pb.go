@@ -944,7 +944,7 @@ func (x *ListIntegrationTypesResponse) GetTypes() []*IntegrationTypeInfo {
 	return nil
 }
 
-// Company card (spec 2.10).
+// Company card.
 type Company struct {
 	state                 protoimpl.MessageState `protogen:"open.v1"`
 	Id                    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`

@@ -43,7 +43,7 @@ const (
 // allowed /v2/users/me routes, and GetIntegration before the literal
 // /integrations/types.
 type IdentityServiceClient interface {
-	// Every user-account method an API key may not call (spec 5.4): 403.
+	// Every user-account method an API key may not call: 403.
 	BlockedUserMethod(ctx context.Context, in *BlockedUserMethodRequest, opts ...grpc.CallOption) (*BlockedUserMethodResponse, error)
 	// The user the key acts for: the company owner.
 	GetMe(ctx context.Context, in *GetMeRequest, opts ...grpc.CallOption) (*User, error)
@@ -185,7 +185,7 @@ func (c *identityServiceClient) ListIntegrationTypes(ctx context.Context, in *Li
 // allowed /v2/users/me routes, and GetIntegration before the literal
 // /integrations/types.
 type IdentityServiceServer interface {
-	// Every user-account method an API key may not call (spec 5.4): 403.
+	// Every user-account method an API key may not call: 403.
 	BlockedUserMethod(context.Context, *BlockedUserMethodRequest) (*BlockedUserMethodResponse, error)
 	// The user the key acts for: the company owner.
 	GetMe(context.Context, *GetMeRequest) (*User, error)

@@ -43,8 +43,17 @@ type ChatsServiceClient interface {
 	//
 	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	GetChat(ctx context.Context, in *GetChatRequest, opts ...grpc.CallOption) (*Chat, error)
-	// Finds or creates the chat of a person on a connection (rules 1-6 of
-	// spec 4.2) and binds it to a contact through contacts' BindChat.
+	// Finds or creates the chat of a person on a connection. At least one of
+	// phone, user_name and chat_id, of the kinds the connection's source
+	// accepts (create_chat in the sources): whatsapp and waba a phone;
+	// telegram a phone, username or chat id; max_personal a phone or chat
+	// id; vk_direct a phone or username; bots, vk_group and avito none (the
+	// person starts the dialog). An existing chat is answered instead of a
+	// new one. The chat is bound to a contact: the company's contact with the
+	// same phone; for telegram and telegram_bot one that already has chats
+	// with the same user (max_personal: the same user id when the phone is
+	// unknown); contact_id when the chat is new; else a new contact. Whether
+	// the phone has a messenger account is not checked.
 	//
 	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 10000
 	// CONNECTION_NOT_FOUND; 503 error 503 SERVICE_UNAVAILABLE.
@@ -151,8 +160,17 @@ type ChatsServiceServer interface {
 	//
 	// Errors: 404 error 15000 MESSAGING_CHAT_NOT_FOUND.
 	GetChat(context.Context, *GetChatRequest) (*Chat, error)
-	// Finds or creates the chat of a person on a connection (rules 1-6 of
-	// spec 4.2) and binds it to a contact through contacts' BindChat.
+	// Finds or creates the chat of a person on a connection. At least one of
+	// phone, user_name and chat_id, of the kinds the connection's source
+	// accepts (create_chat in the sources): whatsapp and waba a phone;
+	// telegram a phone, username or chat id; max_personal a phone or chat
+	// id; vk_direct a phone or username; bots, vk_group and avito none (the
+	// person starts the dialog). An existing chat is answered instead of a
+	// new one. The chat is bound to a contact: the company's contact with the
+	// same phone; for telegram and telegram_bot one that already has chats
+	// with the same user (max_personal: the same user id when the phone is
+	// unknown); contact_id when the chat is new; else a new contact. Whether
+	// the phone has a messenger account is not checked.
 	//
 	// Errors: 404 error 1000 CONTACT_NOT_FOUND; 404 error 10000
 	// CONNECTION_NOT_FOUND; 503 error 503 SERVICE_UNAVAILABLE.

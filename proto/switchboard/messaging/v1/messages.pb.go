@@ -148,8 +148,8 @@ func (MessageType) EnumDescriptor() ([]byte, []int) {
 	return file_switchboard_messaging_v1_messages_proto_rawDescGZIP(), []int{1}
 }
 
-// Message is spec 2.7: every content field is present, null except the
-// one named like message_type.
+// Message: every content field is present, null except the one named
+// like message_type.
 type Message struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	MessageId       string                 `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
@@ -548,7 +548,7 @@ func (x *TextContent) GetText() string {
 	return ""
 }
 
-// file, image, audio, video and voice content (spec-gaps).
+// file, image, audio, video and voice content.
 type MediaContent struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Caption  *string                `protobuf:"bytes,1,opt,name=caption,proto3,oneof" json:"caption,omitempty"`

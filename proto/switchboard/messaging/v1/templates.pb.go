@@ -84,7 +84,7 @@ func (TemplateType) EnumDescriptor() ([]byte, []int) {
 	return file_switchboard_messaging_v1_templates_proto_rawDescGZIP(), []int{0}
 }
 
-// Template is spec 2.11's message template.
+// Template is an account message template.
 type Template struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`

@@ -27,7 +27,8 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// The event kinds of spec 6, and waba_templates.status_changed: the
+// The event kinds (README, "Receiving webhooks"; docs/events.md), and
+// waba_templates.status_changed: the
 // provider moderated a business template ({connection_id, name, locale,
 // old_status, new_status, rejected_reason}).
 type EventType int32
@@ -582,7 +583,7 @@ type WebhookDelivery struct {
 	// The event's id as the receiver sees it (header webhook-id): "evt_"
 	// and 26 characters, the same in every delivery of the event.
 	EventId string `protobuf:"bytes,2,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
-	// An event kind of spec 6, or "webhooks.ping".
+	// An event kind, or "webhooks.ping".
 	EventType string `protobuf:"bytes,3,opt,name=event_type,json=eventType,proto3" json:"event_type,omitempty"`
 	// The attempt's number, from 1 (a probe counts as one); 0 for a
 	// delivery not attempted yet; the retention's row repeats the number of
