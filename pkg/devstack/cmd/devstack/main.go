@@ -136,8 +136,8 @@ A person has written to the demo connection (chat %[7]d); read and answer:
   curl -s -X POST %[1]s/v2/companies/%[3]d/messaging/messages/ -H 'X-Api-Key: %[4]s' \
     -d '{"chat_id": %[7]d, "message_type": "text", "text": {"text": "Hello, Bob"}}'
 
-README.md ("Walk-through") shows how to create and authorise a WhatsApp
-connection against the sandbox.
+README.md ("Walk-through") goes on from here: connections and logins,
+messages, webhooks, contacts, files and templates.
 
 Ctrl-C stops everything.
 `, st.BaseURL, o.AdminToken, d.CompanyID, d.APIKey, o.LogDir, d.ConnectionID, chat)
