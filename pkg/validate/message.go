@@ -270,9 +270,13 @@ func cmp3[T int64 | uint64 | float64](a, b T) int {
 	return 0
 }
 
-// enumChoices lists, as "'a', 'b' or 'c'", the JSON strings of the values
-// of ed that rules (in, not_in; nil for none) allow, in declaration order.
-// The gateway's decoder lists an enum's strings the same way.
+// EnumChoices lists, as "'a', 'b' or 'c'", the JSON strings of every value
+// of ed, in declaration order: what an enum field accepts. The gateway's
+// decoder says it in the same words as the services' validation.
+func EnumChoices(ed protoreflect.EnumDescriptor) string { return enumChoices(ed, nil) }
+
+// enumChoices is EnumChoices of the values that rules (in, not_in; nil for
+// none) allow.
 func enumChoices(ed protoreflect.EnumDescriptor, rules protoreflect.Message) string {
 	var in, notIn protoreflect.List
 	if rules != nil {

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"switchboard.dev/pkg/validate"
 )
 
 // decimalNumber is the text a query or path number may have: no hex, no
@@ -216,24 +218,15 @@ func enumIndex(ed protoreflect.EnumDescriptor) *enumJSONIndex {
 	if v, ok := enumIndexCache.Load(ed); ok {
 		return v.(*enumJSONIndex)
 	}
-	idx := &enumJSONIndex{byString: map[string]protoreflect.EnumNumber{}}
-	var names []string
+	idx := &enumJSONIndex{byString: map[string]protoreflect.EnumNumber{}, allowed: validate.EnumChoices(ed)}
 	values := ed.Values()
 	for i := 0; i < values.Len(); i++ {
 		ev := values.Get(i)
 		if s, ok := enumValueJSON(ev); ok {
 			if _, dup := idx.byString[s]; !dup {
 				idx.byString[s] = ev.Number()
-				names = append(names, "'"+s+"'")
 			}
 		}
-	}
-	switch len(names) {
-	case 0:
-	case 1:
-		idx.allowed = names[0]
-	default:
-		idx.allowed = strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 	}
 	enumIndexCache.Store(ed, idx)
 	return idx
