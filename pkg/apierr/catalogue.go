@@ -73,6 +73,10 @@ var (
 	SubscriptionAdvanceNotAllowed = Def{22016, "SUBSCRIPTION_ADVANCE_NOT_ALLOWED", 400, "advance is not allowed"}
 	SubscriptionAdvanceActive     = Def{22017, "SUBSCRIPTION_ADVANCE_ACTIVE", 409, "subscription has an active advance"}
 	SubscriptionPaymentsLocked    = Def{22018, "SUBSCRIPTION_PAYMENTS_LOCKED", 400, "payments are locked"}
+	SubscriptionSizeBelowCurrent  = Def{22019, "SUBSCRIPTION_SIZE_BELOW_CURRENT", 409, "the size is below the connections the subscription holds"}
+	RequisiteNotFound             = Def{22020, "REQUISITE_NOT_FOUND", 404, "requisite not found"}
+	InvoiceNotFound               = Def{22021, "INVOICE_NOT_FOUND", 404, "invoice not found"}
+	InvoiceNotPayable             = Def{22022, "INVOICE_NOT_PAYABLE", 409, "the invoice is not new"}
 
 	UserNameInvalid = Def{26002, "USER_NAME_INVALID", 400, "name contains forbidden characters"}
 
@@ -117,6 +121,7 @@ func Catalogue() []Def {
 		TelegramGenericError, TelegramSessionNotFound, TelegramInvalidCode, TelegramInvalidPassword,
 		InvoiceProviderError,
 		SubscriptionNotFound, SubscriptionInTest, SubscriptionAdvanceNotAllowed, SubscriptionAdvanceActive, SubscriptionPaymentsLocked,
+		SubscriptionSizeBelowCurrent, RequisiteNotFound, InvoiceNotFound, InvoiceNotPayable,
 		UserNameInvalid,
 		WabaSettingsNotAvailable, WabaProfilePictureURLNotAllowed, WabaProfilePictureTooLarge,
 		MaxPersonalGenericError, MaxPersonalSessionNotFound, MaxPersonalInvalidCode, MaxPersonalInvalidPassword,

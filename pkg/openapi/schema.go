@@ -36,7 +36,11 @@ func (g *gen) ref(md protoreflect.MessageDescriptor, input bool) map[string]any 
 	}
 	if _, done := g.schemas[name]; !done {
 		g.schemas[name] = map[string]any{} // a recursive message refers to itself
-		g.schemas[name] = g.objectSchema(md, nil, input)
+		if od := inlineOneof(md); od != nil {
+			g.schemas[name] = g.inlineSchema(md, od, input)
+		} else {
+			g.schemas[name] = g.objectSchema(md, nil, input)
+		}
 	}
 	return map[string]any{"$ref": "#/components/schemas/" + name}
 }
@@ -73,8 +77,36 @@ func wktSchema(n protoreflect.FullName) map[string]any {
 		return map[string]any{"type": "string"}
 	case "google.protobuf.BytesValue":
 		return map[string]any{"type": "string", "contentEncoding": "base64"}
+	case "switchboard.api.v1.Decimal":
+		return map[string]any{"type": "number", "description": "An exact decimal number, written with the digits it has (money: at most two decimals)."}
 	}
 	return nil
+}
+
+// inlineOneof is the oneof marked (switchboard.api.v1.inline) of md, which
+// the gateway writes as the member that is set.
+func inlineOneof(md protoreflect.MessageDescriptor) protoreflect.OneofDescriptor {
+	for i := 0; i < md.Oneofs().Len(); i++ {
+		od := md.Oneofs().Get(i)
+		if on, _ := proto.GetExtension(od.Options(), apiv1.E_Inline).(bool); on {
+			return od
+		}
+	}
+	return nil
+}
+
+// inlineSchema is a message written as one of its inline oneof's members:
+// a oneOf of their schemas.
+func (g *gen) inlineSchema(md protoreflect.MessageDescriptor, od protoreflect.OneofDescriptor, input bool) map[string]any {
+	var variants []any
+	for i := 0; i < od.Fields().Len(); i++ {
+		variants = append(variants, g.ref(od.Fields().Get(i).Message(), input))
+	}
+	out := map[string]any{"oneOf": variants}
+	if c := comment(md); c != "" {
+		out["description"] = c
+	}
+	return out
 }
 
 // objectSchema is a message as an object, without the fields in skip.

@@ -545,6 +545,17 @@ func decodeWKT(m protoreflect.Message, v any, loc []any) (handled bool, e *Decod
 		return true, nil
 	case "google.protobuf.Any":
 		return true, newErrMsg(loc, typeValueError, "Value error, google.protobuf.Any is not supported")
+	case "switchboard.api.v1.Decimal":
+		num, ok := v.(json.Number)
+		if !ok {
+			return true, newErr(loc, typeFloatType)
+		}
+		lit, ok := plainDecimal(string(num))
+		if !ok {
+			return true, newErr(loc, typeFloatParsing)
+		}
+		m.Set(fields.ByName("value"), protoreflect.ValueOfString(lit))
+		return true, nil
 	case "google.protobuf.DoubleValue", "google.protobuf.FloatValue",
 		"google.protobuf.Int64Value", "google.protobuf.UInt64Value",
 		"google.protobuf.Int32Value", "google.protobuf.UInt32Value",
@@ -659,4 +670,43 @@ func mergeValue(m protoreflect.Message, src proto.Message, loc []any) *DecodeErr
 		return newErrMsg(loc, typeValueError, "Value error, %v", err)
 	}
 	return nil
+}
+
+// plainDecimal writes a JSON number as a plain decimal literal with the
+// same digits (1.5e2 is "150", 25e-3 "0.025"), so a Decimal never passes
+// through a float. Exponents beyond ±1000 are refused: no value the API
+// takes is that large or that fine.
+func plainDecimal(num string) (string, bool) {
+	mant, exp := num, 0
+	if i := strings.IndexAny(num, "eE"); i >= 0 {
+		e, err := strconv.Atoi(num[i+1:])
+		if err != nil || e > 1000 || e < -1000 {
+			return "", false
+		}
+		mant, exp = num[:i], e
+	}
+	neg := strings.HasPrefix(mant, "-")
+	mant = strings.TrimPrefix(mant, "-")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	point := len(intPart) + exp // digits before the point
+	for point <= 0 {
+		digits = "0" + digits
+		point++
+	}
+	for point > len(digits) {
+		digits += "0"
+	}
+	ip, fp := strings.TrimLeft(digits[:point], "0"), strings.TrimRight(digits[point:], "0")
+	if ip == "" {
+		ip = "0"
+	}
+	out := ip
+	if fp != "" {
+		out += "." + fp
+	}
+	if neg && out != "0" {
+		out = "-" + out
+	}
+	return out, true
 }

@@ -141,6 +141,14 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 	if out, ok, err := writeWKT(b, m); ok {
 		return out, err
 	}
+	if od := inlineOneof(m.Descriptor()); od != nil {
+		// Written as the member that is set (apiv1.E_Inline).
+		fd := m.WhichOneof(od)
+		if fd == nil {
+			return append(b, "null"...), nil
+		}
+		return appendMessage(b, m.Get(fd).Message())
+	}
 	fields := m.Descriptor().Fields()
 	b = append(b, '{')
 	for i := 0; i < fields.Len(); i++ {
@@ -415,6 +423,8 @@ func writeWKT(b []byte, m protoreflect.Message) (out []byte, ok bool, err error)
 		out, err = appendFieldMask(b, m)
 	case "google.protobuf.Any":
 		err = errors.New("httpapi: google.protobuf.Any is not supported")
+	case "switchboard.api.v1.Decimal":
+		out, err = appendDecimal(b, m)
 	case "google.protobuf.DoubleValue", "google.protobuf.FloatValue",
 		"google.protobuf.Int64Value", "google.protobuf.UInt64Value",
 		"google.protobuf.Int32Value", "google.protobuf.UInt32Value",
@@ -492,4 +502,64 @@ func appendFieldMask(b []byte, m protoreflect.Message) ([]byte, error) {
 		paths[i] = list.Get(i).String()
 	}
 	return appendString(b, strings.Join(paths, ",")), nil
+}
+
+var inlineCache sync.Map // protoreflect.MessageDescriptor -> protoreflect.OneofDescriptor (nil for none)
+
+// inlineOneof is md's oneof marked (switchboard.api.v1.inline), or nil.
+func inlineOneof(md protoreflect.MessageDescriptor) protoreflect.OneofDescriptor {
+	if v, ok := inlineCache.Load(md); ok {
+		od, _ := v.(protoreflect.OneofDescriptor)
+		return od
+	}
+	var found protoreflect.OneofDescriptor
+	for i := 0; i < md.Oneofs().Len(); i++ {
+		od := md.Oneofs().Get(i)
+		if on, _ := proto.GetExtension(od.Options(), apiv1.E_Inline).(bool); on {
+			found = od
+			break
+		}
+	}
+	inlineCache.Store(md, found)
+	return found
+}
+
+// decimalLiteral is what a switchboard.api.v1.Decimal holds: a JSON number
+// without exponent.
+func decimalLiteral(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := 0
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+		digits++
+	}
+	if digits == 0 || (digits > 1 && s[i-digits] == '0') {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		frac := 0
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+			frac++
+		}
+		if frac == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// appendDecimal writes a Decimal's literal as a JSON number. A value that
+// is not a plain decimal literal is a service's bug: it fails the answer
+// rather than write invalid JSON.
+func appendDecimal(b []byte, m protoreflect.Message) ([]byte, error) {
+	v := m.Get(m.Descriptor().Fields().ByName("value")).String()
+	if !decimalLiteral(v) {
+		return nil, fmt.Errorf("httpapi: %q is not a decimal number", v)
+	}
+	return append(b, v...), nil
 }

@@ -54,6 +54,7 @@ const (
 	Section_SECTION_OPERATOR_BILLING     Section = 52
 	Section_SECTION_SANDBOX_ACCOUNTS     Section = 60
 	Section_SECTION_SANDBOX_MESSAGES     Section = 61
+	Section_SECTION_SANDBOX_PAYMENTS     Section = 63
 	Section_SECTION_SANDBOX_TEMPLATES    Section = 62
 )
 
@@ -80,6 +81,7 @@ var (
 		52: "SECTION_OPERATOR_BILLING",
 		60: "SECTION_SANDBOX_ACCOUNTS",
 		61: "SECTION_SANDBOX_MESSAGES",
+		63: "SECTION_SANDBOX_PAYMENTS",
 		62: "SECTION_SANDBOX_TEMPLATES",
 	}
 	Section_value = map[string]int32{
@@ -103,6 +105,7 @@ var (
 		"SECTION_OPERATOR_BILLING":     52,
 		"SECTION_SANDBOX_ACCOUNTS":     60,
 		"SECTION_SANDBOX_MESSAGES":     61,
+		"SECTION_SANDBOX_PAYMENTS":     63,
 		"SECTION_SANDBOX_TEMPLATES":    62,
 	}
 )
@@ -275,7 +278,7 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\vSectionInfo\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\x9a\x1b\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\x89\x1d\n" +
 	"\aSection\x12\x17\n" +
 	"\x13SECTION_UNSPECIFIED\x10\x00\x12\x94\x01\n" +
 	"\x0fSECTION_COMPANY\x10\x01\x1a\x7f\xe2\xf9\x18{\n" +
@@ -310,13 +313,15 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\x1aSECTION_OPERATOR_COMPANIES\x102\x1a\x93\x01\xe2\xf9\x18\x8e\x01\n" +
 	"\x1cOperator: companies and keys\x12`Setting up a company without a web app: the company with its owner, API keys, roles and members.\x1a\fOperator API\x12\xa5\x01\n" +
 	"\x1cSECTION_OPERATOR_CONNECTIONS\x103\x1a\x82\x01\xe2\xf9\x18~\n" +
-	"\x15Operator: connections\x12WConnections the public API may not create: CRM connections, which the platform manages.\x1a\fOperator API\x12\xa0\x01\n" +
-	"\x18SECTION_OPERATOR_BILLING\x104\x1a\x81\x01\xe2\xf9\x18}\n" +
-	"\x11Operator: billing\x12ZAdjusting a subscription by hand and adding to a company's business (WABA) dialog balance.\x1a\fOperator API\x12\xc4\x01\n" +
+	"\x15Operator: connections\x12WConnections the public API may not create: CRM connections, which the platform manages.\x1a\fOperator API\x12\xcd\x01\n" +
+	"\x18SECTION_OPERATOR_BILLING\x104\x1a\xae\x01\xe2\xf9\x18\xa9\x01\n" +
+	"\x11Operator: billing\x12\x85\x01Adjusting and adding subscriptions by hand, a company's billing settings and business (WABA) dialog balance, and cancelling invoices.\x1a\fOperator API\x12\xc4\x01\n" +
 	"\x18SECTION_SANDBOX_ACCOUNTS\x10<\x1a\xa5\x01\xe2\xf9\x18\xa0\x01\n" +
 	"\x1cSandbox: accounts and logins\x12kThe messenger's side of logins in test mode: accounts, the codes it sent, QR scans and connection statuses.\x1a\x13Test mode (sandbox)\x12\xd1\x01\n" +
 	"\x18SECTION_SANDBOX_MESSAGES\x10=\x1a\xb2\x01\xe2\xf9\x18\xad\x01\n" +
-	"\x11Sandbox: messages\x12\x82\x01The messenger's side of messages in test mode: a person writes, receipts, how sends are answered, and what the messenger received.\x1a\x13Test mode (sandbox)\x12\xca\x01\n" +
+	"\x11Sandbox: messages\x12\x82\x01The messenger's side of messages in test mode: a person writes, receipts, how sends are answered, and what the messenger received.\x1a\x13Test mode (sandbox)\x12\xbf\x01\n" +
+	"\x18SECTION_SANDBOX_PAYMENTS\x10?\x1a\xa0\x01\xe2\xf9\x18\x9b\x01\n" +
+	"\x11Sandbox: payments\x12qThe payment provider's side in test mode: paying or expiring an invoice, and the dollar rate of a KEEPZ terminal.\x1a\x13Test mode (sandbox)\x12\xca\x01\n" +
 	"\x19SECTION_SANDBOX_TEMPLATES\x10>\x1a\xaa\x01\xe2\xf9\x18\xa5\x01\n" +
 	"\x1cSandbox: template moderation\x12pThe provider's side of WhatsApp Business templates in test mode: approving, rejecting, pausing or disabling one.\x1a\x13Test mode (sandbox):g\n" +
 	"\fsection_info\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2\x1f.switchboard.api.v1.SectionInfoR\vsectionInfo:g\n" +

@@ -14,7 +14,7 @@ import (
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
-	_ "switchboard.dev/proto/switchboard/api/v1"
+	v1 "switchboard.dev/proto/switchboard/api/v1"
 	sync "sync"
 	unsafe "unsafe"
 )
@@ -80,6 +80,226 @@ func (x SubscriptionPlan) Number() protoreflect.EnumNumber {
 // Deprecated: Use SubscriptionPlan.Descriptor instead.
 func (SubscriptionPlan) EnumDescriptor() ([]byte, []int) {
 	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{0}
+}
+
+type InvoiceItemType int32
+
+const (
+	InvoiceItemType_INVOICE_ITEM_TYPE_UNSPECIFIED  InvoiceItemType = 0
+	InvoiceItemType_INVOICE_ITEM_TYPE_SUBSCRIPTION InvoiceItemType = 1
+	InvoiceItemType_INVOICE_ITEM_TYPE_WABA_DIALOGS InvoiceItemType = 2
+)
+
+// Enum value maps for InvoiceItemType.
+var (
+	InvoiceItemType_name = map[int32]string{
+		0: "INVOICE_ITEM_TYPE_UNSPECIFIED",
+		1: "INVOICE_ITEM_TYPE_SUBSCRIPTION",
+		2: "INVOICE_ITEM_TYPE_WABA_DIALOGS",
+	}
+	InvoiceItemType_value = map[string]int32{
+		"INVOICE_ITEM_TYPE_UNSPECIFIED":  0,
+		"INVOICE_ITEM_TYPE_SUBSCRIPTION": 1,
+		"INVOICE_ITEM_TYPE_WABA_DIALOGS": 2,
+	}
+)
+
+func (x InvoiceItemType) Enum() *InvoiceItemType {
+	p := new(InvoiceItemType)
+	*p = x
+	return p
+}
+
+func (x InvoiceItemType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (InvoiceItemType) Descriptor() protoreflect.EnumDescriptor {
+	return file_switchboard_billing_v1_billing_proto_enumTypes[1].Descriptor()
+}
+
+func (InvoiceItemType) Type() protoreflect.EnumType {
+	return &file_switchboard_billing_v1_billing_proto_enumTypes[1]
+}
+
+func (x InvoiceItemType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use InvoiceItemType.Descriptor instead.
+func (InvoiceItemType) EnumDescriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{1}
+}
+
+type PaymentMethod int32
+
+const (
+	PaymentMethod_PAYMENT_METHOD_UNSPECIFIED PaymentMethod = 0
+	// A Russian bank card.
+	PaymentMethod_PAYMENT_METHOD_CARD_RU PaymentMethod = 1
+	// A card through card_provider.
+	PaymentMethod_PAYMENT_METHOD_CARD_OTHER PaymentMethod = 2
+	// A bank transfer against the company's requisites.
+	PaymentMethod_PAYMENT_METHOD_BANK_TRANSFER PaymentMethod = 3
+	// Paid wholly from a partner's balance (partner invoices only; never in
+	// a request).
+	PaymentMethod_PAYMENT_METHOD_PARTNER_BALANCE PaymentMethod = 4
+)
+
+// Enum value maps for PaymentMethod.
+var (
+	PaymentMethod_name = map[int32]string{
+		0: "PAYMENT_METHOD_UNSPECIFIED",
+		1: "PAYMENT_METHOD_CARD_RU",
+		2: "PAYMENT_METHOD_CARD_OTHER",
+		3: "PAYMENT_METHOD_BANK_TRANSFER",
+		4: "PAYMENT_METHOD_PARTNER_BALANCE",
+	}
+	PaymentMethod_value = map[string]int32{
+		"PAYMENT_METHOD_UNSPECIFIED":     0,
+		"PAYMENT_METHOD_CARD_RU":         1,
+		"PAYMENT_METHOD_CARD_OTHER":      2,
+		"PAYMENT_METHOD_BANK_TRANSFER":   3,
+		"PAYMENT_METHOD_PARTNER_BALANCE": 4,
+	}
+)
+
+func (x PaymentMethod) Enum() *PaymentMethod {
+	p := new(PaymentMethod)
+	*p = x
+	return p
+}
+
+func (x PaymentMethod) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PaymentMethod) Descriptor() protoreflect.EnumDescriptor {
+	return file_switchboard_billing_v1_billing_proto_enumTypes[2].Descriptor()
+}
+
+func (PaymentMethod) Type() protoreflect.EnumType {
+	return &file_switchboard_billing_v1_billing_proto_enumTypes[2]
+}
+
+func (x PaymentMethod) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PaymentMethod.Descriptor instead.
+func (PaymentMethod) EnumDescriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{2}
+}
+
+type CardProvider int32
+
+const (
+	CardProvider_CARD_PROVIDER_UNSPECIFIED CardProvider = 0
+	CardProvider_CARD_PROVIDER_ROBOKASSA   CardProvider = 1
+	// Charges in US dollars at the central bank's rate of the day.
+	CardProvider_CARD_PROVIDER_KEEPZ CardProvider = 2
+)
+
+// Enum value maps for CardProvider.
+var (
+	CardProvider_name = map[int32]string{
+		0: "CARD_PROVIDER_UNSPECIFIED",
+		1: "CARD_PROVIDER_ROBOKASSA",
+		2: "CARD_PROVIDER_KEEPZ",
+	}
+	CardProvider_value = map[string]int32{
+		"CARD_PROVIDER_UNSPECIFIED": 0,
+		"CARD_PROVIDER_ROBOKASSA":   1,
+		"CARD_PROVIDER_KEEPZ":       2,
+	}
+)
+
+func (x CardProvider) Enum() *CardProvider {
+	p := new(CardProvider)
+	*p = x
+	return p
+}
+
+func (x CardProvider) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CardProvider) Descriptor() protoreflect.EnumDescriptor {
+	return file_switchboard_billing_v1_billing_proto_enumTypes[3].Descriptor()
+}
+
+func (CardProvider) Type() protoreflect.EnumType {
+	return &file_switchboard_billing_v1_billing_proto_enumTypes[3]
+}
+
+func (x CardProvider) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CardProvider.Descriptor instead.
+func (CardProvider) EnumDescriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{3}
+}
+
+type InvoiceStatus int32
+
+const (
+	InvoiceStatus_INVOICE_STATUS_UNSPECIFIED InvoiceStatus = 0
+	// Stored and payable until lifetime.
+	InvoiceStatus_INVOICE_STATUS_NEW  InvoiceStatus = 1
+	InvoiceStatus_INVOICE_STATUS_PAID InvoiceStatus = 2
+	// Not paid within its lifetime.
+	InvoiceStatus_INVOICE_STATUS_EXPIRED InvoiceStatus = 3
+	// Cancelled by the operator.
+	InvoiceStatus_INVOICE_STATUS_CANCELLED             InvoiceStatus = 4
+	InvoiceStatus_INVOICE_STATUS_CONFIRMED_WITH_ERRORS InvoiceStatus = 5
+)
+
+// Enum value maps for InvoiceStatus.
+var (
+	InvoiceStatus_name = map[int32]string{
+		0: "INVOICE_STATUS_UNSPECIFIED",
+		1: "INVOICE_STATUS_NEW",
+		2: "INVOICE_STATUS_PAID",
+		3: "INVOICE_STATUS_EXPIRED",
+		4: "INVOICE_STATUS_CANCELLED",
+		5: "INVOICE_STATUS_CONFIRMED_WITH_ERRORS",
+	}
+	InvoiceStatus_value = map[string]int32{
+		"INVOICE_STATUS_UNSPECIFIED":           0,
+		"INVOICE_STATUS_NEW":                   1,
+		"INVOICE_STATUS_PAID":                  2,
+		"INVOICE_STATUS_EXPIRED":               3,
+		"INVOICE_STATUS_CANCELLED":             4,
+		"INVOICE_STATUS_CONFIRMED_WITH_ERRORS": 5,
+	}
+)
+
+func (x InvoiceStatus) Enum() *InvoiceStatus {
+	p := new(InvoiceStatus)
+	*p = x
+	return p
+}
+
+func (x InvoiceStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (InvoiceStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_switchboard_billing_v1_billing_proto_enumTypes[4].Descriptor()
+}
+
+func (InvoiceStatus) Type() protoreflect.EnumType {
+	return &file_switchboard_billing_v1_billing_proto_enumTypes[4]
+}
+
+func (x InvoiceStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use InvoiceStatus.Descriptor instead.
+func (InvoiceStatus) EnumDescriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{4}
 }
 
 type Subscription struct {
@@ -453,11 +673,1957 @@ func (x *WabaDialogsBalance) GetWabaDialogsBalance() int64 {
 	return 0
 }
 
+type CreateRequisiteRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// Taxpayer number: 10 digits (an organisation) or 12 (a person).
+	Tin string `protobuf:"bytes,2,opt,name=tin,proto3" json:"tin,omitempty"`
+	// 9 digits; required with a 10-digit tin, optional with a 12-digit one.
+	Kpp           *string `protobuf:"bytes,3,opt,name=kpp,proto3,oneof" json:"kpp,omitempty"`
+	Name          string  `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateRequisiteRequest) Reset() {
+	*x = CreateRequisiteRequest{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateRequisiteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateRequisiteRequest) ProtoMessage() {}
+
+func (x *CreateRequisiteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateRequisiteRequest.ProtoReflect.Descriptor instead.
+func (*CreateRequisiteRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CreateRequisiteRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CreateRequisiteRequest) GetTin() string {
+	if x != nil {
+		return x.Tin
+	}
+	return ""
+}
+
+func (x *CreateRequisiteRequest) GetKpp() string {
+	if x != nil && x.Kpp != nil {
+		return *x.Kpp
+	}
+	return ""
+}
+
+func (x *CreateRequisiteRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// A company's requisites for bank transfers.
+type Requisite struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Tin   string                 `protobuf:"bytes,2,opt,name=tin,proto3" json:"tin,omitempty"`
+	Kpp   *string                `protobuf:"bytes,3,opt,name=kpp,proto3,oneof" json:"kpp,omitempty"`
+	Name  string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	// Always APPROVED.
+	ApprovalStatus string `protobuf:"bytes,5,opt,name=approval_status,json=approvalStatus,proto3" json:"approval_status,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Requisite) Reset() {
+	*x = Requisite{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Requisite) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Requisite) ProtoMessage() {}
+
+func (x *Requisite) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Requisite.ProtoReflect.Descriptor instead.
+func (*Requisite) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Requisite) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Requisite) GetTin() string {
+	if x != nil {
+		return x.Tin
+	}
+	return ""
+}
+
+func (x *Requisite) GetKpp() string {
+	if x != nil && x.Kpp != nil {
+		return *x.Kpp
+	}
+	return ""
+}
+
+func (x *Requisite) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Requisite) GetApprovalStatus() string {
+	if x != nil {
+		return x.ApprovalStatus
+	}
+	return ""
+}
+
+type ListRequisitesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequisitesRequest) Reset() {
+	*x = ListRequisitesRequest{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequisitesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequisitesRequest) ProtoMessage() {}
+
+func (x *ListRequisitesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequisitesRequest.ProtoReflect.Descriptor instead.
+func (*ListRequisitesRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListRequisitesRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+type ListRequisitesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Requisites    []*Requisite           `protobuf:"bytes,1,rep,name=requisites,proto3" json:"requisites,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequisitesResponse) Reset() {
+	*x = ListRequisitesResponse{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequisitesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequisitesResponse) ProtoMessage() {}
+
+func (x *ListRequisitesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequisitesResponse.ProtoReflect.Descriptor instead.
+func (*ListRequisitesResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListRequisitesResponse) GetRequisites() []*Requisite {
+	if x != nil {
+		return x.Requisites
+	}
+	return nil
+}
+
+// One thing to pay for: a subscription's period (and plan or size
+// change), or business dialogs.
+type InvoiceItemRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Type  InvoiceItemType        `protobuf:"varint,1,opt,name=type,proto3,enum=switchboard.billing.v1.InvoiceItemType" json:"type,omitempty"`
+	// SUBSCRIPTION: the subscription's id.
+	Id *int64 `protobuf:"varint,2,opt,name=id,proto3,oneof" json:"id,omitempty"`
+	// SUBSCRIPTION: FREE (bot types only), START or STANDARD.
+	NewSubscriptionPlan *SubscriptionPlan `protobuf:"varint,3,opt,name=new_subscription_plan,json=newSubscriptionPlan,proto3,enum=switchboard.billing.v1.SubscriptionPlan,oneof" json:"new_subscription_plan,omitempty"`
+	// SUBSCRIPTION: the size to pay for, at least 1 and not below the
+	// connections it holds (START: 1).
+	NewSize *int32 `protobuf:"varint,4,opt,name=new_size,json=newSize,proto3,oneof" json:"new_size,omitempty"`
+	// WABA_DIALOGS: how many business dialogs to buy.
+	Count         *int32 `protobuf:"varint,5,opt,name=count,proto3,oneof" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InvoiceItemRequest) Reset() {
+	*x = InvoiceItemRequest{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvoiceItemRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvoiceItemRequest) ProtoMessage() {}
+
+func (x *InvoiceItemRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvoiceItemRequest.ProtoReflect.Descriptor instead.
+func (*InvoiceItemRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *InvoiceItemRequest) GetType() InvoiceItemType {
+	if x != nil {
+		return x.Type
+	}
+	return InvoiceItemType_INVOICE_ITEM_TYPE_UNSPECIFIED
+}
+
+func (x *InvoiceItemRequest) GetId() int64 {
+	if x != nil && x.Id != nil {
+		return *x.Id
+	}
+	return 0
+}
+
+func (x *InvoiceItemRequest) GetNewSubscriptionPlan() SubscriptionPlan {
+	if x != nil && x.NewSubscriptionPlan != nil {
+		return *x.NewSubscriptionPlan
+	}
+	return SubscriptionPlan_SUBSCRIPTION_PLAN_UNSPECIFIED
+}
+
+func (x *InvoiceItemRequest) GetNewSize() int32 {
+	if x != nil && x.NewSize != nil {
+		return *x.NewSize
+	}
+	return 0
+}
+
+func (x *InvoiceItemRequest) GetCount() int32 {
+	if x != nil && x.Count != nil {
+		return *x.Count
+	}
+	return 0
+}
+
+type Consents struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Must be true to store an invoice (preview false).
+	OfferAccepted bool `protobuf:"varint,1,opt,name=offer_accepted,json=offerAccepted,proto3" json:"offer_accepted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Consents) Reset() {
+	*x = Consents{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Consents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Consents) ProtoMessage() {}
+
+func (x *Consents) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Consents.ProtoReflect.Descriptor instead.
+func (*Consents) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Consents) GetOfferAccepted() bool {
+	if x != nil {
+		return x.OfferAccepted
+	}
+	return false
+}
+
+type CreateInvoiceRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// true when absent: compute without storing.
+	Preview *bool `protobuf:"varint,2,opt,name=preview,proto3,oneof" json:"preview,omitempty"`
+	// At most one item per subscription and one WABA_DIALOGS item.
+	Items    []*InvoiceItemRequest `protobuf:"bytes,3,rep,name=items,proto3" json:"items,omitempty"`
+	Consents *Consents             `protobuf:"bytes,4,opt,name=consents,proto3" json:"consents,omitempty"`
+	// CARD_RU, CARD_OTHER or BANK_TRANSFER.
+	PaymentMethod *PaymentMethod `protobuf:"varint,5,opt,name=payment_method,json=paymentMethod,proto3,enum=switchboard.billing.v1.PaymentMethod,oneof" json:"payment_method,omitempty"`
+	// Required with CARD_OTHER, refused with any other method.
+	CardProvider *CardProvider `protobuf:"varint,6,opt,name=card_provider,json=cardProvider,proto3,enum=switchboard.billing.v1.CardProvider,oneof" json:"card_provider,omitempty"`
+	// 1 (when absent), 3, 6 or 12.
+	PeriodMonths *int32 `protobuf:"varint,7,opt,name=period_months,json=periodMonths,proto3,oneof" json:"period_months,omitempty"`
+	// A partner's promo code: 10 % off.
+	PromoCode *string `protobuf:"bytes,8,opt,name=promo_code,json=promoCode,proto3,oneof" json:"promo_code,omitempty"`
+	// Required with BANK_TRANSFER (a requisite of the company), refused
+	// with any other method.
+	CompanyRequisiteId *int64 `protobuf:"varint,9,opt,name=company_requisite_id,json=companyRequisiteId,proto3,oneof" json:"company_requisite_id,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *CreateInvoiceRequest) Reset() {
+	*x = CreateInvoiceRequest{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateInvoiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateInvoiceRequest) ProtoMessage() {}
+
+func (x *CreateInvoiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateInvoiceRequest.ProtoReflect.Descriptor instead.
+func (*CreateInvoiceRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CreateInvoiceRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CreateInvoiceRequest) GetPreview() bool {
+	if x != nil && x.Preview != nil {
+		return *x.Preview
+	}
+	return false
+}
+
+func (x *CreateInvoiceRequest) GetItems() []*InvoiceItemRequest {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *CreateInvoiceRequest) GetConsents() *Consents {
+	if x != nil {
+		return x.Consents
+	}
+	return nil
+}
+
+func (x *CreateInvoiceRequest) GetPaymentMethod() PaymentMethod {
+	if x != nil && x.PaymentMethod != nil {
+		return *x.PaymentMethod
+	}
+	return PaymentMethod_PAYMENT_METHOD_UNSPECIFIED
+}
+
+func (x *CreateInvoiceRequest) GetCardProvider() CardProvider {
+	if x != nil && x.CardProvider != nil {
+		return *x.CardProvider
+	}
+	return CardProvider_CARD_PROVIDER_UNSPECIFIED
+}
+
+func (x *CreateInvoiceRequest) GetPeriodMonths() int32 {
+	if x != nil && x.PeriodMonths != nil {
+		return *x.PeriodMonths
+	}
+	return 0
+}
+
+func (x *CreateInvoiceRequest) GetPromoCode() string {
+	if x != nil && x.PromoCode != nil {
+		return *x.PromoCode
+	}
+	return ""
+}
+
+func (x *CreateInvoiceRequest) GetCompanyRequisiteId() int64 {
+	if x != nil && x.CompanyRequisiteId != nil {
+		return *x.CompanyRequisiteId
+	}
+	return 0
+}
+
+// An amount with the discounts taken off it.
+type DiscountedAmount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// After discounts, roubles.
+	Amount *v1.Decimal `protobuf:"bytes,1,opt,name=amount,proto3" json:"amount,omitempty"`
+	// The money taken off: undiscounted x min(sum of percents, 50) / 100.
+	Discount      *v1.Decimal `protobuf:"bytes,2,opt,name=discount,proto3" json:"discount,omitempty"`
+	Discounts     *Discounts  `protobuf:"bytes,3,opt,name=discounts,proto3" json:"discounts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiscountedAmount) Reset() {
+	*x = DiscountedAmount{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiscountedAmount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiscountedAmount) ProtoMessage() {}
+
+func (x *DiscountedAmount) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiscountedAmount.ProtoReflect.Descriptor instead.
+func (*DiscountedAmount) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DiscountedAmount) GetAmount() *v1.Decimal {
+	if x != nil {
+		return x.Amount
+	}
+	return nil
+}
+
+func (x *DiscountedAmount) GetDiscount() *v1.Decimal {
+	if x != nil {
+		return x.Discount
+	}
+	return nil
+}
+
+func (x *DiscountedAmount) GetDiscounts() *Discounts {
+	if x != nil {
+		return x.Discounts
+	}
+	return nil
+}
+
+// Every discount that applies, even when the 50 % cap cuts their sum.
+type Discounts struct {
+	state                     protoimpl.MessageState `protogen:"open.v1"`
+	PeriodDiscountPercent     *v1.Decimal            `protobuf:"bytes,1,opt,name=period_discount_percent,json=periodDiscountPercent,proto3" json:"period_discount_percent,omitempty"`
+	QuantityDiscountPercent   *v1.Decimal            `protobuf:"bytes,2,opt,name=quantity_discount_percent,json=quantityDiscountPercent,proto3" json:"quantity_discount_percent,omitempty"`
+	PromoDiscountPercent      *v1.Decimal            `protobuf:"bytes,3,opt,name=promo_discount_percent,json=promoDiscountPercent,proto3" json:"promo_discount_percent,omitempty"`
+	PartnerDiscountPercent    *v1.Decimal            `protobuf:"bytes,4,opt,name=partner_discount_percent,json=partnerDiscountPercent,proto3" json:"partner_discount_percent,omitempty"`
+	TestPeriodDiscountPercent *v1.Decimal            `protobuf:"bytes,5,opt,name=test_period_discount_percent,json=testPeriodDiscountPercent,proto3" json:"test_period_discount_percent,omitempty"`
+	// The part a partner's balance pays, roubles.
+	PartnerBalanceDiscountFlat *v1.Decimal `protobuf:"bytes,6,opt,name=partner_balance_discount_flat,json=partnerBalanceDiscountFlat,proto3" json:"partner_balance_discount_flat,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
+}
+
+func (x *Discounts) Reset() {
+	*x = Discounts{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Discounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Discounts) ProtoMessage() {}
+
+func (x *Discounts) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Discounts.ProtoReflect.Descriptor instead.
+func (*Discounts) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Discounts) GetPeriodDiscountPercent() *v1.Decimal {
+	if x != nil {
+		return x.PeriodDiscountPercent
+	}
+	return nil
+}
+
+func (x *Discounts) GetQuantityDiscountPercent() *v1.Decimal {
+	if x != nil {
+		return x.QuantityDiscountPercent
+	}
+	return nil
+}
+
+func (x *Discounts) GetPromoDiscountPercent() *v1.Decimal {
+	if x != nil {
+		return x.PromoDiscountPercent
+	}
+	return nil
+}
+
+func (x *Discounts) GetPartnerDiscountPercent() *v1.Decimal {
+	if x != nil {
+		return x.PartnerDiscountPercent
+	}
+	return nil
+}
+
+func (x *Discounts) GetTestPeriodDiscountPercent() *v1.Decimal {
+	if x != nil {
+		return x.TestPeriodDiscountPercent
+	}
+	return nil
+}
+
+func (x *Discounts) GetPartnerBalanceDiscountFlat() *v1.Decimal {
+	if x != nil {
+		return x.PartnerBalanceDiscountFlat
+	}
+	return nil
+}
+
+// WABA_DIALOGS amounts carry only the partner balance part.
+type DialogsDiscounts struct {
+	state                      protoimpl.MessageState `protogen:"open.v1"`
+	PartnerBalanceDiscountFlat *v1.Decimal            `protobuf:"bytes,1,opt,name=partner_balance_discount_flat,json=partnerBalanceDiscountFlat,proto3" json:"partner_balance_discount_flat,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
+}
+
+func (x *DialogsDiscounts) Reset() {
+	*x = DialogsDiscounts{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DialogsDiscounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DialogsDiscounts) ProtoMessage() {}
+
+func (x *DialogsDiscounts) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DialogsDiscounts.ProtoReflect.Descriptor instead.
+func (*DialogsDiscounts) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DialogsDiscounts) GetPartnerBalanceDiscountFlat() *v1.Decimal {
+	if x != nil {
+		return x.PartnerBalanceDiscountFlat
+	}
+	return nil
+}
+
+type DialogsAmount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Amount        *v1.Decimal            `protobuf:"bytes,1,opt,name=amount,proto3" json:"amount,omitempty"`
+	Discount      *v1.Decimal            `protobuf:"bytes,2,opt,name=discount,proto3" json:"discount,omitempty"`
+	Discounts     *DialogsDiscounts      `protobuf:"bytes,3,opt,name=discounts,proto3" json:"discounts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DialogsAmount) Reset() {
+	*x = DialogsAmount{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DialogsAmount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DialogsAmount) ProtoMessage() {}
+
+func (x *DialogsAmount) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DialogsAmount.ProtoReflect.Descriptor instead.
+func (*DialogsAmount) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DialogsAmount) GetAmount() *v1.Decimal {
+	if x != nil {
+		return x.Amount
+	}
+	return nil
+}
+
+func (x *DialogsAmount) GetDiscount() *v1.Decimal {
+	if x != nil {
+		return x.Discount
+	}
+	return nil
+}
+
+func (x *DialogsAmount) GetDiscounts() *DialogsDiscounts {
+	if x != nil {
+		return x.Discounts
+	}
+	return nil
+}
+
+type SubscriptionSummaryItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// SUBSCRIPTION.
+	Type             InvoiceItemType `protobuf:"varint,1,opt,name=type,proto3,enum=switchboard.billing.v1.InvoiceItemType" json:"type,omitempty"`
+	SubscriptionId   int64           `protobuf:"varint,2,opt,name=subscription_id,json=subscriptionId,proto3" json:"subscription_id,omitempty"`
+	SubscriptionType string          `protobuf:"bytes,3,opt,name=subscription_type,json=subscriptionType,proto3" json:"subscription_type,omitempty"`
+	// max_size when the invoice was made.
+	OldSize             int32                  `protobuf:"varint,4,opt,name=old_size,json=oldSize,proto3" json:"old_size,omitempty"`
+	NewSize             int32                  `protobuf:"varint,5,opt,name=new_size,json=newSize,proto3" json:"new_size,omitempty"`
+	OldSubscriptionPlan SubscriptionPlan       `protobuf:"varint,6,opt,name=old_subscription_plan,json=oldSubscriptionPlan,proto3,enum=switchboard.billing.v1.SubscriptionPlan" json:"old_subscription_plan,omitempty"`
+	NewSubscriptionPlan SubscriptionPlan       `protobuf:"varint,7,opt,name=new_subscription_plan,json=newSubscriptionPlan,proto3,enum=switchboard.billing.v1.SubscriptionPlan" json:"new_subscription_plan,omitempty"`
+	OldPaidUntil        *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=old_paid_until,json=oldPaidUntil,proto3" json:"old_paid_until,omitempty"`
+	// Buys period_months calendar months.
+	TopUpAmount *DiscountedAmount `protobuf:"bytes,9,opt,name=top_up_amount,json=topUpAmount,proto3" json:"top_up_amount,omitempty"`
+	// Growth of plan or size for the rest of the paid period; 0 when
+	// nothing grows.
+	UpgradeAmount *DiscountedAmount `protobuf:"bytes,10,opt,name=upgrade_amount,json=upgradeAmount,proto3" json:"upgrade_amount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscriptionSummaryItem) Reset() {
+	*x = SubscriptionSummaryItem{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscriptionSummaryItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscriptionSummaryItem) ProtoMessage() {}
+
+func (x *SubscriptionSummaryItem) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscriptionSummaryItem.ProtoReflect.Descriptor instead.
+func (*SubscriptionSummaryItem) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SubscriptionSummaryItem) GetType() InvoiceItemType {
+	if x != nil {
+		return x.Type
+	}
+	return InvoiceItemType_INVOICE_ITEM_TYPE_UNSPECIFIED
+}
+
+func (x *SubscriptionSummaryItem) GetSubscriptionId() int64 {
+	if x != nil {
+		return x.SubscriptionId
+	}
+	return 0
+}
+
+func (x *SubscriptionSummaryItem) GetSubscriptionType() string {
+	if x != nil {
+		return x.SubscriptionType
+	}
+	return ""
+}
+
+func (x *SubscriptionSummaryItem) GetOldSize() int32 {
+	if x != nil {
+		return x.OldSize
+	}
+	return 0
+}
+
+func (x *SubscriptionSummaryItem) GetNewSize() int32 {
+	if x != nil {
+		return x.NewSize
+	}
+	return 0
+}
+
+func (x *SubscriptionSummaryItem) GetOldSubscriptionPlan() SubscriptionPlan {
+	if x != nil {
+		return x.OldSubscriptionPlan
+	}
+	return SubscriptionPlan_SUBSCRIPTION_PLAN_UNSPECIFIED
+}
+
+func (x *SubscriptionSummaryItem) GetNewSubscriptionPlan() SubscriptionPlan {
+	if x != nil {
+		return x.NewSubscriptionPlan
+	}
+	return SubscriptionPlan_SUBSCRIPTION_PLAN_UNSPECIFIED
+}
+
+func (x *SubscriptionSummaryItem) GetOldPaidUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OldPaidUntil
+	}
+	return nil
+}
+
+func (x *SubscriptionSummaryItem) GetTopUpAmount() *DiscountedAmount {
+	if x != nil {
+		return x.TopUpAmount
+	}
+	return nil
+}
+
+func (x *SubscriptionSummaryItem) GetUpgradeAmount() *DiscountedAmount {
+	if x != nil {
+		return x.UpgradeAmount
+	}
+	return nil
+}
+
+type WabaDialogsSummaryItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// WABA_DIALOGS.
+	Type  InvoiceItemType `protobuf:"varint,1,opt,name=type,proto3,enum=switchboard.billing.v1.InvoiceItemType" json:"type,omitempty"`
+	Count int32           `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// Per dialog, roubles.
+	Price         *v1.Decimal    `protobuf:"bytes,3,opt,name=price,proto3" json:"price,omitempty"`
+	TopUpAmount   *DialogsAmount `protobuf:"bytes,4,opt,name=top_up_amount,json=topUpAmount,proto3" json:"top_up_amount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WabaDialogsSummaryItem) Reset() {
+	*x = WabaDialogsSummaryItem{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WabaDialogsSummaryItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WabaDialogsSummaryItem) ProtoMessage() {}
+
+func (x *WabaDialogsSummaryItem) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WabaDialogsSummaryItem.ProtoReflect.Descriptor instead.
+func (*WabaDialogsSummaryItem) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *WabaDialogsSummaryItem) GetType() InvoiceItemType {
+	if x != nil {
+		return x.Type
+	}
+	return InvoiceItemType_INVOICE_ITEM_TYPE_UNSPECIFIED
+}
+
+func (x *WabaDialogsSummaryItem) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *WabaDialogsSummaryItem) GetPrice() *v1.Decimal {
+	if x != nil {
+		return x.Price
+	}
+	return nil
+}
+
+func (x *WabaDialogsSummaryItem) GetTopUpAmount() *DialogsAmount {
+	if x != nil {
+		return x.TopUpAmount
+	}
+	return nil
+}
+
+// One item of an invoice: a SUBSCRIPTION or a WABA_DIALOGS object.
+type InvoiceSummaryItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Item:
+	//
+	//	*InvoiceSummaryItem_Subscription
+	//	*InvoiceSummaryItem_WabaDialogs
+	Item          isInvoiceSummaryItem_Item `protobuf_oneof:"item"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InvoiceSummaryItem) Reset() {
+	*x = InvoiceSummaryItem{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvoiceSummaryItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvoiceSummaryItem) ProtoMessage() {}
+
+func (x *InvoiceSummaryItem) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvoiceSummaryItem.ProtoReflect.Descriptor instead.
+func (*InvoiceSummaryItem) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *InvoiceSummaryItem) GetItem() isInvoiceSummaryItem_Item {
+	if x != nil {
+		return x.Item
+	}
+	return nil
+}
+
+func (x *InvoiceSummaryItem) GetSubscription() *SubscriptionSummaryItem {
+	if x != nil {
+		if x, ok := x.Item.(*InvoiceSummaryItem_Subscription); ok {
+			return x.Subscription
+		}
+	}
+	return nil
+}
+
+func (x *InvoiceSummaryItem) GetWabaDialogs() *WabaDialogsSummaryItem {
+	if x != nil {
+		if x, ok := x.Item.(*InvoiceSummaryItem_WabaDialogs); ok {
+			return x.WabaDialogs
+		}
+	}
+	return nil
+}
+
+type isInvoiceSummaryItem_Item interface {
+	isInvoiceSummaryItem_Item()
+}
+
+type InvoiceSummaryItem_Subscription struct {
+	Subscription *SubscriptionSummaryItem `protobuf:"bytes,1,opt,name=subscription,proto3,oneof"`
+}
+
+type InvoiceSummaryItem_WabaDialogs struct {
+	WabaDialogs *WabaDialogsSummaryItem `protobuf:"bytes,2,opt,name=waba_dialogs,json=wabaDialogs,proto3,oneof"`
+}
+
+func (*InvoiceSummaryItem_Subscription) isInvoiceSummaryItem_Item() {}
+
+func (*InvoiceSummaryItem_WabaDialogs) isInvoiceSummaryItem_Item() {}
+
+type InvoiceSummary struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PaymentMethod PaymentMethod          `protobuf:"varint,1,opt,name=payment_method,json=paymentMethod,proto3,enum=switchboard.billing.v1.PaymentMethod" json:"payment_method,omitempty"`
+	// null for CARD_RU, bank transfer and partner balance.
+	CardProvider *CardProvider `protobuf:"varint,2,opt,name=card_provider,json=cardProvider,proto3,enum=switchboard.billing.v1.CardProvider,oneof" json:"card_provider,omitempty"`
+	// KEEPZ only: USD.
+	ChargeCurrency *string `protobuf:"bytes,3,opt,name=charge_currency,json=chargeCurrency,proto3,oneof" json:"charge_currency,omitempty"`
+	// KEEPZ only: amount / conversion_rate, rounded half up to cents.
+	ChargeAmount *v1.Decimal `protobuf:"bytes,4,opt,name=charge_amount,json=chargeAmount,proto3" json:"charge_amount,omitempty"`
+	// KEEPZ only: the central bank's roubles per dollar.
+	ConversionRate *v1.Decimal `protobuf:"bytes,5,opt,name=conversion_rate,json=conversionRate,proto3" json:"conversion_rate,omitempty"`
+	// KEEPZ only: the date the rate was set for, YYYY-MM-DD.
+	ConversionRateDate *string `protobuf:"bytes,6,opt,name=conversion_rate_date,json=conversionRateDate,proto3,oneof" json:"conversion_rate_date,omitempty"`
+	PeriodMonths       int32   `protobuf:"varint,7,opt,name=period_months,json=periodMonths,proto3" json:"period_months,omitempty"`
+	// In request order.
+	Items     []*InvoiceSummaryItem `protobuf:"bytes,8,rep,name=items,proto3" json:"items,omitempty"`
+	PromoCode *string               `protobuf:"bytes,9,opt,name=promo_code,json=promoCode,proto3,oneof" json:"promo_code,omitempty"`
+	// The sum of every item's discount.
+	TotalDiscount *v1.Decimal `protobuf:"bytes,10,opt,name=total_discount,json=totalDiscount,proto3" json:"total_discount,omitempty"`
+	// 0 on a company's own invoices.
+	PartnerDiscountPercent *v1.Decimal `protobuf:"bytes,11,opt,name=partner_discount_percent,json=partnerDiscountPercent,proto3" json:"partner_discount_percent,omitempty"`
+	// The requisite paid against (BANK_TRANSFER), else null.
+	CompanyRequisite *Requisite `protobuf:"bytes,12,opt,name=company_requisite,json=companyRequisite,proto3" json:"company_requisite,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *InvoiceSummary) Reset() {
+	*x = InvoiceSummary{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvoiceSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvoiceSummary) ProtoMessage() {}
+
+func (x *InvoiceSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvoiceSummary.ProtoReflect.Descriptor instead.
+func (*InvoiceSummary) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *InvoiceSummary) GetPaymentMethod() PaymentMethod {
+	if x != nil {
+		return x.PaymentMethod
+	}
+	return PaymentMethod_PAYMENT_METHOD_UNSPECIFIED
+}
+
+func (x *InvoiceSummary) GetCardProvider() CardProvider {
+	if x != nil && x.CardProvider != nil {
+		return *x.CardProvider
+	}
+	return CardProvider_CARD_PROVIDER_UNSPECIFIED
+}
+
+func (x *InvoiceSummary) GetChargeCurrency() string {
+	if x != nil && x.ChargeCurrency != nil {
+		return *x.ChargeCurrency
+	}
+	return ""
+}
+
+func (x *InvoiceSummary) GetChargeAmount() *v1.Decimal {
+	if x != nil {
+		return x.ChargeAmount
+	}
+	return nil
+}
+
+func (x *InvoiceSummary) GetConversionRate() *v1.Decimal {
+	if x != nil {
+		return x.ConversionRate
+	}
+	return nil
+}
+
+func (x *InvoiceSummary) GetConversionRateDate() string {
+	if x != nil && x.ConversionRateDate != nil {
+		return *x.ConversionRateDate
+	}
+	return ""
+}
+
+func (x *InvoiceSummary) GetPeriodMonths() int32 {
+	if x != nil {
+		return x.PeriodMonths
+	}
+	return 0
+}
+
+func (x *InvoiceSummary) GetItems() []*InvoiceSummaryItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *InvoiceSummary) GetPromoCode() string {
+	if x != nil && x.PromoCode != nil {
+		return *x.PromoCode
+	}
+	return ""
+}
+
+func (x *InvoiceSummary) GetTotalDiscount() *v1.Decimal {
+	if x != nil {
+		return x.TotalDiscount
+	}
+	return nil
+}
+
+func (x *InvoiceSummary) GetPartnerDiscountPercent() *v1.Decimal {
+	if x != nil {
+		return x.PartnerDiscountPercent
+	}
+	return nil
+}
+
+func (x *InvoiceSummary) GetCompanyRequisite() *Requisite {
+	if x != nil {
+		return x.CompanyRequisite
+	}
+	return nil
+}
+
+type ReceiptItem struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Quantity int64                  `protobuf:"varint,2,opt,name=quantity,proto3" json:"quantity,omitempty"`
+	Price    *v1.Decimal            `protobuf:"bytes,3,opt,name=price,proto3" json:"price,omitempty"`
+	// Always "none".
+	Vat string `protobuf:"bytes,4,opt,name=vat,proto3" json:"vat,omitempty"`
+	// Always null.
+	TaxName       *string     `protobuf:"bytes,5,opt,name=tax_name,json=taxName,proto3,oneof" json:"tax_name,omitempty"`
+	TaxValue      *v1.Decimal `protobuf:"bytes,6,opt,name=tax_value,json=taxValue,proto3" json:"tax_value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiptItem) Reset() {
+	*x = ReceiptItem{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiptItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiptItem) ProtoMessage() {}
+
+func (x *ReceiptItem) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiptItem.ProtoReflect.Descriptor instead.
+func (*ReceiptItem) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ReceiptItem) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReceiptItem) GetQuantity() int64 {
+	if x != nil {
+		return x.Quantity
+	}
+	return 0
+}
+
+func (x *ReceiptItem) GetPrice() *v1.Decimal {
+	if x != nil {
+		return x.Price
+	}
+	return nil
+}
+
+func (x *ReceiptItem) GetVat() string {
+	if x != nil {
+		return x.Vat
+	}
+	return ""
+}
+
+func (x *ReceiptItem) GetTaxName() string {
+	if x != nil && x.TaxName != nil {
+		return *x.TaxName
+	}
+	return ""
+}
+
+func (x *ReceiptItem) GetTaxValue() *v1.Decimal {
+	if x != nil {
+		return x.TaxValue
+	}
+	return nil
+}
+
+// Its lines add up to the invoice's amount (sum of price x quantity).
+type Receipt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*ReceiptItem         `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Receipt) Reset() {
+	*x = Receipt{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Receipt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Receipt) ProtoMessage() {}
+
+func (x *Receipt) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Receipt.ProtoReflect.Descriptor instead.
+func (*Receipt) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *Receipt) GetItems() []*ReceiptItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// An invoice, or the preview of one (id, status, lifetime, payment_url and
+// created_at null).
+type Invoice struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      *int64                 `protobuf:"varint,1,opt,name=id,proto3,oneof" json:"id,omitempty"`
+	Preview bool                   `protobuf:"varint,2,opt,name=preview,proto3" json:"preview,omitempty"`
+	Status  *InvoiceStatus         `protobuf:"varint,3,opt,name=status,proto3,enum=switchboard.billing.v1.InvoiceStatus,oneof" json:"status,omitempty"`
+	// Payable until then (created_at + 3 days).
+	Lifetime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=lifetime,proto3" json:"lifetime,omitempty"`
+	Summary  *InvoiceSummary        `protobuf:"bytes,5,opt,name=summary,proto3" json:"summary,omitempty"`
+	// Roubles: the sum of the items.
+	Amount *v1.Decimal `protobuf:"bytes,6,opt,name=amount,proto3" json:"amount,omitempty"`
+	// RUB.
+	Currency string `protobuf:"bytes,7,opt,name=currency,proto3" json:"currency,omitempty"`
+	// Where to pay; null for previews, BANK_TRANSFER and amount 0.
+	PaymentUrl    *string                `protobuf:"bytes,8,opt,name=payment_url,json=paymentUrl,proto3,oneof" json:"payment_url,omitempty"`
+	PreviewUrl    *string                `protobuf:"bytes,9,opt,name=preview_url,json=previewUrl,proto3,oneof" json:"preview_url,omitempty"`
+	ActUrl        *string                `protobuf:"bytes,10,opt,name=act_url,json=actUrl,proto3,oneof" json:"act_url,omitempty"`
+	Receipt       *Receipt               `protobuf:"bytes,11,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Invoice) Reset() {
+	*x = Invoice{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Invoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Invoice) ProtoMessage() {}
+
+func (x *Invoice) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Invoice.ProtoReflect.Descriptor instead.
+func (*Invoice) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Invoice) GetId() int64 {
+	if x != nil && x.Id != nil {
+		return *x.Id
+	}
+	return 0
+}
+
+func (x *Invoice) GetPreview() bool {
+	if x != nil {
+		return x.Preview
+	}
+	return false
+}
+
+func (x *Invoice) GetStatus() InvoiceStatus {
+	if x != nil && x.Status != nil {
+		return *x.Status
+	}
+	return InvoiceStatus_INVOICE_STATUS_UNSPECIFIED
+}
+
+func (x *Invoice) GetLifetime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Lifetime
+	}
+	return nil
+}
+
+func (x *Invoice) GetSummary() *InvoiceSummary {
+	if x != nil {
+		return x.Summary
+	}
+	return nil
+}
+
+func (x *Invoice) GetAmount() *v1.Decimal {
+	if x != nil {
+		return x.Amount
+	}
+	return nil
+}
+
+func (x *Invoice) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *Invoice) GetPaymentUrl() string {
+	if x != nil && x.PaymentUrl != nil {
+		return *x.PaymentUrl
+	}
+	return ""
+}
+
+func (x *Invoice) GetPreviewUrl() string {
+	if x != nil && x.PreviewUrl != nil {
+		return *x.PreviewUrl
+	}
+	return ""
+}
+
+func (x *Invoice) GetActUrl() string {
+	if x != nil && x.ActUrl != nil {
+		return *x.ActUrl
+	}
+	return ""
+}
+
+func (x *Invoice) GetReceipt() *Receipt {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
+func (x *Invoice) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type ListInvoicesRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// 1..100, 20 when absent.
+	Limit         *int32 `protobuf:"varint,2,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Offset        *int32 `protobuf:"varint,3,opt,name=offset,proto3,oneof" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListInvoicesRequest) Reset() {
+	*x = ListInvoicesRequest{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListInvoicesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListInvoicesRequest) ProtoMessage() {}
+
+func (x *ListInvoicesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListInvoicesRequest.ProtoReflect.Descriptor instead.
+func (*ListInvoicesRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ListInvoicesRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *ListInvoicesRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListInvoicesRequest) GetOffset() int32 {
+	if x != nil && x.Offset != nil {
+		return *x.Offset
+	}
+	return 0
+}
+
+type ListInvoicesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every stored invoice of the company.
+	Count         int64      `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	Invoices      []*Invoice `protobuf:"bytes,2,rep,name=invoices,proto3" json:"invoices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListInvoicesResponse) Reset() {
+	*x = ListInvoicesResponse{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListInvoicesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListInvoicesResponse) ProtoMessage() {}
+
+func (x *ListInvoicesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListInvoicesResponse.ProtoReflect.Descriptor instead.
+func (*ListInvoicesResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListInvoicesResponse) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ListInvoicesResponse) GetInvoices() []*Invoice {
+	if x != nil {
+		return x.Invoices
+	}
+	return nil
+}
+
+type GetInvoiceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	InvoiceId     int64                  `protobuf:"varint,2,opt,name=invoice_id,json=invoiceId,proto3" json:"invoice_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInvoiceRequest) Reset() {
+	*x = GetInvoiceRequest{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInvoiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInvoiceRequest) ProtoMessage() {}
+
+func (x *GetInvoiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInvoiceRequest.ProtoReflect.Descriptor instead.
+func (*GetInvoiceRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetInvoiceRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *GetInvoiceRequest) GetInvoiceId() int64 {
+	if x != nil {
+		return x.InvoiceId
+	}
+	return 0
+}
+
+type ChangeSizeRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId      int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	SubscriptionId int64                  `protobuf:"varint,2,opt,name=subscription_id,json=subscriptionId,proto3" json:"subscription_id,omitempty"`
+	// 0 moves everything to target_subscription_id.
+	NewMaxSize *int32 `protobuf:"varint,3,opt,name=new_max_size,json=newMaxSize,proto3,oneof" json:"new_max_size,omitempty"`
+	// Needed with new_max_size 0: a subscription of the same type.
+	TargetSubscriptionId *int64 `protobuf:"varint,4,opt,name=target_subscription_id,json=targetSubscriptionId,proto3,oneof" json:"target_subscription_id,omitempty"`
+	// true when absent: show the result, change nothing.
+	Preview       *bool `protobuf:"varint,5,opt,name=preview,proto3,oneof" json:"preview,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeSizeRequest) Reset() {
+	*x = ChangeSizeRequest{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeSizeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeSizeRequest) ProtoMessage() {}
+
+func (x *ChangeSizeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeSizeRequest.ProtoReflect.Descriptor instead.
+func (*ChangeSizeRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ChangeSizeRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *ChangeSizeRequest) GetSubscriptionId() int64 {
+	if x != nil {
+		return x.SubscriptionId
+	}
+	return 0
+}
+
+func (x *ChangeSizeRequest) GetNewMaxSize() int32 {
+	if x != nil && x.NewMaxSize != nil {
+		return *x.NewMaxSize
+	}
+	return 0
+}
+
+func (x *ChangeSizeRequest) GetTargetSubscriptionId() int64 {
+	if x != nil && x.TargetSubscriptionId != nil {
+		return *x.TargetSubscriptionId
+	}
+	return 0
+}
+
+func (x *ChangeSizeRequest) GetPreview() bool {
+	if x != nil && x.Preview != nil {
+		return *x.Preview
+	}
+	return false
+}
+
+type ChangePlanRequest struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId           int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	SubscriptionId      int64                  `protobuf:"varint,2,opt,name=subscription_id,json=subscriptionId,proto3" json:"subscription_id,omitempty"`
+	NewSubscriptionPlan *SubscriptionPlan      `protobuf:"varint,3,opt,name=new_subscription_plan,json=newSubscriptionPlan,proto3,enum=switchboard.billing.v1.SubscriptionPlan,oneof" json:"new_subscription_plan,omitempty"`
+	// true when absent: show the result, change nothing.
+	Preview       *bool `protobuf:"varint,4,opt,name=preview,proto3,oneof" json:"preview,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangePlanRequest) Reset() {
+	*x = ChangePlanRequest{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangePlanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangePlanRequest) ProtoMessage() {}
+
+func (x *ChangePlanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangePlanRequest.ProtoReflect.Descriptor instead.
+func (*ChangePlanRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ChangePlanRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *ChangePlanRequest) GetSubscriptionId() int64 {
+	if x != nil {
+		return x.SubscriptionId
+	}
+	return 0
+}
+
+func (x *ChangePlanRequest) GetNewSubscriptionPlan() SubscriptionPlan {
+	if x != nil && x.NewSubscriptionPlan != nil {
+		return *x.NewSubscriptionPlan
+	}
+	return SubscriptionPlan_SUBSCRIPTION_PLAN_UNSPECIFIED
+}
+
+func (x *ChangePlanRequest) GetPreview() bool {
+	if x != nil && x.Preview != nil {
+		return *x.Preview
+	}
+	return false
+}
+
+// One subscription before and after a change.
+type ChangeSide struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Id                  int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	SubscriptionType    string                 `protobuf:"bytes,2,opt,name=subscription_type,json=subscriptionType,proto3" json:"subscription_type,omitempty"`
+	OldMaxSize          int32                  `protobuf:"varint,3,opt,name=old_max_size,json=oldMaxSize,proto3" json:"old_max_size,omitempty"`
+	NewMaxSize          int32                  `protobuf:"varint,4,opt,name=new_max_size,json=newMaxSize,proto3" json:"new_max_size,omitempty"`
+	OldSubscriptionPlan SubscriptionPlan       `protobuf:"varint,5,opt,name=old_subscription_plan,json=oldSubscriptionPlan,proto3,enum=switchboard.billing.v1.SubscriptionPlan" json:"old_subscription_plan,omitempty"`
+	NewSubscriptionPlan SubscriptionPlan       `protobuf:"varint,6,opt,name=new_subscription_plan,json=newSubscriptionPlan,proto3,enum=switchboard.billing.v1.SubscriptionPlan" json:"new_subscription_plan,omitempty"`
+	OldPaidUntil        *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=old_paid_until,json=oldPaidUntil,proto3" json:"old_paid_until,omitempty"`
+	NewPaidUntil        *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=new_paid_until,json=newPaidUntil,proto3" json:"new_paid_until,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ChangeSide) Reset() {
+	*x = ChangeSide{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeSide) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeSide) ProtoMessage() {}
+
+func (x *ChangeSide) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeSide.ProtoReflect.Descriptor instead.
+func (*ChangeSide) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ChangeSide) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ChangeSide) GetSubscriptionType() string {
+	if x != nil {
+		return x.SubscriptionType
+	}
+	return ""
+}
+
+func (x *ChangeSide) GetOldMaxSize() int32 {
+	if x != nil {
+		return x.OldMaxSize
+	}
+	return 0
+}
+
+func (x *ChangeSide) GetNewMaxSize() int32 {
+	if x != nil {
+		return x.NewMaxSize
+	}
+	return 0
+}
+
+func (x *ChangeSide) GetOldSubscriptionPlan() SubscriptionPlan {
+	if x != nil {
+		return x.OldSubscriptionPlan
+	}
+	return SubscriptionPlan_SUBSCRIPTION_PLAN_UNSPECIFIED
+}
+
+func (x *ChangeSide) GetNewSubscriptionPlan() SubscriptionPlan {
+	if x != nil {
+		return x.NewSubscriptionPlan
+	}
+	return SubscriptionPlan_SUBSCRIPTION_PLAN_UNSPECIFIED
+}
+
+func (x *ChangeSide) GetOldPaidUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OldPaidUntil
+	}
+	return nil
+}
+
+func (x *ChangeSide) GetNewPaidUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NewPaidUntil
+	}
+	return nil
+}
+
+type ChangeResult struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Source *ChangeSide            `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// The subscription the connections and value moved to, else null.
+	Target        *ChangeSide `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	Preview       bool        `protobuf:"varint,3,opt,name=preview,proto3" json:"preview,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeResult) Reset() {
+	*x = ChangeResult{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeResult) ProtoMessage() {}
+
+func (x *ChangeResult) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeResult.ProtoReflect.Descriptor instead.
+func (*ChangeResult) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ChangeResult) GetSource() *ChangeSide {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *ChangeResult) GetTarget() *ChangeSide {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *ChangeResult) GetPreview() bool {
+	if x != nil {
+		return x.Preview
+	}
+	return false
+}
+
+type GrantAdvanceRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId      int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	SubscriptionId int64                  `protobuf:"varint,2,opt,name=subscription_id,json=subscriptionId,proto3" json:"subscription_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GrantAdvanceRequest) Reset() {
+	*x = GrantAdvanceRequest{}
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantAdvanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantAdvanceRequest) ProtoMessage() {}
+
+func (x *GrantAdvanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_billing_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantAdvanceRequest.ProtoReflect.Descriptor instead.
+func (*GrantAdvanceRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_billing_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *GrantAdvanceRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *GrantAdvanceRequest) GetSubscriptionId() int64 {
+	if x != nil {
+		return x.SubscriptionId
+	}
+	return 0
+}
+
 var File_switchboard_billing_v1_billing_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_billing_proto_rawDesc = "" +
 	"\n" +
-	"$switchboard/billing/v1/billing.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xb3\x03\n" +
+	"$switchboard/billing/v1/billing.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/decimal.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\"\xb3\x03\n" +
 	"\fSubscription\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12 \n" +
 	"\vconnections\x18\x02 \x03(\x03R\vconnections\x12+\n" +
@@ -488,18 +2654,268 @@ const file_switchboard_billing_v1_billing_proto_rawDesc = "" +
 	"\n" +
 	"\b_preview\"F\n" +
 	"\x12WabaDialogsBalance\x120\n" +
-	"\x14waba_dialogs_balance\x18\x01 \x01(\x03R\x12wabaDialogsBalance*\xdf\x01\n" +
+	"\x14waba_dialogs_balance\x18\x01 \x01(\x03R\x12wabaDialogsBalance\"\xd6\x01\n" +
+	"\x16CreateRequisiteRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12>\n" +
+	"\x03tin\x18\x02 \x01(\tB,\xbaH\x1br\x192\x17^([0-9]{10}|[0-9]{12})$\xfa\xf9\x18\n" +
+	"7707083893R\x03tin\x125\n" +
+	"\x03kpp\x18\x03 \x01(\tB\x1e\xbaH\x0er\f2\n" +
+	"^[0-9]{9}$\xfa\xf9\x18\t773601001H\x00R\x03kpp\x88\x01\x01\x12\x1e\n" +
+	"\x04name\x18\x04 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xff\x01R\x04nameB\x06\n" +
+	"\x04_kpp\"\x89\x01\n" +
+	"\tRequisite\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x10\n" +
+	"\x03tin\x18\x02 \x01(\tR\x03tin\x12\x15\n" +
+	"\x03kpp\x18\x03 \x01(\tH\x00R\x03kpp\x88\x01\x01\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12'\n" +
+	"\x0fapproval_status\x18\x05 \x01(\tR\x0eapprovalStatusB\x06\n" +
+	"\x04_kpp\"6\n" +
+	"\x15ListRequisitesRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\"[\n" +
+	"\x16ListRequisitesResponse\x12A\n" +
+	"\n" +
+	"requisites\x18\x01 \x03(\v2!.switchboard.billing.v1.RequisiteR\n" +
+	"requisites\"\xed\x02\n" +
+	"\x12InvoiceItemRequest\x12G\n" +
+	"\x04type\x18\x01 \x01(\x0e2'.switchboard.billing.v1.InvoiceItemTypeB\n" +
+	"\xbaH\a\x82\x01\x04\x10\x01 \x00R\x04type\x12\x13\n" +
+	"\x02id\x18\x02 \x01(\x03H\x00R\x02id\x88\x01\x01\x12m\n" +
+	"\x15new_subscription_plan\x18\x03 \x01(\x0e2(.switchboard.billing.v1.SubscriptionPlanB\n" +
+	"\xbaH\a\x82\x01\x04\x10\x01 \x00H\x01R\x13newSubscriptionPlan\x88\x01\x01\x12*\n" +
+	"\bnew_size\x18\x04 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\x90N(\x01H\x02R\anewSize\x88\x01\x01\x12&\n" +
+	"\x05count\x18\x05 \x01(\x05B\v\xbaH\b\x1a\x06\x18\xc0\x84=(\x01H\x03R\x05count\x88\x01\x01B\x05\n" +
+	"\x03_idB\x18\n" +
+	"\x16_new_subscription_planB\v\n" +
+	"\t_new_sizeB\b\n" +
+	"\x06_count\"1\n" +
+	"\bConsents\x12%\n" +
+	"\x0eoffer_accepted\x18\x01 \x01(\bR\rofferAccepted\"\x99\x05\n" +
+	"\x14CreateInvoiceRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
+	"\apreview\x18\x02 \x01(\bH\x00R\apreview\x88\x01\x01\x12L\n" +
+	"\x05items\x18\x03 \x03(\v2*.switchboard.billing.v1.InvoiceItemRequestB\n" +
+	"\xbaH\a\x92\x01\x04\b\x01\x10dR\x05items\x12<\n" +
+	"\bconsents\x18\x04 \x01(\v2 .switchboard.billing.v1.ConsentsR\bconsents\x12b\n" +
+	"\x0epayment_method\x18\x05 \x01(\x0e2%.switchboard.billing.v1.PaymentMethodB\x0f\xbaH\f\xc8\x01\x01\x82\x01\x06\x18\x01\x18\x02\x18\x03H\x01R\rpaymentMethod\x88\x01\x01\x12Z\n" +
+	"\rcard_provider\x18\x06 \x01(\x0e2$.switchboard.billing.v1.CardProviderB\n" +
+	"\xbaH\a\x82\x01\x04\x10\x01 \x00H\x02R\fcardProvider\x88\x01\x01\x12(\n" +
+	"\rperiod_months\x18\a \x01(\x05H\x03R\fperiodMonths\x88\x01\x01\x12+\n" +
+	"\n" +
+	"promo_code\x18\b \x01(\tB\a\xbaH\x04r\x02\x18@H\x04R\tpromoCode\x88\x01\x01\x125\n" +
+	"\x14company_requisite_id\x18\t \x01(\x03H\x05R\x12companyRequisiteId\x88\x01\x01B\n" +
+	"\n" +
+	"\b_previewB\x11\n" +
+	"\x0f_payment_methodB\x10\n" +
+	"\x0e_card_providerB\x10\n" +
+	"\x0e_period_monthsB\r\n" +
+	"\v_promo_codeB\x17\n" +
+	"\x15_company_requisite_id\"\xc1\x01\n" +
+	"\x10DiscountedAmount\x123\n" +
+	"\x06amount\x18\x01 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x06amount\x127\n" +
+	"\bdiscount\x18\x02 \x01(\v2\x1b.switchboard.api.v1.DecimalR\bdiscount\x12?\n" +
+	"\tdiscounts\x18\x03 \x01(\v2!.switchboard.billing.v1.DiscountsR\tdiscounts\"\xa1\x04\n" +
+	"\tDiscounts\x12S\n" +
+	"\x17period_discount_percent\x18\x01 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x15periodDiscountPercent\x12W\n" +
+	"\x19quantity_discount_percent\x18\x02 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x17quantityDiscountPercent\x12Q\n" +
+	"\x16promo_discount_percent\x18\x03 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x14promoDiscountPercent\x12U\n" +
+	"\x18partner_discount_percent\x18\x04 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x16partnerDiscountPercent\x12\\\n" +
+	"\x1ctest_period_discount_percent\x18\x05 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x19testPeriodDiscountPercent\x12^\n" +
+	"\x1dpartner_balance_discount_flat\x18\x06 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x1apartnerBalanceDiscountFlat\"r\n" +
+	"\x10DialogsDiscounts\x12^\n" +
+	"\x1dpartner_balance_discount_flat\x18\x01 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x1apartnerBalanceDiscountFlat\"\xc5\x01\n" +
+	"\rDialogsAmount\x123\n" +
+	"\x06amount\x18\x01 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x06amount\x127\n" +
+	"\bdiscount\x18\x02 \x01(\v2\x1b.switchboard.api.v1.DecimalR\bdiscount\x12F\n" +
+	"\tdiscounts\x18\x03 \x01(\v2(.switchboard.billing.v1.DialogsDiscountsR\tdiscounts\"\xff\x04\n" +
+	"\x17SubscriptionSummaryItem\x12;\n" +
+	"\x04type\x18\x01 \x01(\x0e2'.switchboard.billing.v1.InvoiceItemTypeR\x04type\x12'\n" +
+	"\x0fsubscription_id\x18\x02 \x01(\x03R\x0esubscriptionId\x12+\n" +
+	"\x11subscription_type\x18\x03 \x01(\tR\x10subscriptionType\x12\x19\n" +
+	"\bold_size\x18\x04 \x01(\x05R\aoldSize\x12\x19\n" +
+	"\bnew_size\x18\x05 \x01(\x05R\anewSize\x12\\\n" +
+	"\x15old_subscription_plan\x18\x06 \x01(\x0e2(.switchboard.billing.v1.SubscriptionPlanR\x13oldSubscriptionPlan\x12\\\n" +
+	"\x15new_subscription_plan\x18\a \x01(\x0e2(.switchboard.billing.v1.SubscriptionPlanR\x13newSubscriptionPlan\x12@\n" +
+	"\x0eold_paid_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\foldPaidUntil\x12L\n" +
+	"\rtop_up_amount\x18\t \x01(\v2(.switchboard.billing.v1.DiscountedAmountR\vtopUpAmount\x12O\n" +
+	"\x0eupgrade_amount\x18\n" +
+	" \x01(\v2(.switchboard.billing.v1.DiscountedAmountR\rupgradeAmount\"\xe9\x01\n" +
+	"\x16WabaDialogsSummaryItem\x12;\n" +
+	"\x04type\x18\x01 \x01(\x0e2'.switchboard.billing.v1.InvoiceItemTypeR\x04type\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\x121\n" +
+	"\x05price\x18\x03 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x05price\x12I\n" +
+	"\rtop_up_amount\x18\x04 \x01(\v2%.switchboard.billing.v1.DialogsAmountR\vtopUpAmount\"\xce\x01\n" +
+	"\x12InvoiceSummaryItem\x12U\n" +
+	"\fsubscription\x18\x01 \x01(\v2/.switchboard.billing.v1.SubscriptionSummaryItemH\x00R\fsubscription\x12S\n" +
+	"\fwaba_dialogs\x18\x02 \x01(\v2..switchboard.billing.v1.WabaDialogsSummaryItemH\x00R\vwabaDialogsB\f\n" +
+	"\x04item\x12\x04\xe0\xf3\x18\x01\"\xdf\x06\n" +
+	"\x0eInvoiceSummary\x12L\n" +
+	"\x0epayment_method\x18\x01 \x01(\x0e2%.switchboard.billing.v1.PaymentMethodR\rpaymentMethod\x12N\n" +
+	"\rcard_provider\x18\x02 \x01(\x0e2$.switchboard.billing.v1.CardProviderH\x00R\fcardProvider\x88\x01\x01\x12,\n" +
+	"\x0fcharge_currency\x18\x03 \x01(\tH\x01R\x0echargeCurrency\x88\x01\x01\x12@\n" +
+	"\rcharge_amount\x18\x04 \x01(\v2\x1b.switchboard.api.v1.DecimalR\fchargeAmount\x12D\n" +
+	"\x0fconversion_rate\x18\x05 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x0econversionRate\x125\n" +
+	"\x14conversion_rate_date\x18\x06 \x01(\tH\x02R\x12conversionRateDate\x88\x01\x01\x12#\n" +
+	"\rperiod_months\x18\a \x01(\x05R\fperiodMonths\x12@\n" +
+	"\x05items\x18\b \x03(\v2*.switchboard.billing.v1.InvoiceSummaryItemR\x05items\x12\"\n" +
+	"\n" +
+	"promo_code\x18\t \x01(\tH\x03R\tpromoCode\x88\x01\x01\x12B\n" +
+	"\x0etotal_discount\x18\n" +
+	" \x01(\v2\x1b.switchboard.api.v1.DecimalR\rtotalDiscount\x12U\n" +
+	"\x18partner_discount_percent\x18\v \x01(\v2\x1b.switchboard.api.v1.DecimalR\x16partnerDiscountPercent\x12N\n" +
+	"\x11company_requisite\x18\f \x01(\v2!.switchboard.billing.v1.RequisiteR\x10companyRequisiteB\x10\n" +
+	"\x0e_card_providerB\x12\n" +
+	"\x10_charge_currencyB\x17\n" +
+	"\x15_conversion_rate_dateB\r\n" +
+	"\v_promo_code\"\xe9\x01\n" +
+	"\vReceiptItem\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bquantity\x18\x02 \x01(\x03R\bquantity\x121\n" +
+	"\x05price\x18\x03 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x05price\x12\x10\n" +
+	"\x03vat\x18\x04 \x01(\tR\x03vat\x12\x1e\n" +
+	"\btax_name\x18\x05 \x01(\tH\x00R\ataxName\x88\x01\x01\x128\n" +
+	"\ttax_value\x18\x06 \x01(\v2\x1b.switchboard.api.v1.DecimalR\btaxValueB\v\n" +
+	"\t_tax_name\"D\n" +
+	"\aReceipt\x129\n" +
+	"\x05items\x18\x01 \x03(\v2#.switchboard.billing.v1.ReceiptItemR\x05items\"\xe5\x04\n" +
+	"\aInvoice\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\x03H\x00R\x02id\x88\x01\x01\x12\x18\n" +
+	"\apreview\x18\x02 \x01(\bR\apreview\x12B\n" +
+	"\x06status\x18\x03 \x01(\x0e2%.switchboard.billing.v1.InvoiceStatusH\x01R\x06status\x88\x01\x01\x126\n" +
+	"\blifetime\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blifetime\x12@\n" +
+	"\asummary\x18\x05 \x01(\v2&.switchboard.billing.v1.InvoiceSummaryR\asummary\x123\n" +
+	"\x06amount\x18\x06 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x06amount\x12\x1a\n" +
+	"\bcurrency\x18\a \x01(\tR\bcurrency\x12$\n" +
+	"\vpayment_url\x18\b \x01(\tH\x02R\n" +
+	"paymentUrl\x88\x01\x01\x12$\n" +
+	"\vpreview_url\x18\t \x01(\tH\x03R\n" +
+	"previewUrl\x88\x01\x01\x12\x1c\n" +
+	"\aact_url\x18\n" +
+	" \x01(\tH\x04R\x06actUrl\x88\x01\x01\x129\n" +
+	"\areceipt\x18\v \x01(\v2\x1f.switchboard.billing.v1.ReceiptR\areceipt\x129\n" +
+	"\n" +
+	"created_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\x05\n" +
+	"\x03_idB\t\n" +
+	"\a_statusB\x0e\n" +
+	"\f_payment_urlB\x0e\n" +
+	"\f_preview_urlB\n" +
+	"\n" +
+	"\b_act_url\"\x95\x01\n" +
+	"\x13ListInvoicesRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12$\n" +
+	"\x05limit\x18\x02 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01H\x00R\x05limit\x88\x01\x01\x12$\n" +
+	"\x06offset\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00H\x01R\x06offset\x88\x01\x01B\b\n" +
+	"\x06_limitB\t\n" +
+	"\a_offset\"i\n" +
+	"\x14ListInvoicesResponse\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count\x12;\n" +
+	"\binvoices\x18\x02 \x03(\v2\x1f.switchboard.billing.v1.InvoiceR\binvoices\"Q\n" +
+	"\x11GetInvoiceRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
+	"\n" +
+	"invoice_id\x18\x02 \x01(\x03R\tinvoiceId\"\xa3\x02\n" +
+	"\x11ChangeSizeRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12'\n" +
+	"\x0fsubscription_id\x18\x02 \x01(\x03R\x0esubscriptionId\x124\n" +
+	"\fnew_max_size\x18\x03 \x01(\x05B\r\xbaH\n" +
+	"\xc8\x01\x01\x1a\x05\x18\x90N(\x00H\x00R\n" +
+	"newMaxSize\x88\x01\x01\x129\n" +
+	"\x16target_subscription_id\x18\x04 \x01(\x03H\x01R\x14targetSubscriptionId\x88\x01\x01\x12\x1d\n" +
+	"\apreview\x18\x05 \x01(\bH\x02R\apreview\x88\x01\x01B\x0f\n" +
+	"\r_new_max_sizeB\x19\n" +
+	"\x17_target_subscription_idB\n" +
+	"\n" +
+	"\b_preview\"\x92\x02\n" +
+	"\x11ChangePlanRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12'\n" +
+	"\x0fsubscription_id\x18\x02 \x01(\x03R\x0esubscriptionId\x12p\n" +
+	"\x15new_subscription_plan\x18\x03 \x01(\x0e2(.switchboard.billing.v1.SubscriptionPlanB\r\xbaH\n" +
+	"\xc8\x01\x01\x82\x01\x04\x10\x01 \x00H\x00R\x13newSubscriptionPlan\x88\x01\x01\x12\x1d\n" +
+	"\apreview\x18\x04 \x01(\bH\x01R\apreview\x88\x01\x01B\x18\n" +
+	"\x16_new_subscription_planB\n" +
+	"\n" +
+	"\b_preview\"\xcd\x03\n" +
+	"\n" +
+	"ChangeSide\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12+\n" +
+	"\x11subscription_type\x18\x02 \x01(\tR\x10subscriptionType\x12 \n" +
+	"\fold_max_size\x18\x03 \x01(\x05R\n" +
+	"oldMaxSize\x12 \n" +
+	"\fnew_max_size\x18\x04 \x01(\x05R\n" +
+	"newMaxSize\x12\\\n" +
+	"\x15old_subscription_plan\x18\x05 \x01(\x0e2(.switchboard.billing.v1.SubscriptionPlanR\x13oldSubscriptionPlan\x12\\\n" +
+	"\x15new_subscription_plan\x18\x06 \x01(\x0e2(.switchboard.billing.v1.SubscriptionPlanR\x13newSubscriptionPlan\x12@\n" +
+	"\x0eold_paid_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\foldPaidUntil\x12@\n" +
+	"\x0enew_paid_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fnewPaidUntil\"\xa0\x01\n" +
+	"\fChangeResult\x12:\n" +
+	"\x06source\x18\x01 \x01(\v2\".switchboard.billing.v1.ChangeSideR\x06source\x12:\n" +
+	"\x06target\x18\x02 \x01(\v2\".switchboard.billing.v1.ChangeSideR\x06target\x12\x18\n" +
+	"\apreview\x18\x03 \x01(\bR\apreview\"]\n" +
+	"\x13GrantAdvanceRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12'\n" +
+	"\x0fsubscription_id\x18\x02 \x01(\x03R\x0esubscriptionId*\xdf\x01\n" +
 	"\x10SubscriptionPlan\x12!\n" +
 	"\x1dSUBSCRIPTION_PLAN_UNSPECIFIED\x10\x00\x12$\n" +
 	"\x16SUBSCRIPTION_PLAN_FREE\x10\x01\x1a\b\xda\xf3\x18\x04FREE\x12&\n" +
 	"\x17SUBSCRIPTION_PLAN_START\x10\x02\x1a\t\xda\xf3\x18\x05START\x12,\n" +
 	"\x1aSUBSCRIPTION_PLAN_STANDARD\x10\x03\x1a\f\xda\xf3\x18\bSTANDARD\x12,\n" +
-	"\x1aSUBSCRIPTION_PLAN_ADVANCED\x10\x04\x1a\f\xda\xf3\x18\bADVANCED2\xaf\x03\n" +
+	"\x1aSUBSCRIPTION_PLAN_ADVANCED\x10\x04\x1a\f\xda\xf3\x18\bADVANCED*\xa0\x01\n" +
+	"\x0fInvoiceItemType\x12!\n" +
+	"\x1dINVOICE_ITEM_TYPE_UNSPECIFIED\x10\x00\x124\n" +
+	"\x1eINVOICE_ITEM_TYPE_SUBSCRIPTION\x10\x01\x1a\x10\xda\xf3\x18\fSUBSCRIPTION\x124\n" +
+	"\x1eINVOICE_ITEM_TYPE_WABA_DIALOGS\x10\x02\x1a\x10\xda\xf3\x18\fWABA_DIALOGS*\xf5\x01\n" +
+	"\rPaymentMethod\x12\x1e\n" +
+	"\x1aPAYMENT_METHOD_UNSPECIFIED\x10\x00\x12'\n" +
+	"\x16PAYMENT_METHOD_CARD_RU\x10\x01\x1a\v\xda\xf3\x18\aCARD_RU\x12-\n" +
+	"\x19PAYMENT_METHOD_CARD_OTHER\x10\x02\x1a\x0e\xda\xf3\x18\n" +
+	"CARD_OTHER\x123\n" +
+	"\x1cPAYMENT_METHOD_BANK_TRANSFER\x10\x03\x1a\x11\xda\xf3\x18\rBANK_TRANSFER\x127\n" +
+	"\x1ePAYMENT_METHOD_PARTNER_BALANCE\x10\x04\x1a\x13\xda\xf3\x18\x0fPARTNER_BALANCE*}\n" +
+	"\fCardProvider\x12\x1d\n" +
+	"\x19CARD_PROVIDER_UNSPECIFIED\x10\x00\x12*\n" +
+	"\x17CARD_PROVIDER_ROBOKASSA\x10\x01\x1a\r\xda\xf3\x18\tROBOKASSA\x12\"\n" +
+	"\x13CARD_PROVIDER_KEEPZ\x10\x02\x1a\t\xda\xf3\x18\x05KEEPZ*\x8e\x02\n" +
+	"\rInvoiceStatus\x12\x1e\n" +
+	"\x1aINVOICE_STATUS_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x12INVOICE_STATUS_NEW\x10\x01\x1a\a\xda\xf3\x18\x03new\x12!\n" +
+	"\x13INVOICE_STATUS_PAID\x10\x02\x1a\b\xda\xf3\x18\x04paid\x12'\n" +
+	"\x16INVOICE_STATUS_EXPIRED\x10\x03\x1a\v\xda\xf3\x18\aexpired\x12+\n" +
+	"\x18INVOICE_STATUS_CANCELLED\x10\x04\x1a\r\xda\xf3\x18\tcancelled\x12C\n" +
+	"$INVOICE_STATUS_CONFIRMED_WITH_ERRORS\x10\x05\x1a\x19\xda\xf3\x18\x15CONFIRMED_WITH_ERRORS2\xd7\x0f\n" +
 	"\x0eBillingService\x12\xcc\x01\n" +
 	"\x11ListSubscriptions\x120.switchboard.billing.v1.ListSubscriptionsRequest\x1a1.switchboard.billing.v1.ListSubscriptionsResponse\"R\xca\xf3\x18\x0f\n" +
 	"\rsubscriptions\x82\xd3\xe4\x93\x029b\rsubscriptions\x12(/v2/companies/{company_id}/subscriptions\x12\xc7\x01\n" +
 	"\x12UpdateSubscription\x121.switchboard.billing.v1.UpdateSubscriptionRequest\x1a$.switchboard.billing.v1.Subscription\"X\xca\xf3\x18\x0f\n" +
-	"\rsubscriptions\x82\xd3\xe4\x93\x02?:\x01*2:/v2/companies/{company_id}/subscriptions/{subscription_id}\x1a\x04\xe8\xf9\x18\x04B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
+	"\rsubscriptions\x82\xd3\xe4\x93\x02?:\x01*2:/v2/companies/{company_id}/subscriptions/{subscription_id}\x12\xb7\x01\n" +
+	"\x0fCreateRequisite\x12..switchboard.billing.v1.CreateRequisiteRequest\x1a!.switchboard.billing.v1.Requisite\"Q\xca\xf3\x18\x0f\n" +
+	"\rsubscriptions\x82\xd3\xe4\x93\x028:\x01*\"3/v2/companies/{company_id}/subscriptions/requisites\x12\xcb\x01\n" +
+	"\x0eListRequisites\x12-.switchboard.billing.v1.ListRequisitesRequest\x1a..switchboard.billing.v1.ListRequisitesResponse\"Z\xca\xf3\x18\x0f\n" +
+	"\rsubscriptions\x82\xd3\xe4\x93\x02Ab\n" +
+	"requisites\x123/v2/companies/{company_id}/subscriptions/requisites\x12\xaf\x01\n" +
+	"\rCreateInvoice\x12,.switchboard.billing.v1.CreateInvoiceRequest\x1a\x1f.switchboard.billing.v1.Invoice\"O\xca\xf3\x18\x0f\n" +
+	"\rsubscriptions\x82\xd3\xe4\x93\x026:\x01*\"1/v2/companies/{company_id}/subscriptions/invoices\x12\xb7\x01\n" +
+	"\fListInvoices\x12+.switchboard.billing.v1.ListInvoicesRequest\x1a,.switchboard.billing.v1.ListInvoicesResponse\"L\xca\xf3\x18\x0f\n" +
+	"\rsubscriptions\x82\xd3\xe4\x93\x023\x121/v2/companies/{company_id}/subscriptions/invoices\x12\xb3\x01\n" +
+	"\n" +
+	"GetInvoice\x12).switchboard.billing.v1.GetInvoiceRequest\x1a\x1f.switchboard.billing.v1.Invoice\"Y\xca\xf3\x18\x0f\n" +
+	"\rsubscriptions\x82\xd3\xe4\x93\x02@\x12>/v2/companies/{company_id}/subscriptions/invoices/{invoice_id}\x12\xcb\x01\n" +
+	"\n" +
+	"ChangeSize\x12).switchboard.billing.v1.ChangeSizeRequest\x1a$.switchboard.billing.v1.ChangeResult\"l\xca\xf3\x18\x0f\n" +
+	"\rsubscriptions\x82\xd3\xe4\x93\x02S:\x01*\"N/v2/companies/{company_id}/subscriptions/{subscription_id}/actions/change_size\x12\xcb\x01\n" +
+	"\n" +
+	"ChangePlan\x12).switchboard.billing.v1.ChangePlanRequest\x1a$.switchboard.billing.v1.ChangeResult\"l\xca\xf3\x18\x0f\n" +
+	"\rsubscriptions\x82\xd3\xe4\x93\x02S:\x01*\"N/v2/companies/{company_id}/subscriptions/{subscription_id}/actions/change_plan\x12\xdf\x01\n" +
+	"\fGrantAdvance\x12+.switchboard.billing.v1.GrantAdvanceRequest\x1a$.switchboard.billing.v1.Subscription\"|\xca\xf3\x18#\n" +
+	"\rsubscriptions\x12\x12subscriptions_edit\x82\xd3\xe4\x93\x02O:\x01*\"J/v2/companies/{company_id}/subscriptions/{subscription_id}/actions/advance\x1a\x04\xe8\xf9\x18\x04B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
 
 var (
 	file_switchboard_billing_v1_billing_proto_rawDescOnce sync.Once
@@ -513,35 +2929,138 @@ func file_switchboard_billing_v1_billing_proto_rawDescGZIP() []byte {
 	return file_switchboard_billing_v1_billing_proto_rawDescData
 }
 
-var file_switchboard_billing_v1_billing_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchboard_billing_v1_billing_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_switchboard_billing_v1_billing_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_switchboard_billing_v1_billing_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_switchboard_billing_v1_billing_proto_goTypes = []any{
 	(SubscriptionPlan)(0),             // 0: switchboard.billing.v1.SubscriptionPlan
-	(*Subscription)(nil),              // 1: switchboard.billing.v1.Subscription
-	(*Advance)(nil),                   // 2: switchboard.billing.v1.Advance
-	(*ListSubscriptionsRequest)(nil),  // 3: switchboard.billing.v1.ListSubscriptionsRequest
-	(*ListSubscriptionsResponse)(nil), // 4: switchboard.billing.v1.ListSubscriptionsResponse
-	(*UpdateSubscriptionRequest)(nil), // 5: switchboard.billing.v1.UpdateSubscriptionRequest
-	(*WabaDialogsBalance)(nil),        // 6: switchboard.billing.v1.WabaDialogsBalance
-	(*timestamppb.Timestamp)(nil),     // 7: google.protobuf.Timestamp
-	(*structpb.ListValue)(nil),        // 8: google.protobuf.ListValue
+	(InvoiceItemType)(0),              // 1: switchboard.billing.v1.InvoiceItemType
+	(PaymentMethod)(0),                // 2: switchboard.billing.v1.PaymentMethod
+	(CardProvider)(0),                 // 3: switchboard.billing.v1.CardProvider
+	(InvoiceStatus)(0),                // 4: switchboard.billing.v1.InvoiceStatus
+	(*Subscription)(nil),              // 5: switchboard.billing.v1.Subscription
+	(*Advance)(nil),                   // 6: switchboard.billing.v1.Advance
+	(*ListSubscriptionsRequest)(nil),  // 7: switchboard.billing.v1.ListSubscriptionsRequest
+	(*ListSubscriptionsResponse)(nil), // 8: switchboard.billing.v1.ListSubscriptionsResponse
+	(*UpdateSubscriptionRequest)(nil), // 9: switchboard.billing.v1.UpdateSubscriptionRequest
+	(*WabaDialogsBalance)(nil),        // 10: switchboard.billing.v1.WabaDialogsBalance
+	(*CreateRequisiteRequest)(nil),    // 11: switchboard.billing.v1.CreateRequisiteRequest
+	(*Requisite)(nil),                 // 12: switchboard.billing.v1.Requisite
+	(*ListRequisitesRequest)(nil),     // 13: switchboard.billing.v1.ListRequisitesRequest
+	(*ListRequisitesResponse)(nil),    // 14: switchboard.billing.v1.ListRequisitesResponse
+	(*InvoiceItemRequest)(nil),        // 15: switchboard.billing.v1.InvoiceItemRequest
+	(*Consents)(nil),                  // 16: switchboard.billing.v1.Consents
+	(*CreateInvoiceRequest)(nil),      // 17: switchboard.billing.v1.CreateInvoiceRequest
+	(*DiscountedAmount)(nil),          // 18: switchboard.billing.v1.DiscountedAmount
+	(*Discounts)(nil),                 // 19: switchboard.billing.v1.Discounts
+	(*DialogsDiscounts)(nil),          // 20: switchboard.billing.v1.DialogsDiscounts
+	(*DialogsAmount)(nil),             // 21: switchboard.billing.v1.DialogsAmount
+	(*SubscriptionSummaryItem)(nil),   // 22: switchboard.billing.v1.SubscriptionSummaryItem
+	(*WabaDialogsSummaryItem)(nil),    // 23: switchboard.billing.v1.WabaDialogsSummaryItem
+	(*InvoiceSummaryItem)(nil),        // 24: switchboard.billing.v1.InvoiceSummaryItem
+	(*InvoiceSummary)(nil),            // 25: switchboard.billing.v1.InvoiceSummary
+	(*ReceiptItem)(nil),               // 26: switchboard.billing.v1.ReceiptItem
+	(*Receipt)(nil),                   // 27: switchboard.billing.v1.Receipt
+	(*Invoice)(nil),                   // 28: switchboard.billing.v1.Invoice
+	(*ListInvoicesRequest)(nil),       // 29: switchboard.billing.v1.ListInvoicesRequest
+	(*ListInvoicesResponse)(nil),      // 30: switchboard.billing.v1.ListInvoicesResponse
+	(*GetInvoiceRequest)(nil),         // 31: switchboard.billing.v1.GetInvoiceRequest
+	(*ChangeSizeRequest)(nil),         // 32: switchboard.billing.v1.ChangeSizeRequest
+	(*ChangePlanRequest)(nil),         // 33: switchboard.billing.v1.ChangePlanRequest
+	(*ChangeSide)(nil),                // 34: switchboard.billing.v1.ChangeSide
+	(*ChangeResult)(nil),              // 35: switchboard.billing.v1.ChangeResult
+	(*GrantAdvanceRequest)(nil),       // 36: switchboard.billing.v1.GrantAdvanceRequest
+	(*timestamppb.Timestamp)(nil),     // 37: google.protobuf.Timestamp
+	(*structpb.ListValue)(nil),        // 38: google.protobuf.ListValue
+	(*v1.Decimal)(nil),                // 39: switchboard.api.v1.Decimal
 }
 var file_switchboard_billing_v1_billing_proto_depIdxs = []int32{
-	0, // 0: switchboard.billing.v1.Subscription.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	7, // 1: switchboard.billing.v1.Subscription.test_until:type_name -> google.protobuf.Timestamp
-	7, // 2: switchboard.billing.v1.Subscription.paid_until:type_name -> google.protobuf.Timestamp
-	2, // 3: switchboard.billing.v1.Subscription.advance:type_name -> switchboard.billing.v1.Advance
-	1, // 4: switchboard.billing.v1.ListSubscriptionsResponse.subscriptions:type_name -> switchboard.billing.v1.Subscription
-	8, // 5: switchboard.billing.v1.UpdateSubscriptionRequest.connections:type_name -> google.protobuf.ListValue
-	3, // 6: switchboard.billing.v1.BillingService.ListSubscriptions:input_type -> switchboard.billing.v1.ListSubscriptionsRequest
-	5, // 7: switchboard.billing.v1.BillingService.UpdateSubscription:input_type -> switchboard.billing.v1.UpdateSubscriptionRequest
-	4, // 8: switchboard.billing.v1.BillingService.ListSubscriptions:output_type -> switchboard.billing.v1.ListSubscriptionsResponse
-	1, // 9: switchboard.billing.v1.BillingService.UpdateSubscription:output_type -> switchboard.billing.v1.Subscription
-	8, // [8:10] is the sub-list for method output_type
-	6, // [6:8] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	0,  // 0: switchboard.billing.v1.Subscription.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	37, // 1: switchboard.billing.v1.Subscription.test_until:type_name -> google.protobuf.Timestamp
+	37, // 2: switchboard.billing.v1.Subscription.paid_until:type_name -> google.protobuf.Timestamp
+	6,  // 3: switchboard.billing.v1.Subscription.advance:type_name -> switchboard.billing.v1.Advance
+	5,  // 4: switchboard.billing.v1.ListSubscriptionsResponse.subscriptions:type_name -> switchboard.billing.v1.Subscription
+	38, // 5: switchboard.billing.v1.UpdateSubscriptionRequest.connections:type_name -> google.protobuf.ListValue
+	12, // 6: switchboard.billing.v1.ListRequisitesResponse.requisites:type_name -> switchboard.billing.v1.Requisite
+	1,  // 7: switchboard.billing.v1.InvoiceItemRequest.type:type_name -> switchboard.billing.v1.InvoiceItemType
+	0,  // 8: switchboard.billing.v1.InvoiceItemRequest.new_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	15, // 9: switchboard.billing.v1.CreateInvoiceRequest.items:type_name -> switchboard.billing.v1.InvoiceItemRequest
+	16, // 10: switchboard.billing.v1.CreateInvoiceRequest.consents:type_name -> switchboard.billing.v1.Consents
+	2,  // 11: switchboard.billing.v1.CreateInvoiceRequest.payment_method:type_name -> switchboard.billing.v1.PaymentMethod
+	3,  // 12: switchboard.billing.v1.CreateInvoiceRequest.card_provider:type_name -> switchboard.billing.v1.CardProvider
+	39, // 13: switchboard.billing.v1.DiscountedAmount.amount:type_name -> switchboard.api.v1.Decimal
+	39, // 14: switchboard.billing.v1.DiscountedAmount.discount:type_name -> switchboard.api.v1.Decimal
+	19, // 15: switchboard.billing.v1.DiscountedAmount.discounts:type_name -> switchboard.billing.v1.Discounts
+	39, // 16: switchboard.billing.v1.Discounts.period_discount_percent:type_name -> switchboard.api.v1.Decimal
+	39, // 17: switchboard.billing.v1.Discounts.quantity_discount_percent:type_name -> switchboard.api.v1.Decimal
+	39, // 18: switchboard.billing.v1.Discounts.promo_discount_percent:type_name -> switchboard.api.v1.Decimal
+	39, // 19: switchboard.billing.v1.Discounts.partner_discount_percent:type_name -> switchboard.api.v1.Decimal
+	39, // 20: switchboard.billing.v1.Discounts.test_period_discount_percent:type_name -> switchboard.api.v1.Decimal
+	39, // 21: switchboard.billing.v1.Discounts.partner_balance_discount_flat:type_name -> switchboard.api.v1.Decimal
+	39, // 22: switchboard.billing.v1.DialogsDiscounts.partner_balance_discount_flat:type_name -> switchboard.api.v1.Decimal
+	39, // 23: switchboard.billing.v1.DialogsAmount.amount:type_name -> switchboard.api.v1.Decimal
+	39, // 24: switchboard.billing.v1.DialogsAmount.discount:type_name -> switchboard.api.v1.Decimal
+	20, // 25: switchboard.billing.v1.DialogsAmount.discounts:type_name -> switchboard.billing.v1.DialogsDiscounts
+	1,  // 26: switchboard.billing.v1.SubscriptionSummaryItem.type:type_name -> switchboard.billing.v1.InvoiceItemType
+	0,  // 27: switchboard.billing.v1.SubscriptionSummaryItem.old_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	0,  // 28: switchboard.billing.v1.SubscriptionSummaryItem.new_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	37, // 29: switchboard.billing.v1.SubscriptionSummaryItem.old_paid_until:type_name -> google.protobuf.Timestamp
+	18, // 30: switchboard.billing.v1.SubscriptionSummaryItem.top_up_amount:type_name -> switchboard.billing.v1.DiscountedAmount
+	18, // 31: switchboard.billing.v1.SubscriptionSummaryItem.upgrade_amount:type_name -> switchboard.billing.v1.DiscountedAmount
+	1,  // 32: switchboard.billing.v1.WabaDialogsSummaryItem.type:type_name -> switchboard.billing.v1.InvoiceItemType
+	39, // 33: switchboard.billing.v1.WabaDialogsSummaryItem.price:type_name -> switchboard.api.v1.Decimal
+	21, // 34: switchboard.billing.v1.WabaDialogsSummaryItem.top_up_amount:type_name -> switchboard.billing.v1.DialogsAmount
+	22, // 35: switchboard.billing.v1.InvoiceSummaryItem.subscription:type_name -> switchboard.billing.v1.SubscriptionSummaryItem
+	23, // 36: switchboard.billing.v1.InvoiceSummaryItem.waba_dialogs:type_name -> switchboard.billing.v1.WabaDialogsSummaryItem
+	2,  // 37: switchboard.billing.v1.InvoiceSummary.payment_method:type_name -> switchboard.billing.v1.PaymentMethod
+	3,  // 38: switchboard.billing.v1.InvoiceSummary.card_provider:type_name -> switchboard.billing.v1.CardProvider
+	39, // 39: switchboard.billing.v1.InvoiceSummary.charge_amount:type_name -> switchboard.api.v1.Decimal
+	39, // 40: switchboard.billing.v1.InvoiceSummary.conversion_rate:type_name -> switchboard.api.v1.Decimal
+	24, // 41: switchboard.billing.v1.InvoiceSummary.items:type_name -> switchboard.billing.v1.InvoiceSummaryItem
+	39, // 42: switchboard.billing.v1.InvoiceSummary.total_discount:type_name -> switchboard.api.v1.Decimal
+	39, // 43: switchboard.billing.v1.InvoiceSummary.partner_discount_percent:type_name -> switchboard.api.v1.Decimal
+	12, // 44: switchboard.billing.v1.InvoiceSummary.company_requisite:type_name -> switchboard.billing.v1.Requisite
+	39, // 45: switchboard.billing.v1.ReceiptItem.price:type_name -> switchboard.api.v1.Decimal
+	39, // 46: switchboard.billing.v1.ReceiptItem.tax_value:type_name -> switchboard.api.v1.Decimal
+	26, // 47: switchboard.billing.v1.Receipt.items:type_name -> switchboard.billing.v1.ReceiptItem
+	4,  // 48: switchboard.billing.v1.Invoice.status:type_name -> switchboard.billing.v1.InvoiceStatus
+	37, // 49: switchboard.billing.v1.Invoice.lifetime:type_name -> google.protobuf.Timestamp
+	25, // 50: switchboard.billing.v1.Invoice.summary:type_name -> switchboard.billing.v1.InvoiceSummary
+	39, // 51: switchboard.billing.v1.Invoice.amount:type_name -> switchboard.api.v1.Decimal
+	27, // 52: switchboard.billing.v1.Invoice.receipt:type_name -> switchboard.billing.v1.Receipt
+	37, // 53: switchboard.billing.v1.Invoice.created_at:type_name -> google.protobuf.Timestamp
+	28, // 54: switchboard.billing.v1.ListInvoicesResponse.invoices:type_name -> switchboard.billing.v1.Invoice
+	0,  // 55: switchboard.billing.v1.ChangePlanRequest.new_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	0,  // 56: switchboard.billing.v1.ChangeSide.old_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	0,  // 57: switchboard.billing.v1.ChangeSide.new_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	37, // 58: switchboard.billing.v1.ChangeSide.old_paid_until:type_name -> google.protobuf.Timestamp
+	37, // 59: switchboard.billing.v1.ChangeSide.new_paid_until:type_name -> google.protobuf.Timestamp
+	34, // 60: switchboard.billing.v1.ChangeResult.source:type_name -> switchboard.billing.v1.ChangeSide
+	34, // 61: switchboard.billing.v1.ChangeResult.target:type_name -> switchboard.billing.v1.ChangeSide
+	7,  // 62: switchboard.billing.v1.BillingService.ListSubscriptions:input_type -> switchboard.billing.v1.ListSubscriptionsRequest
+	9,  // 63: switchboard.billing.v1.BillingService.UpdateSubscription:input_type -> switchboard.billing.v1.UpdateSubscriptionRequest
+	11, // 64: switchboard.billing.v1.BillingService.CreateRequisite:input_type -> switchboard.billing.v1.CreateRequisiteRequest
+	13, // 65: switchboard.billing.v1.BillingService.ListRequisites:input_type -> switchboard.billing.v1.ListRequisitesRequest
+	17, // 66: switchboard.billing.v1.BillingService.CreateInvoice:input_type -> switchboard.billing.v1.CreateInvoiceRequest
+	29, // 67: switchboard.billing.v1.BillingService.ListInvoices:input_type -> switchboard.billing.v1.ListInvoicesRequest
+	31, // 68: switchboard.billing.v1.BillingService.GetInvoice:input_type -> switchboard.billing.v1.GetInvoiceRequest
+	32, // 69: switchboard.billing.v1.BillingService.ChangeSize:input_type -> switchboard.billing.v1.ChangeSizeRequest
+	33, // 70: switchboard.billing.v1.BillingService.ChangePlan:input_type -> switchboard.billing.v1.ChangePlanRequest
+	36, // 71: switchboard.billing.v1.BillingService.GrantAdvance:input_type -> switchboard.billing.v1.GrantAdvanceRequest
+	8,  // 72: switchboard.billing.v1.BillingService.ListSubscriptions:output_type -> switchboard.billing.v1.ListSubscriptionsResponse
+	5,  // 73: switchboard.billing.v1.BillingService.UpdateSubscription:output_type -> switchboard.billing.v1.Subscription
+	12, // 74: switchboard.billing.v1.BillingService.CreateRequisite:output_type -> switchboard.billing.v1.Requisite
+	14, // 75: switchboard.billing.v1.BillingService.ListRequisites:output_type -> switchboard.billing.v1.ListRequisitesResponse
+	28, // 76: switchboard.billing.v1.BillingService.CreateInvoice:output_type -> switchboard.billing.v1.Invoice
+	30, // 77: switchboard.billing.v1.BillingService.ListInvoices:output_type -> switchboard.billing.v1.ListInvoicesResponse
+	28, // 78: switchboard.billing.v1.BillingService.GetInvoice:output_type -> switchboard.billing.v1.Invoice
+	35, // 79: switchboard.billing.v1.BillingService.ChangeSize:output_type -> switchboard.billing.v1.ChangeResult
+	35, // 80: switchboard.billing.v1.BillingService.ChangePlan:output_type -> switchboard.billing.v1.ChangeResult
+	5,  // 81: switchboard.billing.v1.BillingService.GrantAdvance:output_type -> switchboard.billing.v1.Subscription
+	72, // [72:82] is the sub-list for method output_type
+	62, // [62:72] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_billing_v1_billing_proto_init() }
@@ -550,13 +3069,27 @@ func file_switchboard_billing_v1_billing_proto_init() {
 		return
 	}
 	file_switchboard_billing_v1_billing_proto_msgTypes[4].OneofWrappers = []any{}
+	file_switchboard_billing_v1_billing_proto_msgTypes[6].OneofWrappers = []any{}
+	file_switchboard_billing_v1_billing_proto_msgTypes[7].OneofWrappers = []any{}
+	file_switchboard_billing_v1_billing_proto_msgTypes[10].OneofWrappers = []any{}
+	file_switchboard_billing_v1_billing_proto_msgTypes[12].OneofWrappers = []any{}
+	file_switchboard_billing_v1_billing_proto_msgTypes[19].OneofWrappers = []any{
+		(*InvoiceSummaryItem_Subscription)(nil),
+		(*InvoiceSummaryItem_WabaDialogs)(nil),
+	}
+	file_switchboard_billing_v1_billing_proto_msgTypes[20].OneofWrappers = []any{}
+	file_switchboard_billing_v1_billing_proto_msgTypes[21].OneofWrappers = []any{}
+	file_switchboard_billing_v1_billing_proto_msgTypes[23].OneofWrappers = []any{}
+	file_switchboard_billing_v1_billing_proto_msgTypes[24].OneofWrappers = []any{}
+	file_switchboard_billing_v1_billing_proto_msgTypes[27].OneofWrappers = []any{}
+	file_switchboard_billing_v1_billing_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_billing_v1_billing_proto_rawDesc), len(file_switchboard_billing_v1_billing_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   6,
+			NumEnums:      5,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,14 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	BillingService_ListSubscriptions_FullMethodName  = "/switchboard.billing.v1.BillingService/ListSubscriptions"
 	BillingService_UpdateSubscription_FullMethodName = "/switchboard.billing.v1.BillingService/UpdateSubscription"
+	BillingService_CreateRequisite_FullMethodName    = "/switchboard.billing.v1.BillingService/CreateRequisite"
+	BillingService_ListRequisites_FullMethodName     = "/switchboard.billing.v1.BillingService/ListRequisites"
+	BillingService_CreateInvoice_FullMethodName      = "/switchboard.billing.v1.BillingService/CreateInvoice"
+	BillingService_ListInvoices_FullMethodName       = "/switchboard.billing.v1.BillingService/ListInvoices"
+	BillingService_GetInvoice_FullMethodName         = "/switchboard.billing.v1.BillingService/GetInvoice"
+	BillingService_ChangeSize_FullMethodName         = "/switchboard.billing.v1.BillingService/ChangeSize"
+	BillingService_ChangePlan_FullMethodName         = "/switchboard.billing.v1.BillingService/ChangePlan"
+	BillingService_GrantAdvance_FullMethodName       = "/switchboard.billing.v1.BillingService/GrantAdvance"
 )
 
 // BillingServiceClient is the client API for BillingService service.
@@ -37,6 +45,68 @@ type BillingServiceClient interface {
 	//
 	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND.
 	UpdateSubscription(ctx context.Context, in *UpdateSubscriptionRequest, opts ...grpc.CallOption) (*Subscription, error)
+	// Registers the company's requisites for paying by bank transfer.
+	CreateRequisite(ctx context.Context, in *CreateRequisiteRequest, opts ...grpc.CallOption) (*Requisite, error)
+	// The company's requisites, oldest first, as a bare array.
+	ListRequisites(ctx context.Context, in *ListRequisitesRequest, opts ...grpc.CallOption) (*ListRequisitesResponse, error)
+	// Computes an invoice for subscriptions and business dialogs. With
+	// preview (the default) nothing is stored and id, status, lifetime,
+	// payment_url and created_at are null; with preview false the invoice is
+	// stored as new, payable for 3 days at payment_url. An invoice of amount
+	// 0 is paid as soon as it is stored.
+	//
+	// Prices per connection slot and month: START 990 (one connection only),
+	// STANDARD 1990, FREE 0 (bot types only); ADVANCED cannot be invoiced. A
+	// business dialog costs 5.00. Discounts, in percent of the undiscounted
+	// amount, are added together and capped at 50: period (3 months 5, 6
+	// months 10, 12 months 20), quantity by the new size (5-9: 5, 10-49: 10,
+	// 50 and more: 15), a valid promo code 10, and 10 while the subscription
+	// is in its test period. The top-up buys period_months calendar months
+	// from the later of now and paid_until; growing the plan or size inside a
+	// paid period adds an upgrade for the time that remains.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND; 404 error 22020
+	// REQUISITE_NOT_FOUND; 409 error 22019 SUBSCRIPTION_SIZE_BELOW_CURRENT
+	// (new_size below the connections the subscription holds); 400 error
+	// 22018 SUBSCRIPTION_PAYMENTS_LOCKED; 400 error 18003
+	// INVOICE_PROVIDER_ERROR (KEEPZ without a keepz connection or a rate, or
+	// a company that does not pay in roubles).
+	CreateInvoice(ctx context.Context, in *CreateInvoiceRequest, opts ...grpc.CallOption) (*Invoice, error)
+	// The company's stored invoices, newest first (previews are never
+	// stored), with the count of all of them.
+	ListInvoices(ctx context.Context, in *ListInvoicesRequest, opts ...grpc.CallOption) (*ListInvoicesResponse, error)
+	// One stored invoice.
+	//
+	// Errors: 404 error 22021 INVOICE_NOT_FOUND.
+	GetInvoice(ctx context.Context, in *GetInvoiceRequest, opts ...grpc.CallOption) (*Invoice, error)
+	// Changes the size of a subscription, keeping the money already paid:
+	// the value left of the paid period (remaining days x monthly price x
+	// size / 30) is spread over the new size, which moves paid_until. Size 0
+	// with target_subscription_id moves the connections and the value left
+	// to another subscription of the same type. With preview (the default)
+	// nothing changes.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND; 409 error 22017
+	// SUBSCRIPTION_ADVANCE_ACTIVE; 409 error 22015 SUBSCRIPTION_IN_TEST; 409
+	// error 22019 SUBSCRIPTION_SIZE_BELOW_CURRENT.
+	ChangeSize(ctx context.Context, in *ChangeSizeRequest, opts ...grpc.CallOption) (*ChangeResult, error)
+	// Changes the plan of a subscription, keeping the money already paid
+	// (as change_size). In the test period the plan changes and test_until
+	// stays. With preview (the default) nothing changes.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND; 409 error 22017
+	// SUBSCRIPTION_ADVANCE_ACTIVE; 409 error 22019
+	// SUBSCRIPTION_SIZE_BELOW_CURRENT.
+	ChangePlan(ctx context.Context, in *ChangePlanRequest, opts ...grpc.CallOption) (*ChangeResult, error)
+	// Grants the advance: 5 days (120 hours) more of the paid period, repaid
+	// by the next payment, whose top-up starts from paid_until as it was
+	// before the advance. Only for a paying plan that had at least one real
+	// payment, with at most 2 days left of its paid period, and no advance
+	// active; advance.is_available says whether the call would be granted.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND; 400 error 22016
+	// SUBSCRIPTION_ADVANCE_NOT_ALLOWED.
+	GrantAdvance(ctx context.Context, in *GrantAdvanceRequest, opts ...grpc.CallOption) (*Subscription, error)
 }
 
 type billingServiceClient struct {
@@ -67,6 +137,86 @@ func (c *billingServiceClient) UpdateSubscription(ctx context.Context, in *Updat
 	return out, nil
 }
 
+func (c *billingServiceClient) CreateRequisite(ctx context.Context, in *CreateRequisiteRequest, opts ...grpc.CallOption) (*Requisite, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Requisite)
+	err := c.cc.Invoke(ctx, BillingService_CreateRequisite_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingServiceClient) ListRequisites(ctx context.Context, in *ListRequisitesRequest, opts ...grpc.CallOption) (*ListRequisitesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRequisitesResponse)
+	err := c.cc.Invoke(ctx, BillingService_ListRequisites_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingServiceClient) CreateInvoice(ctx context.Context, in *CreateInvoiceRequest, opts ...grpc.CallOption) (*Invoice, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Invoice)
+	err := c.cc.Invoke(ctx, BillingService_CreateInvoice_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingServiceClient) ListInvoices(ctx context.Context, in *ListInvoicesRequest, opts ...grpc.CallOption) (*ListInvoicesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListInvoicesResponse)
+	err := c.cc.Invoke(ctx, BillingService_ListInvoices_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingServiceClient) GetInvoice(ctx context.Context, in *GetInvoiceRequest, opts ...grpc.CallOption) (*Invoice, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Invoice)
+	err := c.cc.Invoke(ctx, BillingService_GetInvoice_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingServiceClient) ChangeSize(ctx context.Context, in *ChangeSizeRequest, opts ...grpc.CallOption) (*ChangeResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ChangeResult)
+	err := c.cc.Invoke(ctx, BillingService_ChangeSize_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingServiceClient) ChangePlan(ctx context.Context, in *ChangePlanRequest, opts ...grpc.CallOption) (*ChangeResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ChangeResult)
+	err := c.cc.Invoke(ctx, BillingService_ChangePlan_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingServiceClient) GrantAdvance(ctx context.Context, in *GrantAdvanceRequest, opts ...grpc.CallOption) (*Subscription, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Subscription)
+	err := c.cc.Invoke(ctx, BillingService_GrantAdvance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BillingServiceServer is the server API for BillingService service.
 // All implementations must embed UnimplementedBillingServiceServer
 // for forward compatibility.
@@ -81,6 +231,68 @@ type BillingServiceServer interface {
 	//
 	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND.
 	UpdateSubscription(context.Context, *UpdateSubscriptionRequest) (*Subscription, error)
+	// Registers the company's requisites for paying by bank transfer.
+	CreateRequisite(context.Context, *CreateRequisiteRequest) (*Requisite, error)
+	// The company's requisites, oldest first, as a bare array.
+	ListRequisites(context.Context, *ListRequisitesRequest) (*ListRequisitesResponse, error)
+	// Computes an invoice for subscriptions and business dialogs. With
+	// preview (the default) nothing is stored and id, status, lifetime,
+	// payment_url and created_at are null; with preview false the invoice is
+	// stored as new, payable for 3 days at payment_url. An invoice of amount
+	// 0 is paid as soon as it is stored.
+	//
+	// Prices per connection slot and month: START 990 (one connection only),
+	// STANDARD 1990, FREE 0 (bot types only); ADVANCED cannot be invoiced. A
+	// business dialog costs 5.00. Discounts, in percent of the undiscounted
+	// amount, are added together and capped at 50: period (3 months 5, 6
+	// months 10, 12 months 20), quantity by the new size (5-9: 5, 10-49: 10,
+	// 50 and more: 15), a valid promo code 10, and 10 while the subscription
+	// is in its test period. The top-up buys period_months calendar months
+	// from the later of now and paid_until; growing the plan or size inside a
+	// paid period adds an upgrade for the time that remains.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND; 404 error 22020
+	// REQUISITE_NOT_FOUND; 409 error 22019 SUBSCRIPTION_SIZE_BELOW_CURRENT
+	// (new_size below the connections the subscription holds); 400 error
+	// 22018 SUBSCRIPTION_PAYMENTS_LOCKED; 400 error 18003
+	// INVOICE_PROVIDER_ERROR (KEEPZ without a keepz connection or a rate, or
+	// a company that does not pay in roubles).
+	CreateInvoice(context.Context, *CreateInvoiceRequest) (*Invoice, error)
+	// The company's stored invoices, newest first (previews are never
+	// stored), with the count of all of them.
+	ListInvoices(context.Context, *ListInvoicesRequest) (*ListInvoicesResponse, error)
+	// One stored invoice.
+	//
+	// Errors: 404 error 22021 INVOICE_NOT_FOUND.
+	GetInvoice(context.Context, *GetInvoiceRequest) (*Invoice, error)
+	// Changes the size of a subscription, keeping the money already paid:
+	// the value left of the paid period (remaining days x monthly price x
+	// size / 30) is spread over the new size, which moves paid_until. Size 0
+	// with target_subscription_id moves the connections and the value left
+	// to another subscription of the same type. With preview (the default)
+	// nothing changes.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND; 409 error 22017
+	// SUBSCRIPTION_ADVANCE_ACTIVE; 409 error 22015 SUBSCRIPTION_IN_TEST; 409
+	// error 22019 SUBSCRIPTION_SIZE_BELOW_CURRENT.
+	ChangeSize(context.Context, *ChangeSizeRequest) (*ChangeResult, error)
+	// Changes the plan of a subscription, keeping the money already paid
+	// (as change_size). In the test period the plan changes and test_until
+	// stays. With preview (the default) nothing changes.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND; 409 error 22017
+	// SUBSCRIPTION_ADVANCE_ACTIVE; 409 error 22019
+	// SUBSCRIPTION_SIZE_BELOW_CURRENT.
+	ChangePlan(context.Context, *ChangePlanRequest) (*ChangeResult, error)
+	// Grants the advance: 5 days (120 hours) more of the paid period, repaid
+	// by the next payment, whose top-up starts from paid_until as it was
+	// before the advance. Only for a paying plan that had at least one real
+	// payment, with at most 2 days left of its paid period, and no advance
+	// active; advance.is_available says whether the call would be granted.
+	//
+	// Errors: 404 error 22000 SUBSCRIPTION_NOT_FOUND; 400 error 22016
+	// SUBSCRIPTION_ADVANCE_NOT_ALLOWED.
+	GrantAdvance(context.Context, *GrantAdvanceRequest) (*Subscription, error)
 	mustEmbedUnimplementedBillingServiceServer()
 }
 
@@ -96,6 +308,30 @@ func (UnimplementedBillingServiceServer) ListSubscriptions(context.Context, *Lis
 }
 func (UnimplementedBillingServiceServer) UpdateSubscription(context.Context, *UpdateSubscriptionRequest) (*Subscription, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method UpdateSubscription not implemented")
+}
+func (UnimplementedBillingServiceServer) CreateRequisite(context.Context, *CreateRequisiteRequest) (*Requisite, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateRequisite not implemented")
+}
+func (UnimplementedBillingServiceServer) ListRequisites(context.Context, *ListRequisitesRequest) (*ListRequisitesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListRequisites not implemented")
+}
+func (UnimplementedBillingServiceServer) CreateInvoice(context.Context, *CreateInvoiceRequest) (*Invoice, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateInvoice not implemented")
+}
+func (UnimplementedBillingServiceServer) ListInvoices(context.Context, *ListInvoicesRequest) (*ListInvoicesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListInvoices not implemented")
+}
+func (UnimplementedBillingServiceServer) GetInvoice(context.Context, *GetInvoiceRequest) (*Invoice, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetInvoice not implemented")
+}
+func (UnimplementedBillingServiceServer) ChangeSize(context.Context, *ChangeSizeRequest) (*ChangeResult, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ChangeSize not implemented")
+}
+func (UnimplementedBillingServiceServer) ChangePlan(context.Context, *ChangePlanRequest) (*ChangeResult, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ChangePlan not implemented")
+}
+func (UnimplementedBillingServiceServer) GrantAdvance(context.Context, *GrantAdvanceRequest) (*Subscription, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GrantAdvance not implemented")
 }
 func (UnimplementedBillingServiceServer) mustEmbedUnimplementedBillingServiceServer() {}
 func (UnimplementedBillingServiceServer) testEmbeddedByValue()                        {}
@@ -154,6 +390,150 @@ func _BillingService_UpdateSubscription_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BillingService_CreateRequisite_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateRequisiteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingServiceServer).CreateRequisite(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingService_CreateRequisite_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingServiceServer).CreateRequisite(ctx, req.(*CreateRequisiteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingService_ListRequisites_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRequisitesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingServiceServer).ListRequisites(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingService_ListRequisites_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingServiceServer).ListRequisites(ctx, req.(*ListRequisitesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingService_CreateInvoice_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateInvoiceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingServiceServer).CreateInvoice(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingService_CreateInvoice_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingServiceServer).CreateInvoice(ctx, req.(*CreateInvoiceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingService_ListInvoices_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListInvoicesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingServiceServer).ListInvoices(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingService_ListInvoices_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingServiceServer).ListInvoices(ctx, req.(*ListInvoicesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingService_GetInvoice_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetInvoiceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingServiceServer).GetInvoice(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingService_GetInvoice_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingServiceServer).GetInvoice(ctx, req.(*GetInvoiceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingService_ChangeSize_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ChangeSizeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingServiceServer).ChangeSize(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingService_ChangeSize_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingServiceServer).ChangeSize(ctx, req.(*ChangeSizeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingService_ChangePlan_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ChangePlanRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingServiceServer).ChangePlan(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingService_ChangePlan_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingServiceServer).ChangePlan(ctx, req.(*ChangePlanRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingService_GrantAdvance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GrantAdvanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingServiceServer).GrantAdvance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingService_GrantAdvance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingServiceServer).GrantAdvance(ctx, req.(*GrantAdvanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // BillingService_ServiceDesc is the grpc.ServiceDesc for BillingService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -168,6 +548,38 @@ var BillingService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateSubscription",
 			Handler:    _BillingService_UpdateSubscription_Handler,
+		},
+		{
+			MethodName: "CreateRequisite",
+			Handler:    _BillingService_CreateRequisite_Handler,
+		},
+		{
+			MethodName: "ListRequisites",
+			Handler:    _BillingService_ListRequisites_Handler,
+		},
+		{
+			MethodName: "CreateInvoice",
+			Handler:    _BillingService_CreateInvoice_Handler,
+		},
+		{
+			MethodName: "ListInvoices",
+			Handler:    _BillingService_ListInvoices_Handler,
+		},
+		{
+			MethodName: "GetInvoice",
+			Handler:    _BillingService_GetInvoice_Handler,
+		},
+		{
+			MethodName: "ChangeSize",
+			Handler:    _BillingService_ChangeSize_Handler,
+		},
+		{
+			MethodName: "ChangePlan",
+			Handler:    _BillingService_ChangePlan_Handler,
+		},
+		{
+			MethodName: "GrantAdvance",
+			Handler:    _BillingService_GrantAdvance_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -179,6 +179,310 @@ func (x *AddWabaDialogsRequest) GetCount() int32 {
 	return 0
 }
 
+type CreateSubscriptionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// CONNECTION_<TYPE>, for example CONNECTION_WHATSAPP.
+	SubscriptionType string                 `protobuf:"bytes,2,opt,name=subscription_type,json=subscriptionType,proto3" json:"subscription_type,omitempty"`
+	SubscriptionPlan *SubscriptionPlan      `protobuf:"varint,3,opt,name=subscription_plan,json=subscriptionPlan,proto3,enum=switchboard.billing.v1.SubscriptionPlan,oneof" json:"subscription_plan,omitempty"`
+	MaxSize          *int32                 `protobuf:"varint,4,opt,name=max_size,json=maxSize,proto3,oneof" json:"max_size,omitempty"`
+	PaidUntil        *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=paid_until,json=paidUntil,proto3" json:"paid_until,omitempty"`
+	TestUntil        *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=test_until,json=testUntil,proto3" json:"test_until,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CreateSubscriptionRequest) Reset() {
+	*x = CreateSubscriptionRequest{}
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSubscriptionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSubscriptionRequest) ProtoMessage() {}
+
+func (x *CreateSubscriptionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSubscriptionRequest.ProtoReflect.Descriptor instead.
+func (*CreateSubscriptionRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_operator_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CreateSubscriptionRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CreateSubscriptionRequest) GetSubscriptionType() string {
+	if x != nil {
+		return x.SubscriptionType
+	}
+	return ""
+}
+
+func (x *CreateSubscriptionRequest) GetSubscriptionPlan() SubscriptionPlan {
+	if x != nil && x.SubscriptionPlan != nil {
+		return *x.SubscriptionPlan
+	}
+	return SubscriptionPlan_SUBSCRIPTION_PLAN_UNSPECIFIED
+}
+
+func (x *CreateSubscriptionRequest) GetMaxSize() int32 {
+	if x != nil && x.MaxSize != nil {
+		return *x.MaxSize
+	}
+	return 0
+}
+
+func (x *CreateSubscriptionRequest) GetPaidUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PaidUntil
+	}
+	return nil
+}
+
+func (x *CreateSubscriptionRequest) GetTestUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.TestUntil
+	}
+	return nil
+}
+
+type GetCompanyBillingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCompanyBillingRequest) Reset() {
+	*x = GetCompanyBillingRequest{}
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCompanyBillingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCompanyBillingRequest) ProtoMessage() {}
+
+func (x *GetCompanyBillingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCompanyBillingRequest.ProtoReflect.Descriptor instead.
+func (*GetCompanyBillingRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_operator_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetCompanyBillingRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+type UpdateCompanyBillingRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// RUB or USD.
+	PaymentCurrency *string `protobuf:"bytes,2,opt,name=payment_currency,json=paymentCurrency,proto3,oneof" json:"payment_currency,omitempty"`
+	PaymentsLocked  *bool   `protobuf:"varint,3,opt,name=payments_locked,json=paymentsLocked,proto3,oneof" json:"payments_locked,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UpdateCompanyBillingRequest) Reset() {
+	*x = UpdateCompanyBillingRequest{}
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCompanyBillingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCompanyBillingRequest) ProtoMessage() {}
+
+func (x *UpdateCompanyBillingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCompanyBillingRequest.ProtoReflect.Descriptor instead.
+func (*UpdateCompanyBillingRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_operator_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *UpdateCompanyBillingRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *UpdateCompanyBillingRequest) GetPaymentCurrency() string {
+	if x != nil && x.PaymentCurrency != nil {
+		return *x.PaymentCurrency
+	}
+	return ""
+}
+
+func (x *UpdateCompanyBillingRequest) GetPaymentsLocked() bool {
+	if x != nil && x.PaymentsLocked != nil {
+		return *x.PaymentsLocked
+	}
+	return false
+}
+
+type CompanyBilling struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// RUB or USD: a company paying in USD cannot be invoiced here (18003).
+	PaymentCurrency string `protobuf:"bytes,2,opt,name=payment_currency,json=paymentCurrency,proto3" json:"payment_currency,omitempty"`
+	// Its own invoices are refused with 22018.
+	PaymentsLocked     bool  `protobuf:"varint,3,opt,name=payments_locked,json=paymentsLocked,proto3" json:"payments_locked,omitempty"`
+	WabaDialogsBalance int64 `protobuf:"varint,4,opt,name=waba_dialogs_balance,json=wabaDialogsBalance,proto3" json:"waba_dialogs_balance,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *CompanyBilling) Reset() {
+	*x = CompanyBilling{}
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompanyBilling) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompanyBilling) ProtoMessage() {}
+
+func (x *CompanyBilling) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompanyBilling.ProtoReflect.Descriptor instead.
+func (*CompanyBilling) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_operator_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CompanyBilling) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CompanyBilling) GetPaymentCurrency() string {
+	if x != nil {
+		return x.PaymentCurrency
+	}
+	return ""
+}
+
+func (x *CompanyBilling) GetPaymentsLocked() bool {
+	if x != nil {
+		return x.PaymentsLocked
+	}
+	return false
+}
+
+func (x *CompanyBilling) GetWabaDialogsBalance() int64 {
+	if x != nil {
+		return x.WabaDialogsBalance
+	}
+	return 0
+}
+
+type InvoiceActionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InvoiceId     int64                  `protobuf:"varint,1,opt,name=invoice_id,json=invoiceId,proto3" json:"invoice_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InvoiceActionRequest) Reset() {
+	*x = InvoiceActionRequest{}
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvoiceActionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvoiceActionRequest) ProtoMessage() {}
+
+func (x *InvoiceActionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_operator_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvoiceActionRequest.ProtoReflect.Descriptor instead.
+func (*InvoiceActionRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_operator_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *InvoiceActionRequest) GetInvoiceId() int64 {
+	if x != nil {
+		return x.InvoiceId
+	}
+	return 0
+}
+
 var File_switchboard_billing_v1_operator_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_operator_proto_rawDesc = "" +
@@ -204,10 +508,48 @@ const file_switchboard_billing_v1_operator_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12!\n" +
 	"\x05count\x18\x02 \x01(\x05B\x06\xbaH\x03\xc8\x01\x01H\x00R\x05count\x88\x01\x01B\b\n" +
-	"\x06_count2\x87\x03\n" +
+	"\x06_count\"\xa5\x03\n" +
+	"\x19CreateSubscriptionRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x126\n" +
+	"\x11subscription_type\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@R\x10subscriptionType\x12i\n" +
+	"\x11subscription_plan\x18\x03 \x01(\x0e2(.switchboard.billing.v1.SubscriptionPlanB\r\xbaH\n" +
+	"\xc8\x01\x01\x82\x01\x04\x10\x01 \x00H\x00R\x10subscriptionPlan\x88\x01\x01\x12-\n" +
+	"\bmax_size\x18\x04 \x01(\x05B\r\xbaH\n" +
+	"\xc8\x01\x01\x1a\x05\x18\x90N(\x00H\x01R\amaxSize\x88\x01\x01\x129\n" +
+	"\n" +
+	"paid_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tpaidUntil\x129\n" +
+	"\n" +
+	"test_until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\ttestUntilB\x14\n" +
+	"\x12_subscription_planB\v\n" +
+	"\t_max_size\"9\n" +
+	"\x18GetCompanyBillingRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\"\xd4\x01\n" +
+	"\x1bUpdateCompanyBillingRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12?\n" +
+	"\x10payment_currency\x18\x02 \x01(\tB\x0f\xbaH\fr\n" +
+	"R\x03RUBR\x03USDH\x00R\x0fpaymentCurrency\x88\x01\x01\x12,\n" +
+	"\x0fpayments_locked\x18\x03 \x01(\bH\x01R\x0epaymentsLocked\x88\x01\x01B\x13\n" +
+	"\x11_payment_currencyB\x12\n" +
+	"\x10_payments_locked\"\xb5\x01\n" +
+	"\x0eCompanyBilling\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12)\n" +
+	"\x10payment_currency\x18\x02 \x01(\tR\x0fpaymentCurrency\x12'\n" +
+	"\x0fpayments_locked\x18\x03 \x01(\bR\x0epaymentsLocked\x120\n" +
+	"\x14waba_dialogs_balance\x18\x04 \x01(\x03R\x12wabaDialogsBalance\"5\n" +
+	"\x14InvoiceActionRequest\x12\x1d\n" +
+	"\n" +
+	"invoice_id\x18\x01 \x01(\x03R\tinvoiceId2\x93\b\n" +
 	"\x16BillingOperatorService\x12\xba\x01\n" +
 	"\x12AdjustSubscription\x121.switchboard.billing.v1.AdjustSubscriptionRequest\x1a$.switchboard.billing.v1.Subscription\"K\x82\xd3\xe4\x93\x02E:\x01*2@/admin/v1/companies/{company_id}/subscriptions/{subscription_id}\x12\xa5\x01\n" +
-	"\x0eAddWabaDialogs\x12-.switchboard.billing.v1.AddWabaDialogsRequest\x1a*.switchboard.billing.v1.WabaDialogsBalance\"8\x82\xd3\xe4\x93\x022:\x01*\"-/admin/v1/companies/{company_id}/waba_dialogs\x1a\b\xd0\xf3\x18\x01\xe8\xf9\x184B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
+	"\x0eAddWabaDialogs\x12-.switchboard.billing.v1.AddWabaDialogsRequest\x1a*.switchboard.billing.v1.WabaDialogsBalance\"8\x82\xd3\xe4\x93\x022:\x01*\"-/admin/v1/companies/{company_id}/waba_dialogs\x12\xa8\x01\n" +
+	"\x12CreateSubscription\x121.switchboard.billing.v1.CreateSubscriptionRequest\x1a$.switchboard.billing.v1.Subscription\"9\x82\xd3\xe4\x93\x023:\x01*\"./admin/v1/companies/{company_id}/subscriptions\x12\x9f\x01\n" +
+	"\x11GetCompanyBilling\x120.switchboard.billing.v1.GetCompanyBillingRequest\x1a&.switchboard.billing.v1.CompanyBilling\"0\x82\xd3\xe4\x93\x02*\x12(/admin/v1/companies/{company_id}/billing\x12\xa8\x01\n" +
+	"\x14UpdateCompanyBilling\x123.switchboard.billing.v1.UpdateCompanyBillingRequest\x1a&.switchboard.billing.v1.CompanyBilling\"3\x82\xd3\xe4\x93\x02-:\x01*2(/admin/v1/companies/{company_id}/billing\x12\x91\x01\n" +
+	"\rCancelInvoice\x12,.switchboard.billing.v1.InvoiceActionRequest\x1a\x1f.switchboard.billing.v1.Invoice\"1\x82\xd3\xe4\x93\x02+:\x01*\"&/admin/v1/invoices/{invoice_id}/cancel\x1a\b\xd0\xf3\x18\x01\xe8\xf9\x184B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
 
 var (
 	file_switchboard_billing_v1_operator_proto_rawDescOnce sync.Once
@@ -221,28 +563,45 @@ func file_switchboard_billing_v1_operator_proto_rawDescGZIP() []byte {
 	return file_switchboard_billing_v1_operator_proto_rawDescData
 }
 
-var file_switchboard_billing_v1_operator_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_switchboard_billing_v1_operator_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_switchboard_billing_v1_operator_proto_goTypes = []any{
-	(*AdjustSubscriptionRequest)(nil), // 0: switchboard.billing.v1.AdjustSubscriptionRequest
-	(*AddWabaDialogsRequest)(nil),     // 1: switchboard.billing.v1.AddWabaDialogsRequest
-	(SubscriptionPlan)(0),             // 2: switchboard.billing.v1.SubscriptionPlan
-	(*timestamppb.Timestamp)(nil),     // 3: google.protobuf.Timestamp
-	(*Subscription)(nil),              // 4: switchboard.billing.v1.Subscription
-	(*WabaDialogsBalance)(nil),        // 5: switchboard.billing.v1.WabaDialogsBalance
+	(*AdjustSubscriptionRequest)(nil),   // 0: switchboard.billing.v1.AdjustSubscriptionRequest
+	(*AddWabaDialogsRequest)(nil),       // 1: switchboard.billing.v1.AddWabaDialogsRequest
+	(*CreateSubscriptionRequest)(nil),   // 2: switchboard.billing.v1.CreateSubscriptionRequest
+	(*GetCompanyBillingRequest)(nil),    // 3: switchboard.billing.v1.GetCompanyBillingRequest
+	(*UpdateCompanyBillingRequest)(nil), // 4: switchboard.billing.v1.UpdateCompanyBillingRequest
+	(*CompanyBilling)(nil),              // 5: switchboard.billing.v1.CompanyBilling
+	(*InvoiceActionRequest)(nil),        // 6: switchboard.billing.v1.InvoiceActionRequest
+	(SubscriptionPlan)(0),               // 7: switchboard.billing.v1.SubscriptionPlan
+	(*timestamppb.Timestamp)(nil),       // 8: google.protobuf.Timestamp
+	(*Subscription)(nil),                // 9: switchboard.billing.v1.Subscription
+	(*WabaDialogsBalance)(nil),          // 10: switchboard.billing.v1.WabaDialogsBalance
+	(*Invoice)(nil),                     // 11: switchboard.billing.v1.Invoice
 }
 var file_switchboard_billing_v1_operator_proto_depIdxs = []int32{
-	2, // 0: switchboard.billing.v1.AdjustSubscriptionRequest.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	3, // 1: switchboard.billing.v1.AdjustSubscriptionRequest.paid_until:type_name -> google.protobuf.Timestamp
-	3, // 2: switchboard.billing.v1.AdjustSubscriptionRequest.test_until:type_name -> google.protobuf.Timestamp
-	0, // 3: switchboard.billing.v1.BillingOperatorService.AdjustSubscription:input_type -> switchboard.billing.v1.AdjustSubscriptionRequest
-	1, // 4: switchboard.billing.v1.BillingOperatorService.AddWabaDialogs:input_type -> switchboard.billing.v1.AddWabaDialogsRequest
-	4, // 5: switchboard.billing.v1.BillingOperatorService.AdjustSubscription:output_type -> switchboard.billing.v1.Subscription
-	5, // 6: switchboard.billing.v1.BillingOperatorService.AddWabaDialogs:output_type -> switchboard.billing.v1.WabaDialogsBalance
-	5, // [5:7] is the sub-list for method output_type
-	3, // [3:5] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	7,  // 0: switchboard.billing.v1.AdjustSubscriptionRequest.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	8,  // 1: switchboard.billing.v1.AdjustSubscriptionRequest.paid_until:type_name -> google.protobuf.Timestamp
+	8,  // 2: switchboard.billing.v1.AdjustSubscriptionRequest.test_until:type_name -> google.protobuf.Timestamp
+	7,  // 3: switchboard.billing.v1.CreateSubscriptionRequest.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	8,  // 4: switchboard.billing.v1.CreateSubscriptionRequest.paid_until:type_name -> google.protobuf.Timestamp
+	8,  // 5: switchboard.billing.v1.CreateSubscriptionRequest.test_until:type_name -> google.protobuf.Timestamp
+	0,  // 6: switchboard.billing.v1.BillingOperatorService.AdjustSubscription:input_type -> switchboard.billing.v1.AdjustSubscriptionRequest
+	1,  // 7: switchboard.billing.v1.BillingOperatorService.AddWabaDialogs:input_type -> switchboard.billing.v1.AddWabaDialogsRequest
+	2,  // 8: switchboard.billing.v1.BillingOperatorService.CreateSubscription:input_type -> switchboard.billing.v1.CreateSubscriptionRequest
+	3,  // 9: switchboard.billing.v1.BillingOperatorService.GetCompanyBilling:input_type -> switchboard.billing.v1.GetCompanyBillingRequest
+	4,  // 10: switchboard.billing.v1.BillingOperatorService.UpdateCompanyBilling:input_type -> switchboard.billing.v1.UpdateCompanyBillingRequest
+	6,  // 11: switchboard.billing.v1.BillingOperatorService.CancelInvoice:input_type -> switchboard.billing.v1.InvoiceActionRequest
+	9,  // 12: switchboard.billing.v1.BillingOperatorService.AdjustSubscription:output_type -> switchboard.billing.v1.Subscription
+	10, // 13: switchboard.billing.v1.BillingOperatorService.AddWabaDialogs:output_type -> switchboard.billing.v1.WabaDialogsBalance
+	9,  // 14: switchboard.billing.v1.BillingOperatorService.CreateSubscription:output_type -> switchboard.billing.v1.Subscription
+	5,  // 15: switchboard.billing.v1.BillingOperatorService.GetCompanyBilling:output_type -> switchboard.billing.v1.CompanyBilling
+	5,  // 16: switchboard.billing.v1.BillingOperatorService.UpdateCompanyBilling:output_type -> switchboard.billing.v1.CompanyBilling
+	11, // 17: switchboard.billing.v1.BillingOperatorService.CancelInvoice:output_type -> switchboard.billing.v1.Invoice
+	12, // [12:18] is the sub-list for method output_type
+	6,  // [6:12] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_billing_v1_operator_proto_init() }
@@ -253,13 +612,15 @@ func file_switchboard_billing_v1_operator_proto_init() {
 	file_switchboard_billing_v1_billing_proto_init()
 	file_switchboard_billing_v1_operator_proto_msgTypes[0].OneofWrappers = []any{}
 	file_switchboard_billing_v1_operator_proto_msgTypes[1].OneofWrappers = []any{}
+	file_switchboard_billing_v1_operator_proto_msgTypes[2].OneofWrappers = []any{}
+	file_switchboard_billing_v1_operator_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_billing_v1_operator_proto_rawDesc), len(file_switchboard_billing_v1_operator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

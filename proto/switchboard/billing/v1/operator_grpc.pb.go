@@ -19,17 +19,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	BillingOperatorService_AdjustSubscription_FullMethodName = "/switchboard.billing.v1.BillingOperatorService/AdjustSubscription"
-	BillingOperatorService_AddWabaDialogs_FullMethodName     = "/switchboard.billing.v1.BillingOperatorService/AddWabaDialogs"
+	BillingOperatorService_AdjustSubscription_FullMethodName   = "/switchboard.billing.v1.BillingOperatorService/AdjustSubscription"
+	BillingOperatorService_AddWabaDialogs_FullMethodName       = "/switchboard.billing.v1.BillingOperatorService/AddWabaDialogs"
+	BillingOperatorService_CreateSubscription_FullMethodName   = "/switchboard.billing.v1.BillingOperatorService/CreateSubscription"
+	BillingOperatorService_GetCompanyBilling_FullMethodName    = "/switchboard.billing.v1.BillingOperatorService/GetCompanyBilling"
+	BillingOperatorService_UpdateCompanyBilling_FullMethodName = "/switchboard.billing.v1.BillingOperatorService/UpdateCompanyBilling"
+	BillingOperatorService_CancelInvoice_FullMethodName        = "/switchboard.billing.v1.BillingOperatorService/CancelInvoice"
 )
 
 // BillingOperatorServiceClient is the client API for BillingOperatorService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// BillingOperatorService lets the operator adjust a subscription directly
-// (support cases, and tests of limits and payment) until invoices exist,
-// and add to a company's business (WABA) dialog balance.
+// BillingOperatorService lets the operator adjust subscriptions directly
+// (support cases, and tests of limits and payment; such changes never count
+// as payments), set a company's billing settings, add to its business
+// (WABA) dialog balance, and cancel invoices.
 type BillingOperatorServiceClient interface {
 	// Changes the given fields; absent ones stay. A clear_* flag sets the
 	// date to null.
@@ -43,6 +48,25 @@ type BillingOperatorServiceClient interface {
 	//
 	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
 	AddWabaDialogs(ctx context.Context, in *AddWabaDialogsRequest, opts ...grpc.CallOption) (*WabaDialogsBalance, error)
+	// A further, empty subscription of a type for the company (a company
+	// may hold several of one type, e.g. to move connections between them).
+	//
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
+	CreateSubscription(ctx context.Context, in *CreateSubscriptionRequest, opts ...grpc.CallOption) (*Subscription, error)
+	// The company's billing settings and business dialog balance.
+	//
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
+	GetCompanyBilling(ctx context.Context, in *GetCompanyBillingRequest, opts ...grpc.CallOption) (*CompanyBilling, error)
+	// Sets the currency the company pays in and whether its payments are
+	// locked; the company card shows the same values.
+	//
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
+	UpdateCompanyBilling(ctx context.Context, in *UpdateCompanyBillingRequest, opts ...grpc.CallOption) (*CompanyBilling, error)
+	// Cancels a new invoice: nothing it would have paid is applied.
+	//
+	// Errors: 404 error 22021 INVOICE_NOT_FOUND; 409 error 22022
+	// INVOICE_NOT_PAYABLE (not new).
+	CancelInvoice(ctx context.Context, in *InvoiceActionRequest, opts ...grpc.CallOption) (*Invoice, error)
 }
 
 type billingOperatorServiceClient struct {
@@ -73,13 +97,54 @@ func (c *billingOperatorServiceClient) AddWabaDialogs(ctx context.Context, in *A
 	return out, nil
 }
 
+func (c *billingOperatorServiceClient) CreateSubscription(ctx context.Context, in *CreateSubscriptionRequest, opts ...grpc.CallOption) (*Subscription, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Subscription)
+	err := c.cc.Invoke(ctx, BillingOperatorService_CreateSubscription_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingOperatorServiceClient) GetCompanyBilling(ctx context.Context, in *GetCompanyBillingRequest, opts ...grpc.CallOption) (*CompanyBilling, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompanyBilling)
+	err := c.cc.Invoke(ctx, BillingOperatorService_GetCompanyBilling_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingOperatorServiceClient) UpdateCompanyBilling(ctx context.Context, in *UpdateCompanyBillingRequest, opts ...grpc.CallOption) (*CompanyBilling, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompanyBilling)
+	err := c.cc.Invoke(ctx, BillingOperatorService_UpdateCompanyBilling_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingOperatorServiceClient) CancelInvoice(ctx context.Context, in *InvoiceActionRequest, opts ...grpc.CallOption) (*Invoice, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Invoice)
+	err := c.cc.Invoke(ctx, BillingOperatorService_CancelInvoice_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BillingOperatorServiceServer is the server API for BillingOperatorService service.
 // All implementations must embed UnimplementedBillingOperatorServiceServer
 // for forward compatibility.
 //
-// BillingOperatorService lets the operator adjust a subscription directly
-// (support cases, and tests of limits and payment) until invoices exist,
-// and add to a company's business (WABA) dialog balance.
+// BillingOperatorService lets the operator adjust subscriptions directly
+// (support cases, and tests of limits and payment; such changes never count
+// as payments), set a company's billing settings, add to its business
+// (WABA) dialog balance, and cancel invoices.
 type BillingOperatorServiceServer interface {
 	// Changes the given fields; absent ones stay. A clear_* flag sets the
 	// date to null.
@@ -93,6 +158,25 @@ type BillingOperatorServiceServer interface {
 	//
 	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
 	AddWabaDialogs(context.Context, *AddWabaDialogsRequest) (*WabaDialogsBalance, error)
+	// A further, empty subscription of a type for the company (a company
+	// may hold several of one type, e.g. to move connections between them).
+	//
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
+	CreateSubscription(context.Context, *CreateSubscriptionRequest) (*Subscription, error)
+	// The company's billing settings and business dialog balance.
+	//
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
+	GetCompanyBilling(context.Context, *GetCompanyBillingRequest) (*CompanyBilling, error)
+	// Sets the currency the company pays in and whether its payments are
+	// locked; the company card shows the same values.
+	//
+	// Errors: 404 error 8000 COMPANY_NOT_FOUND.
+	UpdateCompanyBilling(context.Context, *UpdateCompanyBillingRequest) (*CompanyBilling, error)
+	// Cancels a new invoice: nothing it would have paid is applied.
+	//
+	// Errors: 404 error 22021 INVOICE_NOT_FOUND; 409 error 22022
+	// INVOICE_NOT_PAYABLE (not new).
+	CancelInvoice(context.Context, *InvoiceActionRequest) (*Invoice, error)
 	mustEmbedUnimplementedBillingOperatorServiceServer()
 }
 
@@ -108,6 +192,18 @@ func (UnimplementedBillingOperatorServiceServer) AdjustSubscription(context.Cont
 }
 func (UnimplementedBillingOperatorServiceServer) AddWabaDialogs(context.Context, *AddWabaDialogsRequest) (*WabaDialogsBalance, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method AddWabaDialogs not implemented")
+}
+func (UnimplementedBillingOperatorServiceServer) CreateSubscription(context.Context, *CreateSubscriptionRequest) (*Subscription, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateSubscription not implemented")
+}
+func (UnimplementedBillingOperatorServiceServer) GetCompanyBilling(context.Context, *GetCompanyBillingRequest) (*CompanyBilling, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetCompanyBilling not implemented")
+}
+func (UnimplementedBillingOperatorServiceServer) UpdateCompanyBilling(context.Context, *UpdateCompanyBillingRequest) (*CompanyBilling, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateCompanyBilling not implemented")
+}
+func (UnimplementedBillingOperatorServiceServer) CancelInvoice(context.Context, *InvoiceActionRequest) (*Invoice, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CancelInvoice not implemented")
 }
 func (UnimplementedBillingOperatorServiceServer) mustEmbedUnimplementedBillingOperatorServiceServer() {
 }
@@ -167,6 +263,78 @@ func _BillingOperatorService_AddWabaDialogs_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BillingOperatorService_CreateSubscription_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateSubscriptionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingOperatorServiceServer).CreateSubscription(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingOperatorService_CreateSubscription_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingOperatorServiceServer).CreateSubscription(ctx, req.(*CreateSubscriptionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingOperatorService_GetCompanyBilling_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCompanyBillingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingOperatorServiceServer).GetCompanyBilling(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingOperatorService_GetCompanyBilling_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingOperatorServiceServer).GetCompanyBilling(ctx, req.(*GetCompanyBillingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingOperatorService_UpdateCompanyBilling_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateCompanyBillingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingOperatorServiceServer).UpdateCompanyBilling(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingOperatorService_UpdateCompanyBilling_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingOperatorServiceServer).UpdateCompanyBilling(ctx, req.(*UpdateCompanyBillingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingOperatorService_CancelInvoice_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InvoiceActionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingOperatorServiceServer).CancelInvoice(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingOperatorService_CancelInvoice_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingOperatorServiceServer).CancelInvoice(ctx, req.(*InvoiceActionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // BillingOperatorService_ServiceDesc is the grpc.ServiceDesc for BillingOperatorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -181,6 +349,22 @@ var BillingOperatorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AddWabaDialogs",
 			Handler:    _BillingOperatorService_AddWabaDialogs_Handler,
+		},
+		{
+			MethodName: "CreateSubscription",
+			Handler:    _BillingOperatorService_CreateSubscription_Handler,
+		},
+		{
+			MethodName: "GetCompanyBilling",
+			Handler:    _BillingOperatorService_GetCompanyBilling_Handler,
+		},
+		{
+			MethodName: "UpdateCompanyBilling",
+			Handler:    _BillingOperatorService_UpdateCompanyBilling_Handler,
+		},
+		{
+			MethodName: "CancelInvoice",
+			Handler:    _BillingOperatorService_CancelInvoice_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

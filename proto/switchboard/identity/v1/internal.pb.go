@@ -204,6 +204,171 @@ func (x *CheckCompaniesResponse) GetUnknownCompanyIds() []int64 {
 	return nil
 }
 
+type GetCompanyBillingSettingsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCompanyBillingSettingsRequest) Reset() {
+	*x = GetCompanyBillingSettingsRequest{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCompanyBillingSettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCompanyBillingSettingsRequest) ProtoMessage() {}
+
+func (x *GetCompanyBillingSettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCompanyBillingSettingsRequest.ProtoReflect.Descriptor instead.
+func (*GetCompanyBillingSettingsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetCompanyBillingSettingsRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+type UpdateCompanyBillingSettingsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// RUB or USD.
+	PaymentCurrency *string `protobuf:"bytes,2,opt,name=payment_currency,json=paymentCurrency,proto3,oneof" json:"payment_currency,omitempty"`
+	PaymentsLocked  *bool   `protobuf:"varint,3,opt,name=payments_locked,json=paymentsLocked,proto3,oneof" json:"payments_locked,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UpdateCompanyBillingSettingsRequest) Reset() {
+	*x = UpdateCompanyBillingSettingsRequest{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCompanyBillingSettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCompanyBillingSettingsRequest) ProtoMessage() {}
+
+func (x *UpdateCompanyBillingSettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCompanyBillingSettingsRequest.ProtoReflect.Descriptor instead.
+func (*UpdateCompanyBillingSettingsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *UpdateCompanyBillingSettingsRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *UpdateCompanyBillingSettingsRequest) GetPaymentCurrency() string {
+	if x != nil && x.PaymentCurrency != nil {
+		return *x.PaymentCurrency
+	}
+	return ""
+}
+
+func (x *UpdateCompanyBillingSettingsRequest) GetPaymentsLocked() bool {
+	if x != nil && x.PaymentsLocked != nil {
+		return *x.PaymentsLocked
+	}
+	return false
+}
+
+type CompanyBillingSettings struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId       int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	PaymentCurrency string                 `protobuf:"bytes,2,opt,name=payment_currency,json=paymentCurrency,proto3" json:"payment_currency,omitempty"`
+	PaymentsLocked  bool                   `protobuf:"varint,3,opt,name=payments_locked,json=paymentsLocked,proto3" json:"payments_locked,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CompanyBillingSettings) Reset() {
+	*x = CompanyBillingSettings{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompanyBillingSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompanyBillingSettings) ProtoMessage() {}
+
+func (x *CompanyBillingSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompanyBillingSettings.ProtoReflect.Descriptor instead.
+func (*CompanyBillingSettings) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CompanyBillingSettings) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CompanyBillingSettings) GetPaymentCurrency() string {
+	if x != nil {
+		return x.PaymentCurrency
+	}
+	return ""
+}
+
+func (x *CompanyBillingSettings) GetPaymentsLocked() bool {
+	if x != nil {
+		return x.PaymentsLocked
+	}
+	return false
+}
+
 var File_switchboard_identity_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_identity_v1_internal_proto_rawDesc = "" +
@@ -218,10 +383,27 @@ const file_switchboard_identity_v1_internal_proto_rawDesc = "" +
 	"\vcompany_ids\x18\x01 \x03(\x03B\v\xbaH\b\x92\x01\x05\b\x01\x10\xe8\aR\n" +
 	"companyIds\"H\n" +
 	"\x16CheckCompaniesResponse\x12.\n" +
-	"\x13unknown_company_ids\x18\x01 \x03(\x03R\x11unknownCompanyIds2\xad\x02\n" +
+	"\x13unknown_company_ids\x18\x01 \x03(\x03R\x11unknownCompanyIds\"A\n" +
+	" GetCompanyBillingSettingsRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\"\xcb\x01\n" +
+	"#UpdateCompanyBillingSettingsRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12.\n" +
+	"\x10payment_currency\x18\x02 \x01(\tH\x00R\x0fpaymentCurrency\x88\x01\x01\x12,\n" +
+	"\x0fpayments_locked\x18\x03 \x01(\bH\x01R\x0epaymentsLocked\x88\x01\x01B\x13\n" +
+	"\x11_payment_currencyB\x12\n" +
+	"\x10_payments_locked\"\x8b\x01\n" +
+	"\x16CompanyBillingSettings\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12)\n" +
+	"\x10payment_currency\x18\x02 \x01(\tR\x0fpaymentCurrency\x12'\n" +
+	"\x0fpayments_locked\x18\x03 \x01(\bR\x0epaymentsLocked2\xc7\x04\n" +
 	"\x17IdentityInternalService\x12\x98\x01\n" +
 	"\x1bMarkCompaniesHadConnections\x12;.switchboard.identity.v1.MarkCompaniesHadConnectionsRequest\x1a<.switchboard.identity.v1.MarkCompaniesHadConnectionsResponse\x12q\n" +
-	"\x0eCheckCompanies\x12..switchboard.identity.v1.CheckCompaniesRequest\x1a/.switchboard.identity.v1.CheckCompaniesResponse\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
+	"\x0eCheckCompanies\x12..switchboard.identity.v1.CheckCompaniesRequest\x1a/.switchboard.identity.v1.CheckCompaniesResponse\x12\x87\x01\n" +
+	"\x19GetCompanyBillingSettings\x129.switchboard.identity.v1.GetCompanyBillingSettingsRequest\x1a/.switchboard.identity.v1.CompanyBillingSettings\x12\x8d\x01\n" +
+	"\x1cUpdateCompanyBillingSettings\x12<.switchboard.identity.v1.UpdateCompanyBillingSettingsRequest\x1a/.switchboard.identity.v1.CompanyBillingSettings\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
 
 var (
 	file_switchboard_identity_v1_internal_proto_rawDescOnce sync.Once
@@ -235,20 +417,27 @@ func file_switchboard_identity_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_identity_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_identity_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_switchboard_identity_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_switchboard_identity_v1_internal_proto_goTypes = []any{
 	(*MarkCompaniesHadConnectionsRequest)(nil),  // 0: switchboard.identity.v1.MarkCompaniesHadConnectionsRequest
 	(*MarkCompaniesHadConnectionsResponse)(nil), // 1: switchboard.identity.v1.MarkCompaniesHadConnectionsResponse
 	(*CheckCompaniesRequest)(nil),               // 2: switchboard.identity.v1.CheckCompaniesRequest
 	(*CheckCompaniesResponse)(nil),              // 3: switchboard.identity.v1.CheckCompaniesResponse
+	(*GetCompanyBillingSettingsRequest)(nil),    // 4: switchboard.identity.v1.GetCompanyBillingSettingsRequest
+	(*UpdateCompanyBillingSettingsRequest)(nil), // 5: switchboard.identity.v1.UpdateCompanyBillingSettingsRequest
+	(*CompanyBillingSettings)(nil),              // 6: switchboard.identity.v1.CompanyBillingSettings
 }
 var file_switchboard_identity_v1_internal_proto_depIdxs = []int32{
 	0, // 0: switchboard.identity.v1.IdentityInternalService.MarkCompaniesHadConnections:input_type -> switchboard.identity.v1.MarkCompaniesHadConnectionsRequest
 	2, // 1: switchboard.identity.v1.IdentityInternalService.CheckCompanies:input_type -> switchboard.identity.v1.CheckCompaniesRequest
-	1, // 2: switchboard.identity.v1.IdentityInternalService.MarkCompaniesHadConnections:output_type -> switchboard.identity.v1.MarkCompaniesHadConnectionsResponse
-	3, // 3: switchboard.identity.v1.IdentityInternalService.CheckCompanies:output_type -> switchboard.identity.v1.CheckCompaniesResponse
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
+	4, // 2: switchboard.identity.v1.IdentityInternalService.GetCompanyBillingSettings:input_type -> switchboard.identity.v1.GetCompanyBillingSettingsRequest
+	5, // 3: switchboard.identity.v1.IdentityInternalService.UpdateCompanyBillingSettings:input_type -> switchboard.identity.v1.UpdateCompanyBillingSettingsRequest
+	1, // 4: switchboard.identity.v1.IdentityInternalService.MarkCompaniesHadConnections:output_type -> switchboard.identity.v1.MarkCompaniesHadConnectionsResponse
+	3, // 5: switchboard.identity.v1.IdentityInternalService.CheckCompanies:output_type -> switchboard.identity.v1.CheckCompaniesResponse
+	6, // 6: switchboard.identity.v1.IdentityInternalService.GetCompanyBillingSettings:output_type -> switchboard.identity.v1.CompanyBillingSettings
+	6, // 7: switchboard.identity.v1.IdentityInternalService.UpdateCompanyBillingSettings:output_type -> switchboard.identity.v1.CompanyBillingSettings
+	4, // [4:8] is the sub-list for method output_type
+	0, // [0:4] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -259,13 +448,14 @@ func file_switchboard_identity_v1_internal_proto_init() {
 	if File_switchboard_identity_v1_internal_proto != nil {
 		return
 	}
+	file_switchboard_identity_v1_internal_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_identity_v1_internal_proto_rawDesc), len(file_switchboard_identity_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,8 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	IdentityInternalService_MarkCompaniesHadConnections_FullMethodName = "/switchboard.identity.v1.IdentityInternalService/MarkCompaniesHadConnections"
-	IdentityInternalService_CheckCompanies_FullMethodName              = "/switchboard.identity.v1.IdentityInternalService/CheckCompanies"
+	IdentityInternalService_MarkCompaniesHadConnections_FullMethodName  = "/switchboard.identity.v1.IdentityInternalService/MarkCompaniesHadConnections"
+	IdentityInternalService_CheckCompanies_FullMethodName               = "/switchboard.identity.v1.IdentityInternalService/CheckCompanies"
+	IdentityInternalService_GetCompanyBillingSettings_FullMethodName    = "/switchboard.identity.v1.IdentityInternalService/GetCompanyBillingSettings"
+	IdentityInternalService_UpdateCompanyBillingSettings_FullMethodName = "/switchboard.identity.v1.IdentityInternalService/UpdateCompanyBillingSettings"
 )
 
 // IdentityInternalServiceClient is the client API for IdentityInternalService service.
@@ -40,6 +42,13 @@ type IdentityInternalServiceClient interface {
 	// a company id from the operator rather than from an API key (whose
 	// company is known to exist). Reads only.
 	CheckCompanies(ctx context.Context, in *CheckCompaniesRequest, opts ...grpc.CallOption) (*CheckCompaniesResponse, error)
+	// A company's billing settings (billing asks before every invoice).
+	// Unknown company: NotFound 8000.
+	GetCompanyBillingSettings(ctx context.Context, in *GetCompanyBillingSettingsRequest, opts ...grpc.CallOption) (*CompanyBillingSettings, error)
+	// Changes the given billing settings and answers them (the operator's
+	// PATCH /admin/v1/companies/{id}/billing, served by billing). Unknown
+	// company: NotFound 8000.
+	UpdateCompanyBillingSettings(ctx context.Context, in *UpdateCompanyBillingSettingsRequest, opts ...grpc.CallOption) (*CompanyBillingSettings, error)
 }
 
 type identityInternalServiceClient struct {
@@ -70,6 +79,26 @@ func (c *identityInternalServiceClient) CheckCompanies(ctx context.Context, in *
 	return out, nil
 }
 
+func (c *identityInternalServiceClient) GetCompanyBillingSettings(ctx context.Context, in *GetCompanyBillingSettingsRequest, opts ...grpc.CallOption) (*CompanyBillingSettings, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompanyBillingSettings)
+	err := c.cc.Invoke(ctx, IdentityInternalService_GetCompanyBillingSettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *identityInternalServiceClient) UpdateCompanyBillingSettings(ctx context.Context, in *UpdateCompanyBillingSettingsRequest, opts ...grpc.CallOption) (*CompanyBillingSettings, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompanyBillingSettings)
+	err := c.cc.Invoke(ctx, IdentityInternalService_UpdateCompanyBillingSettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // IdentityInternalServiceServer is the server API for IdentityInternalService service.
 // All implementations must embed UnimplementedIdentityInternalServiceServer
 // for forward compatibility.
@@ -87,6 +116,13 @@ type IdentityInternalServiceServer interface {
 	// a company id from the operator rather than from an API key (whose
 	// company is known to exist). Reads only.
 	CheckCompanies(context.Context, *CheckCompaniesRequest) (*CheckCompaniesResponse, error)
+	// A company's billing settings (billing asks before every invoice).
+	// Unknown company: NotFound 8000.
+	GetCompanyBillingSettings(context.Context, *GetCompanyBillingSettingsRequest) (*CompanyBillingSettings, error)
+	// Changes the given billing settings and answers them (the operator's
+	// PATCH /admin/v1/companies/{id}/billing, served by billing). Unknown
+	// company: NotFound 8000.
+	UpdateCompanyBillingSettings(context.Context, *UpdateCompanyBillingSettingsRequest) (*CompanyBillingSettings, error)
 	mustEmbedUnimplementedIdentityInternalServiceServer()
 }
 
@@ -102,6 +138,12 @@ func (UnimplementedIdentityInternalServiceServer) MarkCompaniesHadConnections(co
 }
 func (UnimplementedIdentityInternalServiceServer) CheckCompanies(context.Context, *CheckCompaniesRequest) (*CheckCompaniesResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CheckCompanies not implemented")
+}
+func (UnimplementedIdentityInternalServiceServer) GetCompanyBillingSettings(context.Context, *GetCompanyBillingSettingsRequest) (*CompanyBillingSettings, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetCompanyBillingSettings not implemented")
+}
+func (UnimplementedIdentityInternalServiceServer) UpdateCompanyBillingSettings(context.Context, *UpdateCompanyBillingSettingsRequest) (*CompanyBillingSettings, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateCompanyBillingSettings not implemented")
 }
 func (UnimplementedIdentityInternalServiceServer) mustEmbedUnimplementedIdentityInternalServiceServer() {
 }
@@ -161,6 +203,42 @@ func _IdentityInternalService_CheckCompanies_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _IdentityInternalService_GetCompanyBillingSettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCompanyBillingSettingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IdentityInternalServiceServer).GetCompanyBillingSettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IdentityInternalService_GetCompanyBillingSettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IdentityInternalServiceServer).GetCompanyBillingSettings(ctx, req.(*GetCompanyBillingSettingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IdentityInternalService_UpdateCompanyBillingSettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateCompanyBillingSettingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IdentityInternalServiceServer).UpdateCompanyBillingSettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IdentityInternalService_UpdateCompanyBillingSettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IdentityInternalServiceServer).UpdateCompanyBillingSettings(ctx, req.(*UpdateCompanyBillingSettingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // IdentityInternalService_ServiceDesc is the grpc.ServiceDesc for IdentityInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -175,6 +253,14 @@ var IdentityInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CheckCompanies",
 			Handler:    _IdentityInternalService_CheckCompanies_Handler,
+		},
+		{
+			MethodName: "GetCompanyBillingSettings",
+			Handler:    _IdentityInternalService_GetCompanyBillingSettings_Handler,
+		},
+		{
+			MethodName: "UpdateCompanyBillingSettings",
+			Handler:    _IdentityInternalService_UpdateCompanyBillingSettings_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
