@@ -84,7 +84,12 @@ type Subscription struct {
 // Advance is the five-day credit of spec part 3.
 type Advance struct {
 	// Until ends the advance period; nil when none was ever granted.
-	Until  *time.Time
+	Until *time.Time
+	// From is paid_until when the advance was granted: the next payment
+	// extends from here, so the paid months replace the borrowed days
+	// instead of coming on top of them. Always Until − AdvanceCredit; nil
+	// for an advance stored without it, which base derives from Until.
+	From   *time.Time
 	Repaid bool
 }
 
@@ -104,21 +109,24 @@ const (
 const AdvanceWindow = 48 * time.Hour
 
 // Paid reports whether the subscription's connections may work at now:
-// inside the paid period or the test period.
+// plan FREE, or inside the paid period or the test period. FREE counts as
+// paid although its paid_until stays null (billing.md "Prices").
 func (s Subscription) Paid(now time.Time) bool {
-	return after(s.PaidUntil, now) || after(s.TestUntil, now)
+	return s.Plan == PlanFree || after(s.PaidUntil, now) || after(s.TestUntil, now)
 }
 
 func after(t *time.Time, now time.Time) bool { return t != nil && t.After(now) }
 
-// AdvanceAvailable applies spec part 3: a paying plan, at least one real
-// payment, at most two days left of the paid period, and no unrepaid
-// advance. A period that has already ended has less than two days left, so
-// an expired subscription may take one too.
+// AdvanceAvailable applies spec part 3 as billing.md "Advance" reads it: a
+// paying plan, at least one real payment, at most two days left of a paid
+// period that is still running (paid_until − 48h ≤ now < paid_until), and
+// no unrepaid advance. An ended period has no days left to be "at most two
+// days" of, so an expired subscription pays instead of borrowing.
 func (s Subscription) AdvanceAvailable(now time.Time) bool {
 	return s.Plan != PlanFree &&
 		s.HasPayment &&
-		s.PaidUntil != nil && s.PaidUntil.Sub(now) <= AdvanceWindow &&
+		s.PaidUntil != nil &&
+		!now.Before(s.PaidUntil.Add(-AdvanceWindow)) && now.Before(*s.PaidUntil) &&
 		!s.Advance.Active()
 }
 
@@ -134,6 +142,39 @@ var (
 	// subscription holds.
 	ErrBelowInUse = errors.New("max_size is below the number of connections in the subscription")
 )
+
+// Plan errors, mapped to API errors (422) by the app.
+var (
+	// ErrUnknownPlan: not one of the four plans.
+	ErrUnknownPlan = errors.New("unknown subscription plan")
+	// ErrPlanNotInvoiceable: ADVANCED is kept by the subscriptions that
+	// have it but can be neither invoiced nor chosen.
+	ErrPlanNotInvoiceable = errors.New("plan ADVANCED cannot be chosen any more")
+	// ErrFreeNotBot: FREE exists only for the bot connection types.
+	ErrFreeNotBot = errors.New("plan FREE is only for CONNECTION_TELEGRAM_BOT and CONNECTION_MAX_BOT")
+)
+
+// freeTypes are the subscription types that may be on plan FREE.
+var freeTypes = []SubscriptionType{"CONNECTION_TELEGRAM_BOT", "CONNECTION_MAX_BOT"}
+
+// CheckPlanFor applies the plan rules to a plan being chosen for a
+// subscription of type typ with size size (an invoice item, change_plan,
+// change_size). A size of 0 passes: it is the source of a move, which
+// keeps its plan. How the size compares with the connections in use is
+// CheckSize's business.
+func CheckPlanFor(plan Plan, typ SubscriptionType, size int32) error {
+	switch {
+	case !plan.Valid():
+		return ErrUnknownPlan
+	case plan == PlanAdvanced:
+		return ErrPlanNotInvoiceable
+	case plan == PlanFree && !slices.Contains(freeTypes, typ):
+		return ErrFreeNotBot
+	case plan == PlanStart && size > 1:
+		return ErrStartSize
+	}
+	return nil
+}
 
 // CheckSize applies the size rules to a plan and size, given how many
 // connections the subscription holds now.

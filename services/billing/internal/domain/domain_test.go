@@ -52,9 +52,11 @@ func TestPaid(t *testing.T) {
 		{"ends now", at(0), at(0), false},
 	}
 	for _, c := range cases {
-		s := Subscription{PaidUntil: c.paid, TestUntil: c.test}
+		s := Subscription{Plan: PlanStandard, PaidUntil: c.paid, TestUntil: c.test}
 		require.Equal(t, c.want, s.Paid(now), c.name)
 	}
+	// FREE counts as paid with paid_until null.
+	require.True(t, Subscription{Plan: PlanFree}.Paid(now))
 }
 
 func TestAdvanceActive(t *testing.T) {
@@ -73,8 +75,11 @@ func TestAdvanceAvailable(t *testing.T) {
 		"free plan":          func(s *Subscription) { s.Plan = PlanFree },
 		"never paid":         func(s *Subscription) { s.HasPayment = false },
 		"no paid period":     func(s *Subscription) { s.PaidUntil = nil },
-		"more than 48h left": func(s *Subscription) { s.PaidUntil = at(48*time.Hour + time.Second) },
+		"more than 48h left": func(s *Subscription) { s.PaidUntil = at(48*time.Hour + time.Nanosecond) },
 		"unrepaid advance":   func(s *Subscription) { s.Advance = Advance{Until: at(time.Hour)} },
+		// An ended period has no days left to borrow against.
+		"ends now":     func(s *Subscription) { s.PaidUntil = at(0) },
+		"period ended": func(s *Subscription) { s.PaidUntil = at(-time.Hour) },
 	}
 	for name, change := range cases {
 		s := ok
@@ -83,9 +88,10 @@ func TestAdvanceAvailable(t *testing.T) {
 	}
 
 	for name, s := range map[string]Subscription{
-		"exactly 48h left": {Plan: PlanStart, HasPayment: true, PaidUntil: at(48 * time.Hour)},
-		"period ended":     {Plan: PlanAdvanced, HasPayment: true, PaidUntil: at(-time.Hour)},
-		"advance repaid":   {Plan: PlanStandard, HasPayment: true, PaidUntil: at(time.Hour), Advance: Advance{Until: at(-time.Hour), Repaid: true}},
+		"exactly 48h left":     {Plan: PlanStart, HasPayment: true, PaidUntil: at(48 * time.Hour)},
+		"a nanosecond left":    {Plan: PlanStart, HasPayment: true, PaidUntil: at(time.Nanosecond)},
+		"advanced plan counts": {Plan: PlanAdvanced, HasPayment: true, PaidUntil: at(time.Hour)},
+		"advance repaid":       {Plan: PlanStandard, HasPayment: true, PaidUntil: at(time.Hour), Advance: Advance{Until: at(-time.Hour), Repaid: true}},
 	} {
 		require.True(t, s.AdvanceAvailable(now), name)
 	}
@@ -100,6 +106,36 @@ func TestCheckSize(t *testing.T) {
 	require.NoError(t, CheckSize(PlanStandard, 5, 5))
 	require.ErrorIs(t, CheckSize(PlanStandard, 4, 5), ErrBelowInUse)
 	require.ErrorIs(t, CheckSize(PlanFree, 0, 1), ErrBelowInUse)
+}
+
+func TestCheckPlanFor(t *testing.T) {
+	const bot, maxBot, wa = SubscriptionType("CONNECTION_TELEGRAM_BOT"), SubscriptionType("CONNECTION_MAX_BOT"), SubscriptionType("CONNECTION_WHATSAPP")
+	cases := []struct {
+		plan Plan
+		typ  SubscriptionType
+		size int32
+		want error
+	}{
+		{PlanStart, wa, 1, nil},
+		{PlanStart, wa, 0, nil}, // the source of a move keeps its plan
+		{PlanStart, wa, 2, ErrStartSize},
+		{PlanStandard, wa, 100, nil},
+		{PlanFree, bot, 3, nil},
+		{PlanFree, maxBot, 1, nil},
+		{PlanFree, wa, 1, ErrFreeNotBot},
+		{PlanFree, "CONNECTION_MAX_PERSONAL", 1, ErrFreeNotBot},
+		{PlanAdvanced, wa, 1, ErrPlanNotInvoiceable},
+		{PlanAdvanced, bot, 1, ErrPlanNotInvoiceable},
+		{"GOLD", wa, 1, ErrUnknownPlan},
+	}
+	for _, c := range cases {
+		err := CheckPlanFor(c.plan, c.typ, c.size)
+		if c.want == nil {
+			require.NoError(t, err, "%s %s %d", c.plan, c.typ, c.size)
+		} else {
+			require.ErrorIs(t, err, c.want, "%s %s %d", c.plan, c.typ, c.size)
+		}
+	}
 }
 
 func TestApply(t *testing.T) {
