@@ -19,6 +19,7 @@ import (
 	"switchboard.dev/gateway/internal/apidocs"
 	"switchboard.dev/gateway/internal/files"
 	"switchboard.dev/gateway/internal/httpapi"
+	"switchboard.dev/gateway/internal/payments"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/telemetry"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
@@ -67,6 +68,7 @@ func backends(cfg Config) []backend {
 		{"billing", cfg.BillingAddr, []registerFunc{
 			billingv1.RegisterBillingServiceHandler,
 			billingv1.RegisterBillingOperatorServiceHandler,
+			billingv1.RegisterBillingSandboxServiceHandler,
 		}},
 		{"contacts", cfg.ContactsAddr, []registerFunc{
 			contactsv1.RegisterContactsServiceHandler,
@@ -124,6 +126,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 	}
 	// File uploads and links: streams, served by gateway/internal/files.
 	if err := files.Register(mux, g.conns["messaging"]); err != nil {
+		g.Close()
+		return nil, err
+	}
+	// Payment providers' notifications, in their own formats.
+	if err := payments.Register(mux, g.conns["billing"]); err != nil {
 		g.Close()
 		return nil, err
 	}

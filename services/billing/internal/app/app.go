@@ -6,7 +6,10 @@ package app
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
+
+	"github.com/shopspring/decimal"
 
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/services/billing/internal/domain"
@@ -44,6 +47,24 @@ type Repository interface {
 	// balance at or below 0 records nothing and answers the balance now.
 	// Concurrent takes never take more than the balance held.
 	TakeWabaDialog(ctx context.Context, companyID int64, key string) (taken bool, balance int64, err error)
+
+	CreateRequisite(ctx context.Context, q domain.Requisite) (domain.Requisite, error)
+	// Requisites of a company, oldest first.
+	Requisites(ctx context.Context, companyID int64) ([]domain.Requisite, error)
+	// Requisite answers domain.ErrNotFound for another company's.
+	Requisite(ctx context.Context, companyID, id int64) (domain.Requisite, error)
+	// Invoice answers domain.ErrNotFound for another company's.
+	Invoice(ctx context.Context, companyID, id int64) (domain.Invoice, error)
+	// Invoices of a company, newest first, and how many it has in all.
+	Invoices(ctx context.Context, companyID int64, limit, offset int32) ([]domain.Invoice, int64, error)
+	// DueInvoices are ids of new invoices whose lifetime ended by now.
+	DueInvoices(ctx context.Context, now time.Time, limit int) ([]int64, error)
+	// SandboxRate is the test-mode rate of a company: found false without
+	// one set, a nil rate when set unavailable.
+	SandboxRate(ctx context.Context, companyID int64) (*decimal.Decimal, bool, error)
+	SetSandboxRate(ctx context.Context, companyID, connectionID int64, rate *decimal.Decimal) error
+	// InTx runs fn in one transaction: all its writes or none.
+	InTx(ctx context.Context, fn func(Tx) error) error
 }
 
 // Connections is the connections service's internal API
@@ -61,6 +82,9 @@ type Connections interface {
 	// Connection answers the company and subscription of any connection; an
 	// unknown one is CONNECTION_NOT_FOUND.
 	Connection(ctx context.Context, connectionID int64) (ConnectionRef, error)
+	// HasConnection reports whether the company has a connection of the
+	// type (lower case, as the API spells it: "keepz").
+	HasConnection(ctx context.Context, companyID int64, typ string) (bool, error)
 }
 
 // Companies knows which companies exist: the identity service owns them
@@ -85,6 +109,8 @@ type ConnectionRef struct {
 	CompanyID int64
 	// SubscriptionID is nil for a connection in no subscription.
 	SubscriptionID *int64
+	// Type as the API spells it ("keepz").
+	Type string
 }
 
 // Config of the use cases.
@@ -96,6 +122,19 @@ type Config struct {
 	// Announcer hears of every stored subscription change; nil when no
 	// other process keeps copies (tests).
 	Announcer Announcer
+	// Prices; zero means domain.DefaultPrices.
+	Prices domain.Prices
+	// Settings are the companies' billing settings (identity); nil: every
+	// company pays in roubles, unlocked (tests).
+	Settings CompanySettings
+	// Promos; nil: no code is valid.
+	Promos Promos
+	// Rates of KEEPZ invoices; nil: never available.
+	Rates Rates
+	// Payments makes payment links; nil: no method can be paid.
+	Payments Payments
+	// Log; nil discards.
+	Log *slog.Logger
 }
 
 // Announcer tells the other services that a company's subscriptions
@@ -136,6 +175,11 @@ type Service struct {
 	repo      Repository
 	conns     Connections
 	companies Companies
+	settings  CompanySettings
+	promos    Promos
+	rates     Rates
+	payments  Payments
+	log       *slog.Logger
 	cfg       Config
 }
 
@@ -147,10 +191,60 @@ func New(repo Repository, conns Connections, companies Companies, cfg Config) *S
 	if cfg.Announcer != nil {
 		repo = announcing{Repository: repo, a: cfg.Announcer}
 	}
-	return &Service{repo: repo, conns: conns, companies: companies, cfg: cfg}
+	if cfg.Prices.Slot == nil {
+		cfg.Prices = domain.DefaultPrices()
+	}
+	s := &Service{repo: repo, conns: conns, companies: companies, cfg: cfg,
+		settings: cfg.Settings, promos: cfg.Promos, rates: cfg.Rates, payments: cfg.Payments, log: cfg.Log}
+	if s.settings == nil {
+		s.settings = roubleCompanies{}
+	}
+	if s.promos == nil {
+		s.promos = NoPromos{}
+	}
+	if s.rates == nil {
+		s.rates = noRates{}
+	}
+	if s.payments == nil {
+		s.payments = noPayments{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s
 }
 
-func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
+// NoPromos knows no promo code: promo codes are the partner programme's,
+// and until a partners service answers for them none is valid.
+type NoPromos struct{}
+
+// Valid implements Promos.
+func (NoPromos) Valid(context.Context, string) (bool, error) { return false, nil }
+
+type roubleCompanies struct{}
+
+func (roubleCompanies) BillingSettings(context.Context, int64) (Settings, error) {
+	return Settings{PaymentCurrency: domain.Currency}, nil
+}
+
+func (roubleCompanies) UpdateBillingSettings(context.Context, int64, *string, *bool) (Settings, error) {
+	return Settings{}, errors.New("no company settings store configured")
+}
+
+type noRates struct{}
+
+func (noRates) USD(context.Context, int64) (decimal.Decimal, string, error) {
+	return decimal.Decimal{}, "", ErrNoRate
+}
+
+type noPayments struct{}
+
+func (noPayments) PaymentURL(domain.Invoice) (string, bool, error) { return "", false, nil }
+func (noPayments) Ready(string, string) bool                       { return false }
+
+// now is the clock at PostgreSQL's precision, so that a time computed from
+// it (paid_until) is stored exactly as answered.
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 
 // notFound maps a repository miss to the given API error and passes any
 // other failure on.

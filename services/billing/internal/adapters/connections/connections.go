@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/protoapi"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	"switchboard.dev/services/billing/internal/app"
 )
@@ -65,8 +66,36 @@ func (c *Client) Connection(ctx context.Context, connectionID int64) (app.Connec
 	return app.ConnectionRef{
 		CompanyID:      resp.GetCompanyId(),
 		SubscriptionID: resp.GetConnection().SubscriptionId,
+		Type:           protoapi.EnumJSON(resp.GetConnection().GetType()),
 	}, nil
 }
+
+// HasConnection implements app.Connections.
+func (c *Client) HasConnection(ctx context.Context, companyID int64, typ string) (bool, error) {
+	t, ok := connectionTypes[typ]
+	if !ok {
+		return false, fmt.Errorf("connections: unknown type %q", typ)
+	}
+	resp, err := c.c.ListCompanyConnections(ctx, &connectionsv1.ListCompanyConnectionsRequest{
+		CompanyId: companyID, Types: []connectionsv1.ConnectionType{t},
+	})
+	if err != nil {
+		return false, callError("list company connections", err)
+	}
+	return len(resp.GetConnections()) > 0, nil
+}
+
+// connectionTypes maps the API's type words to the enum.
+var connectionTypes = func() map[string]connectionsv1.ConnectionType {
+	m := map[string]connectionsv1.ConnectionType{}
+	for n := range connectionsv1.ConnectionType_name {
+		t := connectionsv1.ConnectionType(n)
+		if w := protoapi.EnumJSON(t); w != "" {
+			m[w] = t
+		}
+	}
+	return m
+}()
 
 // callError passes the connections service's API errors on unchanged (its
 // 422 locations and 404 codes are meant for the client). An unreachable

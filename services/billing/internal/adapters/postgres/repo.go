@@ -27,13 +27,13 @@ var _ app.Repository = (*Repo)(nil)
 func New(db *pgxpool.Pool) *Repo { return &Repo{db: db} }
 
 const cols = `id, company_id, subscription_type, subscription_plan, max_size,
-	test_until, paid_until, has_payment, advance_until, advance_repaid`
+	test_until, paid_until, has_payment, advance_until, advance_repaid, advance_from`
 
 func scan(row pgx.Row) (domain.Subscription, error) {
 	var s domain.Subscription
 	var typ, plan string
 	err := row.Scan(&s.ID, &s.CompanyID, &typ, &plan, &s.MaxSize,
-		&s.TestUntil, &s.PaidUntil, &s.HasPayment, &s.Advance.Until, &s.Advance.Repaid)
+		&s.TestUntil, &s.PaidUntil, &s.HasPayment, &s.Advance.Until, &s.Advance.Repaid, &s.Advance.From)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, domain.ErrNotFound
 	}
@@ -41,7 +41,7 @@ func scan(row pgx.Row) (domain.Subscription, error) {
 		return s, fmt.Errorf("scan subscription: %w", err)
 	}
 	s.Type, s.Plan = domain.SubscriptionType(typ), domain.Plan(plan)
-	s.TestUntil, s.PaidUntil, s.Advance.Until = utc(s.TestUntil), utc(s.PaidUntil), utc(s.Advance.Until)
+	s.TestUntil, s.PaidUntil, s.Advance.Until, s.Advance.From = utc(s.TestUntil), utc(s.PaidUntil), utc(s.Advance.Until), utc(s.Advance.From)
 	return s, nil
 }
 
@@ -61,14 +61,14 @@ func (r *Repo) EnsureSubscription(ctx context.Context, fresh domain.Subscription
 	// key to commit and then inserts nothing; the SELECT, a new statement,
 	// sees that row. So concurrent first calls all answer the one row.
 	if _, err := r.db.Exec(ctx, `
-		INSERT INTO subscriptions (company_id, subscription_type, subscription_plan, max_size, test_until, paid_until)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (company_id, subscription_type) DO NOTHING`,
+		INSERT INTO subscriptions (company_id, subscription_type, subscription_plan, max_size, test_until, paid_until, is_default)
+		VALUES ($1, $2, $3, $4, $5, $6, true)
+		ON CONFLICT (company_id, subscription_type) WHERE is_default DO NOTHING`,
 		fresh.CompanyID, string(fresh.Type), string(fresh.Plan), fresh.MaxSize, fresh.TestUntil, fresh.PaidUntil); err != nil {
 		return domain.Subscription{}, fmt.Errorf("insert subscription: %w", err)
 	}
 	return scan(r.db.QueryRow(ctx, `SELECT `+cols+` FROM subscriptions
-		WHERE company_id = $1 AND subscription_type = $2`, fresh.CompanyID, string(fresh.Type)))
+		WHERE company_id = $1 AND subscription_type = $2 AND is_default`, fresh.CompanyID, string(fresh.Type)))
 }
 
 // Subscriptions implements app.Repository.
@@ -111,17 +111,22 @@ func (r *Repo) UpdateSubscription(ctx context.Context, companyID, id int64, upda
 		if same(before, out) {
 			return nil
 		}
-		// RETURNING answers the row as stored (timestamps at microseconds).
-		out, err = scan(tx.QueryRow(ctx, `
-			UPDATE subscriptions SET subscription_plan = $3, max_size = $4, test_until = $5, paid_until = $6,
-			       has_payment = $7, advance_until = $8, advance_repaid = $9, updated_at = now()
-			WHERE company_id = $1 AND id = $2
-			RETURNING `+cols,
-			companyID, id, string(out.Plan), out.MaxSize, out.TestUntil, out.PaidUntil,
-			out.HasPayment, out.Advance.Until, out.Advance.Repaid))
+		out, err = save(ctx, tx, out)
 		return err
 	})
 	return out, err
+}
+
+// save stores a subscription's billing state and answers the row as stored
+// (RETURNING: timestamps at microseconds).
+func save(ctx context.Context, tx pgx.Tx, s domain.Subscription) (domain.Subscription, error) {
+	return scan(tx.QueryRow(ctx, `
+		UPDATE subscriptions SET subscription_plan = $3, max_size = $4, test_until = $5, paid_until = $6,
+		       has_payment = $7, advance_until = $8, advance_repaid = $9, advance_from = $10, updated_at = now()
+		WHERE company_id = $1 AND id = $2
+		RETURNING `+cols,
+		s.CompanyID, s.ID, string(s.Plan), s.MaxSize, s.TestUntil, s.PaidUntil,
+		s.HasPayment, s.Advance.Until, s.Advance.Repaid, s.Advance.From))
 }
 
 // same compares what UpdateSubscription stores.
@@ -129,7 +134,7 @@ func same(a, b domain.Subscription) bool {
 	return a.Plan == b.Plan && a.MaxSize == b.MaxSize && a.HasPayment == b.HasPayment &&
 		a.Advance.Repaid == b.Advance.Repaid &&
 		sameTime(a.TestUntil, b.TestUntil) && sameTime(a.PaidUntil, b.PaidUntil) &&
-		sameTime(a.Advance.Until, b.Advance.Until)
+		sameTime(a.Advance.Until, b.Advance.Until) && sameTime(a.Advance.From, b.Advance.From)
 }
 
 func sameTime(a, b *time.Time) bool {

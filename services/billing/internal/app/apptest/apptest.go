@@ -7,6 +7,7 @@ package apptest
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,12 +128,30 @@ func (c *Connections) Connection(_ context.Context, connectionID int64) (app.Con
 	if !ok {
 		return app.ConnectionRef{}, apierr.ConnectionNotFound.E()
 	}
-	ref := app.ConnectionRef{CompanyID: cn.company}
+	ref := app.ConnectionRef{CompanyID: cn.company, Type: typeWord(cn.typ)}
 	if cn.sub != nil {
 		sub := *cn.sub
 		ref.SubscriptionID = &sub
 	}
 	return ref, nil
+}
+
+// typeWord is the API's word of a subscription type's connections:
+// CONNECTION_TELEGRAM_BOT is telegram_bot.
+func typeWord(t domain.SubscriptionType) string {
+	return strings.ToLower(strings.TrimPrefix(string(t), "CONNECTION_"))
+}
+
+// HasConnection implements app.Connections.
+func (c *Connections) HasConnection(_ context.Context, companyID int64, typ string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cn := range c.conns {
+		if cn.company == companyID && typeWord(cn.typ) == typ {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Companies is an identity service that knows the companies 1..Known, and

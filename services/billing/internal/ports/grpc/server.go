@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/robokassa"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	"switchboard.dev/services/billing/internal/app"
 	"switchboard.dev/services/billing/internal/domain"
@@ -22,16 +23,23 @@ type Server struct {
 	billingv1.UnimplementedBillingServiceServer
 	billingv1.UnimplementedBillingInternalServiceServer
 	billingv1.UnimplementedBillingOperatorServiceServer
+	billingv1.UnimplementedBillingSandboxServiceServer
+	billingv1.UnimplementedBillingProviderServiceServer
 	app *app.Service
+	// robokassa checks Robokassa's notifications; nil when no merchant is
+	// configured (test mode, or a deployment without card payments).
+	robokassa *robokassa.Client
 }
 
-// New wraps the use cases.
-func New(a *app.Service) *Server { return &Server{app: a} }
+// New wraps the use cases; rk may be nil.
+func New(a *app.Service, rk *robokassa.Client) *Server { return &Server{app: a, robokassa: rk} }
 
 var (
 	_ billingv1.BillingServiceServer         = (*Server)(nil)
 	_ billingv1.BillingInternalServiceServer = (*Server)(nil)
 	_ billingv1.BillingOperatorServiceServer = (*Server)(nil)
+	_ billingv1.BillingSandboxServiceServer  = (*Server)(nil)
+	_ billingv1.BillingProviderServiceServer = (*Server)(nil)
 )
 
 var planPB = map[domain.Plan]billingv1.SubscriptionPlan{
