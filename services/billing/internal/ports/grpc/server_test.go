@@ -25,7 +25,7 @@ func newServer(t *testing.T) (*grpcport.Server, *apptest.Connections, *apptest.C
 	t.Helper()
 	conns, clock := apptest.NewConnections(), apptest.NewClock()
 	a := app.New(postgres.New(pgtest.New(t, migrations.FS)), conns, apptest.NewCompanies(1000), app.Config{TestPeriod: 72 * time.Hour, Now: clock.Now})
-	return grpcport.New(a), conns, clock
+	return grpcport.New(a, nil), conns, clock
 }
 
 // fieldErr asserts a 422 and answers its field error's location (as JSON)
