@@ -25,9 +25,9 @@ const SubscriptionsChannel = "sb:billing:subscriptions"
 // ErrNotFound is a connection that does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Companies asks identity, which owns them, whether companies exist: for
-// operator calls that take a company id as given (an API key's company
-// exists).
+// Companies asks identity, which owns them, whether companies exist (for
+// operator calls that take a company id as given: an API key's company
+// exists), and reads and sets their billing settings.
 type Companies struct {
 	api identityv1.IdentityInternalServiceClient
 }
@@ -45,6 +45,43 @@ func (c Companies) Exists(ctx context.Context, companyID int64) (bool, error) {
 		return false, apierr.FromPeer("identity", "CheckCompanies", err)
 	}
 	return !slices.Contains(resp.GetUnknownCompanyIds(), companyID), nil
+}
+
+// BillingSettings are a company's payment currency ("RUB" or "USD") and
+// whether its payments are locked, as its company card shows them.
+type BillingSettings struct {
+	PaymentCurrency string
+	PaymentsLocked  bool
+}
+
+// BillingSettings asks identity's GetCompanyBillingSettings. An unknown
+// company is identity's own 404 error 8000 (apierr.CompanyNotFound),
+// passed on as is; identity unreachable is 503.
+func (c Companies) BillingSettings(ctx context.Context, companyID int64) (BillingSettings, error) {
+	resp, err := c.api.GetCompanyBillingSettings(ctx, &identityv1.GetCompanyBillingSettingsRequest{CompanyId: companyID})
+	if err != nil {
+		return BillingSettings{}, apierr.FromPeer("identity", "GetCompanyBillingSettings", err)
+	}
+	return billingSettings(resp), nil
+}
+
+// UpdateBillingSettings sets the given settings (nil: unchanged) through
+// identity's UpdateCompanyBillingSettings and answers them after the
+// change. Identity's API errors pass on as they are: 404 8000 for an
+// unknown company, 422 at body.payment_currency for a currency other than
+// RUB or USD; identity unreachable is 503.
+func (c Companies) UpdateBillingSettings(ctx context.Context, companyID int64, currency *string, locked *bool) (BillingSettings, error) {
+	resp, err := c.api.UpdateCompanyBillingSettings(ctx, &identityv1.UpdateCompanyBillingSettingsRequest{
+		CompanyId: companyID, PaymentCurrency: currency, PaymentsLocked: locked,
+	})
+	if err != nil {
+		return BillingSettings{}, apierr.FromPeer("identity", "UpdateCompanyBillingSettings", err)
+	}
+	return billingSettings(resp), nil
+}
+
+func billingSettings(pb *identityv1.CompanyBillingSettings) BillingSettings {
+	return BillingSettings{PaymentCurrency: pb.GetPaymentCurrency(), PaymentsLocked: pb.GetPaymentsLocked()}
 }
 
 // Connections asks the connections service about one connection.

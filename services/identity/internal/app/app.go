@@ -35,6 +35,10 @@ type Repository interface {
 	// UnknownCompanies are the ids, sorted and without repeats, that name
 	// no company.
 	UnknownCompanies(ctx context.Context, companyIDs []int64) ([]int64, error)
+	// UpdateBillingSettings sets the given fields (nil: unchanged) of the
+	// company in one statement and answers its settings after the change;
+	// domain.ErrNotFound when no company has that id.
+	UpdateBillingSettings(ctx context.Context, companyID int64, currency *string, locked *bool) (domain.BillingSettings, error)
 }
 
 // Revoker makes a replaced key stop working everywhere at once.

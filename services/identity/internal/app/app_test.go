@@ -206,3 +206,81 @@ func TestUnknownCompanies(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, unknown)
 }
+
+// TestBillingSettings: a new company pays in RUB, unlocked; an update
+// changes only the fields it gives and answers the settings after it; the
+// company card shows them.
+func TestBillingSettings(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t)
+	a, err := s.CreateCompany(ctx, app.CreateCompanyCmd{Name: "A"})
+	require.NoError(t, err)
+	b, err := s.CreateCompany(ctx, app.CreateCompanyCmd{Name: "B"})
+	require.NoError(t, err)
+	id := a.Company.ID
+	settings := func(currency string, locked bool) domain.BillingSettings {
+		return domain.BillingSettings{CompanyID: id, PaymentCurrency: currency, PaymentsLocked: locked}
+	}
+	card := func(want domain.BillingSettings) {
+		t.Helper()
+		c, err := s.Company(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, want.PaymentCurrency, c.PaymentCurrency)
+		require.Equal(t, want.PaymentsLocked, c.PaymentsLocked)
+		require.Equal(t, "A", c.Name, "the rest of the card stays")
+	}
+	update := func(currency *string, locked *bool) domain.BillingSettings {
+		t.Helper()
+		got, err := s.UpdateBillingSettings(ctx, app.UpdateBillingSettingsCmd{CompanyID: id, PaymentCurrency: currency, PaymentsLocked: locked})
+		require.NoError(t, err)
+		return got
+	}
+	str := func(v string) *string { return &v }
+	boolean := func(v bool) *bool { return &v }
+
+	got, err := s.BillingSettings(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, settings("RUB", false), got, "the defaults")
+
+	require.Equal(t, settings("USD", false), update(str("USD"), nil))
+	card(settings("USD", false))
+	require.Equal(t, settings("USD", true), update(nil, boolean(true)))
+	card(settings("USD", true))
+	require.Equal(t, settings("RUB", false), update(str("RUB"), boolean(false)))
+	card(settings("RUB", false))
+	require.Equal(t, settings("RUB", false), update(nil, nil), "nothing to change")
+	require.Equal(t, settings("RUB", true), update(nil, boolean(true)))
+	got, err = s.BillingSettings(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, settings("RUB", true), got)
+
+	other, err := s.BillingSettings(ctx, b.Company.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.BillingSettings{CompanyID: b.Company.ID, PaymentCurrency: "RUB"}, other, "only the named company")
+
+	// Unknown companies: 404 8000, whatever is asked.
+	for _, missing := range []int64{b.Company.ID + 1000, 0, -1} {
+		_, err = s.BillingSettings(ctx, missing)
+		require.EqualValues(t, 8000, apiCode(t, err), "company %d", missing)
+		_, err = s.UpdateBillingSettings(ctx, app.UpdateBillingSettingsCmd{CompanyID: missing, PaymentsLocked: boolean(false)})
+		require.EqualValues(t, 8000, apiCode(t, err), "company %d", missing)
+		_, err = s.UpdateBillingSettings(ctx, app.UpdateBillingSettingsCmd{CompanyID: missing})
+		require.EqualValues(t, 8000, apiCode(t, err), "company %d", missing)
+	}
+
+	// A currency other than RUB or USD (spelled so) is a 422 naming the
+	// field, and changes nothing, not even the other field.
+	for _, bad := range []string{"EUR", "usd", "", " RUB"} {
+		_, err = s.UpdateBillingSettings(ctx, app.UpdateBillingSettingsCmd{CompanyID: id, PaymentCurrency: &bad, PaymentsLocked: boolean(false)})
+		e, ok := apierr.FromError(err)
+		require.True(t, ok, "%v", err)
+		require.Equal(t, 422, e.Status, "%q", bad)
+		require.Equal(t, map[string]any{"errors": []apierr.FieldError{{
+			Location: []any{"body", "payment_currency"}, Message: "Input should be 'RUB' or 'USD'", Type: "enum",
+		}}}, e.Detail)
+	}
+	card(settings("RUB", true))
+	// The currency is checked before the company.
+	_, err = s.UpdateBillingSettings(ctx, app.UpdateBillingSettingsCmd{CompanyID: -1, PaymentCurrency: str("EUR")})
+	require.EqualValues(t, 1, apiCode(t, err))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/auth"
@@ -131,4 +132,52 @@ func (s *Service) MarkHadConnections(ctx context.Context, companyIDs []int64) ([
 // routes of other services, which take a company id as given).
 func (s *Service) UnknownCompanies(ctx context.Context, companyIDs []int64) ([]int64, error) {
 	return s.repo.UnknownCompanies(ctx, companyIDs)
+}
+
+// BillingSettings are the company's payment currency and payments lock, as
+// its card shows them (billing asks before every invoice).
+func (s *Service) BillingSettings(ctx context.Context, companyID int64) (domain.BillingSettings, error) {
+	c, err := s.repo.Company(ctx, companyID)
+	if err != nil {
+		return domain.BillingSettings{}, notFound(err, apierr.CompanyNotFound)
+	}
+	return c.BillingSettings(), nil
+}
+
+// UpdateBillingSettingsCmd is billing's request on behalf of the operator
+// (PATCH /admin/v1/companies/{id}/billing); nil fields stay as they are.
+type UpdateBillingSettingsCmd struct {
+	CompanyID       int64
+	PaymentCurrency *string
+	PaymentsLocked  *bool
+}
+
+// UpdateBillingSettings changes the given settings and answers them all.
+// The currency is checked first, as the operator's body is; an unknown
+// company is 404 8000. With nothing to change it answers the settings.
+func (s *Service) UpdateBillingSettings(ctx context.Context, cmd UpdateBillingSettingsCmd) (domain.BillingSettings, error) {
+	if cmd.PaymentCurrency != nil && !domain.ValidCurrency(*cmd.PaymentCurrency) {
+		return domain.BillingSettings{}, apierr.Field(apierr.Body("payment_currency"), "enum", "Input should be %s", quotedOr(domain.PaymentCurrencies))
+	}
+	if cmd.PaymentCurrency == nil && cmd.PaymentsLocked == nil {
+		return s.BillingSettings(ctx, cmd.CompanyID)
+	}
+	bs, err := s.repo.UpdateBillingSettings(ctx, cmd.CompanyID, cmd.PaymentCurrency, cmd.PaymentsLocked)
+	if err != nil {
+		return bs, notFound(err, apierr.CompanyNotFound)
+	}
+	return bs, nil
+}
+
+// quotedOr words a list of allowed strings as pydantic's enum error does:
+// "'a', 'b' or 'c'".
+func quotedOr(items []string) string {
+	quoted := make([]string, len(items))
+	for i, it := range items {
+		quoted[i] = "'" + it + "'"
+	}
+	if len(quoted) < 2 {
+		return strings.Join(quoted, "")
+	}
+	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }

@@ -27,6 +27,14 @@ const DefaultTimezone = "Europe/Moscow"
 // DefaultCurrency is the only payment currency of new companies (spec 2.10).
 const DefaultCurrency = "RUB"
 
+// PaymentCurrencies are the currencies a company may pay in; billing's
+// operator sets one (UpdateCompanyBillingSettings).
+var PaymentCurrencies = []string{"RUB", "USD"}
+
+// ValidCurrency reports whether s is one of PaymentCurrencies, spelled
+// exactly so.
+func ValidCurrency(s string) bool { return slices.Contains(PaymentCurrencies, s) }
+
 type Company struct {
 	ID                    int64
 	Name                  string
@@ -37,6 +45,18 @@ type Company struct {
 	WabaProviderPartnerID *string
 	HadConnections        bool
 	IsPartner             bool
+}
+
+// BillingSettings are the company's fields billing reads and sets.
+type BillingSettings struct {
+	CompanyID       int64
+	PaymentCurrency string
+	PaymentsLocked  bool
+}
+
+// BillingSettings of the company card.
+func (c Company) BillingSettings() BillingSettings {
+	return BillingSettings{CompanyID: c.ID, PaymentCurrency: c.PaymentCurrency, PaymentsLocked: c.PaymentsLocked}
 }
 
 type User struct {

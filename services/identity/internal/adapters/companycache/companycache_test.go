@@ -95,13 +95,52 @@ func TestReplicasDropChangedCompanies(t *testing.T) {
 		require.Equal(t, "Renamed", c.Name)
 	}
 
+	// Billing settings: the replica that changed them shows them at once,
+	// without waiting for its own announcement; the other once it heard.
+	cur, locked := "USD", true
+	bs, err := svcA.UpdateBillingSettings(ctx, app.UpdateBillingSettingsCmd{CompanyID: id, PaymentCurrency: &cur, PaymentsLocked: &locked})
+	require.NoError(t, err)
+	require.Equal(t, "USD", bs.PaymentCurrency)
+	c, err := svcA.Company(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "USD", c.PaymentCurrency)
+	require.True(t, c.PaymentsLocked)
+	require.Eventually(t, func() bool {
+		c, err := svcB.Company(ctx, id)
+		return err == nil && c.PaymentCurrency == "USD" && c.PaymentsLocked
+	}, 2*time.Second, time.Millisecond)
+
+	// For companycache.Settle after its change, replica b reads the
+	// company from the database (its own announcement may still be on
+	// its way); a third replica, which changed nothing, answers from
+	// memory once it heard.
+	c3, svc3 := replica()
+	gen3 := c3.Cache().Generation()
+	unlocked := false
+	_, err = svcB.UpdateBillingSettings(ctx, app.UpdateBillingSettingsCmd{CompanyID: id, PaymentsLocked: &unlocked})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return c3.Cache().Generation() > gen3 }, 2*time.Second, time.Millisecond, "announcement not heard")
+	c, err = svc3.Company(ctx, id)
+	require.NoError(t, err)
+	require.False(t, c.PaymentsLocked)
+	_, err = db.Exec(ctx, `UPDATE companies SET name = 'Behind' WHERE id = $1`, id)
+	require.NoError(t, err)
+	c, err = svc3.Company(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "Renamed", c.Name, "the third replica answers from memory")
+	c, err = svcB.Company(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "Behind", c.Name, "b reads the company it changed from the database")
+	_, err = db.Exec(ctx, `UPDATE companies SET name = 'Renamed' WHERE id = $1`, id)
+	require.NoError(t, err)
+
 	// An unknown company is not kept: once it exists it is found.
 	_, err = svcA.Company(ctx, id+1)
 	require.Error(t, err)
 	next, err := svcB.CreateCompany(ctx, app.CreateCompanyCmd{Name: "Next", OwnerEmail: "next@example.com", OwnerName: "N"})
 	require.NoError(t, err)
 	require.Equal(t, id+1, next.Company.ID)
-	c, err := svcA.Company(ctx, id+1)
+	c, err = svcA.Company(ctx, id+1)
 	require.NoError(t, err)
 	require.Equal(t, "Next", c.Name)
 }

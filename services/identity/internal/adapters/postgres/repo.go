@@ -139,6 +139,20 @@ func (r *Repo) UnknownCompanies(ctx context.Context, companyIDs []int64) ([]int6
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
+// UpdateBillingSettings implements app.Repository: one UPDATE, so two
+// operators setting different fields at once both keep their change.
+func (r *Repo) UpdateBillingSettings(ctx context.Context, companyID int64, currency *string, locked *bool) (domain.BillingSettings, error) {
+	var bs domain.BillingSettings
+	err := r.db.QueryRow(ctx, `UPDATE companies
+		SET payment_currency = coalesce($2, payment_currency), payments_locked = coalesce($3, payments_locked)
+		WHERE id = $1 RETURNING id, payment_currency, payments_locked`, companyID, currency, locked).
+		Scan(&bs.CompanyID, &bs.PaymentCurrency, &bs.PaymentsLocked)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return bs, fmt.Errorf("update billing settings: %w", err)
+	}
+	return bs, miss(err)
+}
+
 // User implements app.Repository.
 func (r *Repo) User(ctx context.Context, id int64) (domain.User, error) {
 	var u domain.User

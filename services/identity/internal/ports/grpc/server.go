@@ -64,6 +64,26 @@ func (s *Server) CheckCompanies(ctx context.Context, req *identityv1.CheckCompan
 	return &identityv1.CheckCompaniesResponse{UnknownCompanyIds: unknown}, nil
 }
 
+func (s *Server) GetCompanyBillingSettings(ctx context.Context, req *identityv1.GetCompanyBillingSettingsRequest) (*identityv1.CompanyBillingSettings, error) {
+	bs, err := s.app.BillingSettings(ctx, req.GetCompanyId())
+	if err != nil {
+		return nil, err
+	}
+	return billingSettingsPB(bs), nil
+}
+
+func (s *Server) UpdateCompanyBillingSettings(ctx context.Context, req *identityv1.UpdateCompanyBillingSettingsRequest) (*identityv1.CompanyBillingSettings, error) {
+	bs, err := s.app.UpdateBillingSettings(ctx, app.UpdateBillingSettingsCmd{
+		CompanyID:       req.GetCompanyId(),
+		PaymentCurrency: req.PaymentCurrency,
+		PaymentsLocked:  req.PaymentsLocked,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return billingSettingsPB(bs), nil
+}
+
 // BlockedUserMethod is never reached: the access rule refuses it first.
 func (s *Server) BlockedUserMethod(context.Context, *identityv1.BlockedUserMethodRequest) (*identityv1.BlockedUserMethodResponse, error) {
 	return nil, apierr.ForbiddenError()
@@ -276,6 +296,12 @@ func companyPB(c domain.Company) *identityv1.Company {
 		Id: c.ID, Name: c.Name, OwnerId: c.OwnerID, Timezone: c.Timezone,
 		PaymentCurrency: c.PaymentCurrency, PaymentsLocked: c.PaymentsLocked,
 		WabaProviderPartnerId: c.WabaProviderPartnerID, HadConnections: c.HadConnections, IsPartner: c.IsPartner,
+	}
+}
+
+func billingSettingsPB(bs domain.BillingSettings) *identityv1.CompanyBillingSettings {
+	return &identityv1.CompanyBillingSettings{
+		CompanyId: bs.CompanyID, PaymentCurrency: bs.PaymentCurrency, PaymentsLocked: bs.PaymentsLocked,
 	}
 }
 
