@@ -73,33 +73,31 @@ type robokassaSettings struct {
 
 func main() {
 	var s settings
-	service.Main(&s, func() (service.Spec, error) {
-		if s.TestPeriod < 0 {
-			return service.Spec{}, errors.New("config: SWITCHBOARD_TEST_PERIOD must not be negative")
-		}
-		if s.ExpiryInterval <= 0 {
-			return service.Spec{}, errors.New("config: SWITCHBOARD_INVOICE_EXPIRY_INTERVAL must be positive")
-		}
-		rate, err := decimal.NewFromString(s.SandboxUSDRate)
-		if err != nil || !rate.IsPositive() {
-			return service.Spec{}, fmt.Errorf("config: SWITCHBOARD_SANDBOX_USD_RATE %q is not a positive number", s.SandboxUSDRate)
-		}
-		var rk *robokassa.Client
-		if s.Robokassa.MerchantLogin != "" {
-			if rk, err = robokassa.New(robokassa.Config{
-				MerchantLogin: s.Robokassa.MerchantLogin, Password1: s.Robokassa.Password1, Password2: s.Robokassa.Password2,
-				Hash: s.Robokassa.Hash, PaymentURL: s.Robokassa.PaymentURL, IsTest: s.Robokassa.IsTest,
-			}); err != nil {
-				return service.Spec{}, fmt.Errorf("config: SWITCHBOARD_ROBOKASSA_*: %w", err)
-			}
-		}
-		return spec(s, rate, rk), nil
-	})
+	service.Main(&s, func() (service.Spec, error) { return spec(s) })
 }
 
-func spec(s settings, sandboxRate decimal.Decimal, rk *robokassa.Client) service.Spec {
-	return service.Spec{
-		Name:        "billing",
+// spec checks the settings and describes the service.
+func spec(s settings) (service.Spec, error) {
+	if s.TestPeriod < 0 {
+		return service.Spec{}, errors.New("config: SWITCHBOARD_TEST_PERIOD must not be negative")
+	}
+	if s.ExpiryInterval <= 0 {
+		return service.Spec{}, errors.New("config: SWITCHBOARD_INVOICE_EXPIRY_INTERVAL must be positive")
+	}
+	sandboxRate, err := decimal.NewFromString(s.SandboxUSDRate)
+	if err != nil || !sandboxRate.IsPositive() {
+		return service.Spec{}, fmt.Errorf("config: SWITCHBOARD_SANDBOX_USD_RATE %q is not a positive number", s.SandboxUSDRate)
+	}
+	var rk *robokassa.Client
+	if s.Robokassa.MerchantLogin != "" {
+		if rk, err = robokassa.New(robokassa.Config{
+			MerchantLogin: s.Robokassa.MerchantLogin, Password1: s.Robokassa.Password1, Password2: s.Robokassa.Password2,
+			Hash: s.Robokassa.Hash, PaymentURL: s.Robokassa.PaymentURL, IsTest: s.Robokassa.IsTest,
+		}); err != nil {
+			return service.Spec{}, fmt.Errorf("config: SWITCHBOARD_ROBOKASSA_*: %w", err)
+		}
+	}
+	return service.Spec{Name: "billing",
 		DefaultAddr: "127.0.0.1:9105",
 		Migrations:  migrations.FS,
 		Build: func(_ context.Context, d *service.Deps) (service.Registrar, error) {
@@ -142,7 +140,7 @@ func spec(s settings, sandboxRate decimal.Decimal, rk *robokassa.Client) service
 			d.Background("invoice expiry", func(ctx context.Context) error { return a.RunExpiry(ctx, s.ExpiryInterval) })
 			return registrar{grpcport.New(a, rk)}, nil
 		},
-	}
+	}, nil
 }
 
 type registrar struct{ srv *grpcport.Server }

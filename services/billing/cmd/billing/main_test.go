@@ -96,7 +96,9 @@ func TestServiceWiring(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- service.Run(ctx, spec(s), environ, io.Discard) }()
+	sp, err := spec(s)
+	require.NoError(t, err)
+	go func() { done <- service.Run(ctx, sp, environ, io.Discard) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)

@@ -14,12 +14,12 @@ import (
 
 // Side is one subscription before and after a change.
 type Side struct {
-	ID                 int64
-	Type               domain.SubscriptionType
-	OldMaxSize         int32
-	NewMaxSize         int32
-	OldPlan, NewPlan   domain.Plan
-	OldPaid, NewPaid   *time.Time
+	ID               int64
+	Type             domain.SubscriptionType
+	OldMaxSize       int32
+	NewMaxSize       int32
+	OldPlan, NewPlan domain.Plan
+	OldPaid, NewPaid *time.Time
 }
 
 // ChangeResult answers change_size and change_plan.
