@@ -1288,6 +1288,8 @@ func (g fzGen) single(fd protoreflect.FieldDescriptor, rules *validatepb.FieldRu
 			return "fuzz " + fzSeqToken, true
 		case "google.protobuf.Any", "google.protobuf.FieldMask":
 			return nil, false
+		case fzDecimalType:
+			return json.Number("1.5"), true
 		}
 		if protoapi.TextWKT(md.FullName()) {
 			return g.scalar(md.Fields().ByName("value"), nil, name)
@@ -1473,6 +1475,8 @@ func fzKind(fd protoreflect.FieldDescriptor, elem bool) string {
 			return "time"
 		case "google.protobuf.Duration":
 			return "duration"
+		case fzDecimalType:
+			return "float"
 		}
 		if protoapi.TextWKT(md.FullName()) {
 			return fzScalarKind(md.Fields().ByName("value").Kind())
@@ -1504,7 +1508,12 @@ func fzScalarKind(k protoreflect.Kind) string {
 	return "int64"
 }
 
-func fzWKT(n protoreflect.FullName) bool { return strings.HasPrefix(string(n), "google.protobuf.") }
+func fzWKT(n protoreflect.FullName) bool {
+	return strings.HasPrefix(string(n), "google.protobuf.") || n == fzDecimalType
+}
+
+// fzDecimalType is an exact decimal, a JSON number in the API.
+const fzDecimalType = "switchboard.api.v1.Decimal"
 
 // fzRaw is JSON text put into a body as it is (invalid UTF-8, nesting).
 type fzRaw string
@@ -2165,6 +2174,13 @@ func fzFillWKT(m protoreflect.Message, v any) (bool, error) {
 		return true, nil
 	case "google.protobuf.Any":
 		return true, errors.New("Any is not supported")
+	case fzDecimalType:
+		num, ok := v.(json.Number)
+		if !ok {
+			return true, errors.New("a number is required")
+		}
+		m.Set(fs.ByName("value"), protoreflect.ValueOfString(string(num)))
+		return true, nil
 	}
 	if protoapi.TextWKT(m.Descriptor().FullName()) {
 		fd := fs.ByName("value")
