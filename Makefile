@@ -25,8 +25,9 @@ test: check-tree check-generate lint build
 ## of 10,000 events vs a bare net/http client, two webhooks replicas vs one, a
 ## polled Telegram bot's updates vs the sandbox's inbound route, reads through the
 ## gateway and over gRPC vs pgbench -S, the largest accepted body of each route with
-## a list vs its minimal request; BENCH picks
-BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|TelegramIngest|Reads|LargestBodies
+## a list vs its minimal request, invoice previews through the gateway and over gRPC vs
+## pgbench -S; BENCH picks
+BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|TelegramIngest|Reads|LargestBodies|InvoicePreview
 bench: build
 	@MODULES="gateway services/webhooks" SWITCHBOARD_BIN_DIR="$(BIN)" GO_TEST_FLAGS='-run ^$$ -bench $(BENCH) -benchtime 1x' deploy/local/test.sh
 
