@@ -26,8 +26,9 @@ type Tx interface {
 	// LockInvoice reads the invoice FOR UPDATE; companyID nil: any company
 	// (the operator, the provider). domain.ErrNotFound when absent.
 	LockInvoice(ctx context.Context, companyID *int64, id int64) (domain.Invoice, error)
-	// InsertInvoice stores a new invoice (created now, lifetime now +
-	// domain.InvoiceLifetime) and answers it as stored.
+	// InsertInvoice stores a new invoice, created at inv.CreatedAt (the
+	// database's now when zero) with lifetime domain.InvoiceLifetime later,
+	// and answers it as stored.
 	InsertInvoice(ctx context.Context, inv domain.Invoice) (domain.Invoice, error)
 	SetPaymentURL(ctx context.Context, id int64, url string) error
 	// SetInvoiceStatus moves a new invoice to status and answers it.
@@ -204,6 +205,9 @@ func (s *Service) CreateInvoice(ctx context.Context, r InvoiceRequest) (domain.I
 	if err != nil || r.Preview {
 		return inv, err
 	}
+	// Created by the service's clock, the one expiry and payments compare
+	// the lifetime with.
+	inv.CreatedAt = s.now()
 	var stored domain.Invoice
 	var paidNow bool
 	err = s.repo.InTx(ctx, func(tx Tx) error {
@@ -236,8 +240,8 @@ func (s *Service) CreateInvoice(ctx context.Context, r InvoiceRequest) (domain.I
 	return stored, nil
 }
 
-// quote checks what needs the stored state (in the documented order:
-// 22000, plan rules, 22020, 22019, 22018, 18003) and prices the invoice.
+// quote checks what needs the stored state (in the documented order: plan
+// rules 422, 22000, 22020, 22019, 22018, 18003) and prices the invoice.
 func (s *Service) quote(ctx context.Context, r InvoiceRequest) (domain.Invoice, error) {
 	var ids []int64
 	for _, it := range r.Items {
@@ -254,17 +258,23 @@ func (s *Service) quote(ctx context.Context, r InvoiceRequest) (domain.Invoice, 
 		for _, sub := range list {
 			subs[sub.ID] = sub
 		}
-		for _, id := range ids {
-			if _, ok := subs[id]; !ok {
-				return domain.Invoice{}, apierr.SubscriptionNotFound.E()
-			}
-		}
+		// The plan rules are request rules (422), which come before 22000
+		// (billing.md): checked for every item whose subscription is known.
 		for i, it := range r.Items {
 			if it.Kind != domain.ItemSubscription {
 				continue
 			}
-			if err := domain.CheckPlanFor(*it.NewPlan, subs[*it.ID].Type, *it.NewSize); err != nil {
-				return domain.Invoice{}, planError(err, apierr.Body("items", i, "new_subscription_plan"), *it.NewPlan, subs[*it.ID].Type)
+			sub, ok := subs[*it.ID]
+			if !ok {
+				continue
+			}
+			if err := domain.CheckPlanFor(*it.NewPlan, sub.Type, *it.NewSize); err != nil {
+				return domain.Invoice{}, planError(err, apierr.Body("items", i, "new_subscription_plan"), *it.NewPlan, sub.Type)
+			}
+		}
+		for _, id := range ids {
+			if _, ok := subs[id]; !ok {
+				return domain.Invoice{}, apierr.SubscriptionNotFound.E()
 			}
 		}
 	}

@@ -68,10 +68,20 @@ func (s *Service) setStatus(ctx context.Context, tx Tx, inv domain.Invoice, stat
 	return next, tx.Event(ctx, next.CompanyID, EventInvoiceStatus, statusEvent(next, inv.Status))
 }
 
+// lapsed reports a new invoice whose lifetime has passed: it is expired
+// (billing.md "Unpaid invoices become expired after lifetime") whether or
+// not the expiry worker has written so yet.
+func (s *Service) lapsed(inv domain.Invoice) bool {
+	return inv.Payable() && !inv.Lifetime.After(s.now())
+}
+
 // transition locks any company's invoice and, when it is new, moves it to
-// status (paying applies it); otherwise 409 22022 and nothing changes.
+// status (paying applies it); otherwise 409 22022 and nothing changes. A
+// new invoice past its lifetime is expired: it is written so (with its
+// event) and the payment or cancellation is 22022.
 func (s *Service) transition(ctx context.Context, id int64, status string) (domain.Invoice, error) {
 	var out domain.Invoice
+	var lapsed bool
 	err := s.repo.InTx(ctx, func(tx Tx) error {
 		inv, err := tx.LockInvoice(ctx, nil, id)
 		if err != nil {
@@ -80,6 +90,11 @@ func (s *Service) transition(ctx context.Context, id int64, status string) (doma
 		if !inv.Payable() {
 			return apierr.InvoiceNotPayable.Msg("invoice %d is %s", id, inv.Status)
 		}
+		if status != domain.StatusExpired && s.lapsed(inv) {
+			lapsed = true
+			out, err = s.setStatus(ctx, tx, inv, domain.StatusExpired)
+			return err
+		}
 		if status == domain.StatusPaid {
 			out, err = s.applyPaid(ctx, tx, inv)
 		} else {
@@ -87,6 +102,9 @@ func (s *Service) transition(ctx context.Context, id int64, status string) (doma
 		}
 		return err
 	})
+	if err == nil && lapsed {
+		return domain.Invoice{}, apierr.InvoiceNotPayable.Msg("invoice %d expired at %s", id, out.Lifetime.Format(time.RFC3339Nano))
+	}
 	if err == nil && status == domain.StatusPaid {
 		s.announce(ctx, out.CompanyID)
 	}
@@ -124,9 +142,10 @@ var ErrAmountMismatch = errors.New("paid amount differs from the invoice amount"
 // ApplyProviderPayment applies a verified provider notification once: the
 // invoice row lock serialises concurrent notifications, and one for an
 // invoice already paid is acknowledged without applying anything again.
-// Money that arrives for an expired or cancelled invoice is recorded (not
-// applied) and acknowledged, so the provider stops retrying and support
-// can refund it.
+// Money that arrives for an expired or cancelled invoice (also one past
+// its lifetime that the worker has not yet expired: it is expired now) is
+// recorded (not applied) and acknowledged, so the provider stops retrying
+// and support can refund it.
 func (s *Service) ApplyProviderPayment(ctx context.Context, n ProviderNotice) error {
 	var applied bool
 	var company int64
@@ -139,16 +158,24 @@ func (s *Service) ApplyProviderPayment(ctx context.Context, n ProviderNotice) er
 		if !n.Amount.Equal(inv.Amount) {
 			return fmt.Errorf("invoice %d: %w: %s paid, %s due", inv.ID, ErrAmountMismatch, n.Amount, inv.Amount)
 		}
-		p := ProviderPayment{InvoiceID: inv.ID, Provider: n.Provider, Amount: n.Amount, Fields: n.Fields, Applied: inv.Payable()}
+		lapsed := s.lapsed(inv)
+		p := ProviderPayment{InvoiceID: inv.ID, Provider: n.Provider, Amount: n.Amount, Fields: n.Fields, Applied: inv.Payable() && !lapsed}
 		if _, err := tx.RecordProviderPayment(ctx, p); err != nil {
 			return err
 		}
-		switch inv.Status {
-		case domain.StatusNew:
+		switch {
+		case lapsed:
+			// Past its lifetime the invoice is expired, whether or not the
+			// worker has written so yet: as for one it had.
+			s.log.Warn("payment after the invoice's lifetime: recorded, not applied",
+				slog.Int64("invoice_id", inv.ID), slog.String("provider", n.Provider))
+			_, err = s.setStatus(ctx, tx, inv, domain.StatusExpired)
+			return err
+		case inv.Status == domain.StatusNew:
 			applied = true
 			_, err = s.applyPaid(ctx, tx, inv)
 			return err
-		case domain.StatusPaid:
+		case inv.Status == domain.StatusPaid:
 			return nil // a replay
 		default:
 			s.log.Warn("payment for an invoice that is no longer payable: recorded, not applied",

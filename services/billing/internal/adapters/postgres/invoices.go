@@ -170,12 +170,16 @@ func (t txn) InsertInvoice(ctx context.Context, inv domain.Invoice) (domain.Invo
 	if inv.CardProvider != "" {
 		card = &inv.CardProvider
 	}
+	var created *time.Time
+	if !inv.CreatedAt.IsZero() {
+		created = &inv.CreatedAt
+	}
 	return scanInvoice(t.tx.QueryRow(ctx, `
 		INSERT INTO invoices (company_id, status, payment_method, card_provider, amount, currency, document, lifetime, created_at)
-		VALUES ($1, 'new', $2, $3, $4::numeric, $5, $6, now() + $7::interval, now())
+		VALUES ($1, 'new', $2, $3, $4::numeric, $5, $6, COALESCE($8::timestamptz, now()) + $7::interval, COALESCE($8::timestamptz, now()))
 		RETURNING `+invoiceCols,
 		inv.CompanyID, inv.PaymentMethod, card, inv.Amount.String(), domain.Currency, doc,
-		fmt.Sprintf("%d microseconds", domain.InvoiceLifetime.Microseconds())))
+		fmt.Sprintf("%d microseconds", domain.InvoiceLifetime.Microseconds()), created))
 }
 
 func (t txn) SetPaymentURL(ctx context.Context, id int64, url string) error {

@@ -30,6 +30,20 @@ type Connections struct {
 	// BeforeSet, when set, runs at the start of every SetMembership, outside
 	// the fake's own lock: tests pause a membership change there.
 	BeforeSet func()
+
+	// membershipErr, when set (FailMembership), is what Membership
+	// answers instead of the membership.
+	membershipErr atomic.Pointer[error]
+}
+
+// FailMembership makes every later Membership call fail with err, as a
+// connections service that is down would; nil makes it answer again.
+func (c *Connections) FailMembership(err error) {
+	if err == nil {
+		c.membershipErr.Store(nil)
+		return
+	}
+	c.membershipErr.Store(&err)
 }
 
 type conn struct {
@@ -63,6 +77,9 @@ func (c *Connections) Add(company int64, typ domain.SubscriptionType, sub int64)
 // see that billing sorts them itself.
 func (c *Connections) Membership(_ context.Context, companyID int64) (map[int64][]int64, error) {
 	c.MembershipCalls.Add(1)
+	if err := c.membershipErr.Load(); err != nil {
+		return nil, *err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[int64][]int64{}
@@ -193,9 +210,65 @@ func (c *Clock) Now() time.Time {
 	return c.t
 }
 
+// Set puts the clock at t (at microsecond precision, in UTC): tests that
+// need a calendar date (the last day of a month) start there.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t.UTC().Truncate(time.Microsecond)
+}
+
 // Advance moves the clock on.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+// Settings are identity's billing settings of the companies: roubles and
+// unlocked unless Set says otherwise.
+type Settings struct {
+	mu sync.Mutex
+	m  map[int64]app.Settings
+}
+
+var _ app.CompanySettings = (*Settings)(nil)
+
+// NewSettings has every company pay in roubles, unlocked.
+func NewSettings() *Settings { return &Settings{m: map[int64]app.Settings{}} }
+
+// Set gives a company its payment currency and lock.
+func (s *Settings) Set(companyID int64, currency string, locked bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[companyID] = app.Settings{PaymentCurrency: currency, PaymentsLocked: locked}
+}
+
+func (s *Settings) get(companyID int64) app.Settings {
+	if st, ok := s.m[companyID]; ok {
+		return st
+	}
+	return app.Settings{PaymentCurrency: domain.Currency}
+}
+
+// BillingSettings implements app.CompanySettings.
+func (s *Settings) BillingSettings(_ context.Context, companyID int64) (app.Settings, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.get(companyID), nil
+}
+
+// UpdateBillingSettings implements app.CompanySettings.
+func (s *Settings) UpdateBillingSettings(_ context.Context, companyID int64, currency *string, locked *bool) (app.Settings, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.get(companyID)
+	if currency != nil {
+		st.PaymentCurrency = *currency
+	}
+	if locked != nil {
+		st.PaymentsLocked = *locked
+	}
+	s.m[companyID] = st
+	return st, nil
 }
