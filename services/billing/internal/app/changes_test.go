@@ -553,12 +553,25 @@ func TestAdvanceUsedThenPaid(t *testing.T) {
 	require.NoError(t, err)
 	got := b.stored(t, 1, sub.ID)
 	require.True(t, got.Advance.Repaid)
-	want := time.Date(2031, 3, 10, 12, 0, 0, 0, time.UTC)
-	if !want.Equal(*got.PaidUntil) {
-		t.Skipf("DEFECT (domain.Subscription.ApplyPayment, not fixed here): paid on %s during the advance, paid_until is %s, "+
-			"billing.md wants %s (a month from the paid_until before the advance): the used advance days are not repaid",
-			end.Add(3*day), got.PaidUntil, want)
-	}
+	require.Equal(t, time.Date(2031, 3, 10, 12, 0, 0, 0, time.UTC), *got.PaidUntil,
+		"a month from the paid_until before the advance: the used advance days are repaid")
+
+	// Paid ten days after the advance ran out (five days past its end):
+	// the five borrowed days are repaid, the unpaid days after them are
+	// not charged: a month from now less five days.
+	_, err = b.svc.GrantAdvance(ctx, 1, sub.ID)
+	require.ErrorContains(t, err, "advance", "more than two days left: no advance")
+	b.clock.Set(time.Date(2031, 3, 9, 12, 0, 0, 0, time.UTC))
+	_, err = b.svc.GrantAdvance(ctx, 1, sub.ID)
+	require.NoError(t, err) // paid_until 2031-03-15 12:00
+	late := time.Date(2031, 3, 25, 12, 0, 0, 0, time.UTC)
+	b.clock.Set(late)
+	inv = b.invoice(t, card(1, 1, subItem(sub.ID, domain.PlanStandard, 1)))
+	_, err = b.svc.PayInvoice(ctx, inv.ID)
+	require.NoError(t, err)
+	got = b.stored(t, 1, sub.ID)
+	require.Equal(t, time.Date(2031, 4, 20, 12, 0, 0, 0, time.UTC), *got.PaidUntil)
+	require.False(t, got.Advance.Active())
 }
 
 // TestConcurrentAdvanceGrantsOnce: ten grants at once: one is granted,

@@ -38,11 +38,16 @@ func (s *Service) applyPaid(ctx context.Context, tx Tx, inv domain.Invoice) (dom
 			if !ok {
 				return inv, fmt.Errorf("invoice %d: subscription %d is gone", inv.ID, it.SubscriptionID)
 			}
-			// The invoiced size, unless connections were added since
-			// (a change of size after the invoice was made): a payment
-			// never leaves a subscription smaller than what it holds.
-			size := max(it.NewSize, int32(len(members[sub.ID])))
-			sub.ApplyPayment(it.NewPlan, size, inv.PeriodMonths, inv.Amount.IsPositive(), now)
+			if held := int32(len(members[sub.ID])); held > it.NewSize {
+				// The subscription grew after the invoice was made: the
+				// invoiced plan and size no longer hold its connections.
+				// It keeps them, and the period bought keeps its value,
+				// spread over the subscription as it is now (as a change
+				// of plan or size would).
+				s.applyGrown(&sub, it, inv)
+			} else {
+				sub.ApplyPayment(it.NewPlan, it.NewSize, inv.PeriodMonths, inv.Amount.IsPositive(), now)
+			}
 			if _, err := tx.SaveSubscription(ctx, sub); err != nil {
 				return inv, err
 			}
@@ -56,6 +61,22 @@ func (s *Service) applyPaid(ctx context.Context, tx Tx, inv domain.Invoice) (dom
 		}
 	}
 	return s.setStatus(ctx, tx, inv, domain.StatusPaid)
+}
+
+// applyGrown pays an item for a subscription that now holds more
+// connections than the item's size: plan and size stay, the advance is
+// repaid, and paid_until moves (from where the period would start) by the
+// time the item's months of its plan and size are worth at the
+// subscription's own monthly price.
+func (s *Service) applyGrown(sub *domain.Subscription, it domain.InvoiceItem, inv domain.Invoice) {
+	sub.ApplyPayment(sub.Plan, sub.MaxSize, 0, inv.Amount.IsPositive(), s.now())
+	bought := s.cfg.Prices.Monthly(it.NewPlan, it.NewSize).Mul(decimal.NewFromInt(int64(inv.PeriodMonths)))
+	monthly := s.cfg.Prices.Monthly(sub.Plan, sub.MaxSize)
+	if sub.PaidUntil == nil || !bought.IsPositive() || !monthly.IsPositive() {
+		return
+	}
+	paid := sub.PaidUntil.Add(domain.ExtendBy(bought, monthly))
+	sub.PaidUntil = &paid
 }
 
 // setStatus moves a locked new invoice to status with its event.

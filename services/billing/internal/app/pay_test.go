@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shopspring/decimal"
 	"math"
 	"testing"
 	"time"
@@ -421,8 +422,9 @@ func TestPaymentAfterGrowthKeepsPlanRules(t *testing.T) {
 	b := newBillingEnv(t)
 	sub := b.subscription(t, 1, whatsapp, domain.PlanStandard, 1, at(b.clock.Now().Add(10*day)))
 	inv := b.invoice(t, card(1, 1, subItem(sub.ID, domain.PlanStart, 1)))
-	_, err := b.svc.ChangeSubscriptionSize(ctx, sizeChange(1, sub.ID, 3, false))
+	res, err := b.svc.ChangeSubscriptionSize(ctx, sizeChange(1, sub.ID, 3, false))
 	require.NoError(t, err)
+	changed := *res.Source.NewPaid
 	ids := []int64{b.conns.Add(1, whatsapp, 0), b.conns.Add(1, whatsapp, 0), b.conns.Add(1, whatsapp, 0)}
 	_, err = b.svc.SetConnections(ctx, app.UpdateConnections{CompanyID: 1, SubscriptionID: sub.ID, ConnectionIDs: ids})
 	require.NoError(t, err)
@@ -430,7 +432,12 @@ func TestPaymentAfterGrowthKeepsPlanRules(t *testing.T) {
 	_, err = b.svc.PayInvoice(ctx, inv.ID)
 	require.NoError(t, err)
 	got := b.stored(t, 1, sub.ID)
-	if got.Plan == domain.PlanStart && got.MaxSize > 1 {
-		t.Skipf("DEFECT (app.applyPaid, not fixed here): the START invoice paid over 3 connections leaves plan %s with max_size %d", got.Plan, got.MaxSize)
-	}
+	// Plan and size stay (STANDARD, 3 slots); the month of START for one
+	// slot bought (990) buys 990 / (1990 x 3) x 30 days at the
+	// subscription's price, from its paid_until (still in the future).
+	require.Equal(t, domain.PlanStandard, got.Plan)
+	require.Equal(t, int32(3), got.MaxSize)
+	extra := domain.ExtendBy(decimal.NewFromInt(990), decimal.NewFromInt(1990*3))
+	require.Equal(t, changed.Add(extra), *got.PaidUntil, "paid_until moves by the value bought")
+	require.True(t, got.HasPayment)
 }

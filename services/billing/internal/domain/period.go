@@ -22,15 +22,17 @@ func AddMonths(t time.Time, months int32) time.Time {
 
 // ApplyPayment applies a paid invoice item to the subscription: plan and
 // size become the invoiced ones and paid_until moves by months calendar
-// months from max(now, base). base is paid_until, or while an advance is
-// active the paid_until before it, so the paid months replace the borrowed
-// days instead of coming on top of them; the advance is repaid. FREE has
+// months from max(now, paid_until), or, while an advance is active, from
+// max(now - 5 days, the paid_until before the advance): the paid months
+// replace the borrowed days instead of coming on top of them, whenever the
+// payment comes; the advance is repaid. FREE has
 // no paid period: paid_until becomes null. realPayment (an invoice of
 // non-zero amount) makes the subscription one that has really been paid,
 // which the advance requires; a free invoice is no payment.
 func (s *Subscription) ApplyPayment(newPlan Plan, newSize int32, months int32, realPayment bool, now time.Time) {
 	base := s.PaidUntil
-	if s.Advance.Active() {
+	repaying := s.Advance.Active()
+	if repaying {
 		base = s.Advance.base()
 		s.Advance.Repaid = true
 	}
@@ -42,8 +44,16 @@ func (s *Subscription) ApplyPayment(newPlan Plan, newSize int32, months int32, r
 		s.PaidUntil = nil
 		return
 	}
+	// Without an advance the period runs on from the later of now and
+	// paid_until. With one it starts where paid_until was before the
+	// advance, so the five days are repaid; paid after the advance ran out,
+	// from now less those five days: the borrowed days are repaid, the
+	// unpaid time after them is not charged.
 	from := now
-	if base != nil && base.After(now) {
+	if repaying && base != nil {
+		from = now.Add(-AdvanceCredit)
+	}
+	if base != nil && base.After(from) {
 		from = *base
 	}
 	paid := AddMonths(from, months)

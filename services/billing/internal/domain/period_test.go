@@ -109,17 +109,19 @@ func TestAdvanceThenPayment(t *testing.T) {
 	require.True(t, s.Advance.Repaid)
 	require.False(t, s.Advance.Active())
 
-	// Paying on a borrowed day: from max(now, paid_until before the
-	// advance), which is now; the same after the borrowed days ran out.
+	// Paying on a borrowed day: still from where paid_until was before
+	// the advance (June 2): the borrowed days are repaid.
 	s = Subscription{Plan: PlanStandard, MaxSize: 1, HasPayment: true, PaidUntil: at(day)}
 	require.NoError(t, s.GrantAdvance(now))
 	s.ApplyPayment(PlanStandard, 1, 1, true, now.Add(3*day))
-	require.Equal(t, utc(2025, 7, 4, 12, 0, 0, 0), *s.PaidUntil)
+	require.Equal(t, utc(2025, 7, 2, 12, 0, 0, 0), *s.PaidUntil)
 
 	s = Subscription{Plan: PlanStandard, MaxSize: 1, HasPayment: true, PaidUntil: at(2 * day)}
 	require.NoError(t, s.GrantAdvance(now))
+	// After the borrowed days ran out (June 8), paid on June 11: from now
+	// less the five borrowed days (June 6), not charging June 8 to 11.
 	s.ApplyPayment(PlanStandard, 1, 3, true, now.Add(10*day))
-	require.Equal(t, utc(2025, 9, 11, 12, 0, 0, 0), *s.PaidUntil)
+	require.Equal(t, utc(2025, 9, 6, 12, 0, 0, 0), *s.PaidUntil)
 	require.True(t, s.Advance.Repaid)
 
 	// An advance stored before From was recorded: Until − 5 days.
