@@ -7,6 +7,7 @@
 package billingv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -24,7 +25,8 @@ const (
 
 type ReceiveRobokassaResultRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Every field of the form (the first value of each).
+	// Every field of the form. At most 100: Robokassa posts about a dozen
+	// (and the shop's few Shp_ fields); the gateway bounds the form to 64 KiB.
 	Fields        map[string]string `protobuf:"bytes,1,rep,name=fields,proto3" json:"fields,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -116,9 +118,9 @@ var File_switchboard_billing_v1_provider_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_provider_proto_rawDesc = "" +
 	"\n" +
-	"%switchboard/billing/v1/provider.proto\x12\x16switchboard.billing.v1\x1a switchboard/api/v1/options.proto\"\xb5\x01\n" +
-	"\x1dReceiveRobokassaResultRequest\x12Y\n" +
-	"\x06fields\x18\x01 \x03(\v2A.switchboard.billing.v1.ReceiveRobokassaResultRequest.FieldsEntryR\x06fields\x1a9\n" +
+	"%switchboard/billing/v1/provider.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\"\xbf\x01\n" +
+	"\x1dReceiveRobokassaResultRequest\x12c\n" +
+	"\x06fields\x18\x01 \x03(\v2A.switchboard.billing.v1.ReceiveRobokassaResultRequest.FieldsEntryB\b\xbaH\x05\x9a\x01\x02\x10dR\x06fields\x1a9\n" +
 	"\vFieldsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"8\n" +
