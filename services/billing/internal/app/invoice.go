@@ -215,7 +215,7 @@ func (s *Service) CreateInvoice(ctx context.Context, r InvoiceRequest) (domain.I
 		if err != nil {
 			return err
 		}
-		if err := tx.Event(ctx, stored.CompanyID, EventInvoiceStatus, statusEvent(stored, "")); err != nil {
+		if err := tx.Event(ctx, stored.CompanyID, EventInvoiceStatus, statusEvent(stored, "", s.now())); err != nil {
 			return err
 		}
 		if stored.Amount.IsZero() {
@@ -433,7 +433,7 @@ func (s *Service) Requisites(ctx context.Context, companyID int64) ([]domain.Req
 
 // statusEvent is the outbox payload of an invoice taking its status: what
 // the partner programme needs to reward, hold and notify.
-func statusEvent(inv domain.Invoice, previous string) map[string]any {
+func statusEvent(inv domain.Invoice, previous string, at time.Time) map[string]any {
 	items := make([]map[string]any, 0, len(inv.Items))
 	for _, it := range inv.Items {
 		item := map[string]any{"type": it.Kind, "amount": it.Total().String()}
@@ -458,7 +458,7 @@ func statusEvent(inv domain.Invoice, previous string) map[string]any {
 		"amount":          inv.Amount.String(),
 		"payment_method":  inv.PaymentMethod,
 		"items":           items,
-		"at":              time.Now().UTC().Format(time.RFC3339Nano),
+		"at":              at.Format(time.RFC3339Nano),
 	}
 }
 

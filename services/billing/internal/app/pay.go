@@ -86,7 +86,7 @@ func (s *Service) setStatus(ctx context.Context, tx Tx, inv domain.Invoice, stat
 		return inv, err
 	}
 	next.PaymentURL = inv.PaymentURL
-	return next, tx.Event(ctx, next.CompanyID, EventInvoiceStatus, statusEvent(next, inv.Status))
+	return next, tx.Event(ctx, next.CompanyID, EventInvoiceStatus, statusEvent(next, inv.Status, s.now()))
 }
 
 // lapsed reports a new invoice whose lifetime has passed: it is expired
