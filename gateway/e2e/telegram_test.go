@@ -92,7 +92,7 @@ func (r *realStack) start(t testing.TB) (*devstack.Stack, *telegramtest.Server) 
 // stopTelegramStacks stops what the real-mode stacks started, with the
 // logs' tails when the run failed.
 func stopTelegramStacks(failed bool) {
-	for _, r := range []*realStack{tgPolling, tgWebhook, tgGuarded} {
+	for _, r := range []*realStack{tgPolling, tgWebhook, tgGuarded, payReal} {
 		if r.stack != nil {
 			r.stack.Stop()
 			if failed {
