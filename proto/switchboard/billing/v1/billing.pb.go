@@ -1967,7 +1967,9 @@ type Invoice struct {
 	Amount *v1.Decimal `protobuf:"bytes,6,opt,name=amount,proto3" json:"amount,omitempty"`
 	// RUB.
 	Currency string `protobuf:"bytes,7,opt,name=currency,proto3" json:"currency,omitempty"`
-	// Where to pay; null for previews, BANK_TRANSFER and amount 0.
+	// Where to pay; null for previews, BANK_TRANSFER and amount 0. Outside
+	// test mode a KEEPZ invoice is paid at the company's own keepz terminal
+	// and has none either.
 	PaymentUrl    *string                `protobuf:"bytes,8,opt,name=payment_url,json=paymentUrl,proto3,oneof" json:"payment_url,omitempty"`
 	PreviewUrl    *string                `protobuf:"bytes,9,opt,name=preview_url,json=previewUrl,proto3,oneof" json:"preview_url,omitempty"`
 	ActUrl        *string                `protobuf:"bytes,10,opt,name=act_url,json=actUrl,proto3,oneof" json:"act_url,omitempty"`
