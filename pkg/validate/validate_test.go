@@ -3,6 +3,7 @@ package validate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -206,6 +207,8 @@ func ruleCases() []ruleCase {
 			[]apierr.FieldError{fe("too_long", "List should have at most 100 items after validation, not 101", "body", "notes")}},
 		{"repeated.max_items of a ListValue (CEL)", "/switchboard.contacts.v1.ContactsService/UpdateContact", &contactsv1.UpdateContactRequest{CompanyId: 1, ContactId: 2, Phones: phones}, nil,
 			[]apierr.FieldError{fe("too_long", "List should have at most 20 items after validation, not 21", "body", "phones")}},
+		{"map.max_pairs", "/switchboard.billing.v1.BillingProviderService/ReceiveRobokassaResult", &billingv1.ReceiveRobokassaResultRequest{Fields: formFields(101)}, nil,
+			[]apierr.FieldError{fe("too_long", "Dictionary should have at most 100 items after validation, not 101", "body", "fields")}},
 		{"repeated.unique", webhook, h(func(r *webhooksv1.CreateWebhookRequest) {
 			r.Events = []webhooksv1.EventType{webhooksv1.EventType_EVENT_TYPE_MESSAGES_CREATE, webhooksv1.EventType_EVENT_TYPE_MESSAGES_DELIVERY_READ, webhooksv1.EventType_EVENT_TYPE_MESSAGES_CREATE}
 		}), nil, []apierr.FieldError{fe("value_error", "Value error, list items should be unique: 'messages.create' is repeated", "body", "events")}},
@@ -403,4 +406,13 @@ func TestPathNamesFieldsAsViolationsDo(t *testing.T) {
 	p := Path{}.Field(phones).Index(3).Field(phones.Message().Fields().ByName("phone"))
 	require.Equal(t, "phones[3].phone", p.String())
 	require.Equal(t, "name", Path{}.Field(md.Fields().ByName("name")).String())
+}
+
+// formFields is a form of n fields.
+func formFields(n int) map[string]string {
+	out := make(map[string]string, n)
+	for i := range n {
+		out[fmt.Sprintf("Shp_f%d", i)] = "v"
+	}
+	return out
 }
