@@ -78,7 +78,8 @@ var (
 	InvoiceNotFound               = Def{22021, "INVOICE_NOT_FOUND", 404, "invoice not found"}
 	InvoiceNotPayable             = Def{22022, "INVOICE_NOT_PAYABLE", 409, "the invoice is not new"}
 
-	UserNameInvalid = Def{26002, "USER_NAME_INVALID", 400, "name contains forbidden characters"}
+	UserEmailAlreadyExists = Def{26001, "USER_EMAIL_ALREADY_EXISTS", 409, "a user with this email already exists"}
+	UserNameInvalid        = Def{26002, "USER_NAME_INVALID", 400, "name contains forbidden characters"}
 
 	WabaSettingsNotAvailable        = Def{29000, "WABA_SETTINGS_NOT_AVAILABLE", 400, "business profile settings are not available"}
 	WabaProfilePictureURLNotAllowed = Def{29005, "WABA_PROFILE_PICTURE_URL_NOT_ALLOWED", 400, "profile picture url is not allowed"}
@@ -90,8 +91,16 @@ var (
 	MaxPersonalInvalidPassword    = Def{30003, "MAX_PERSONAL_INVALID_PASSWORD", 400, "max two-step password is invalid"}
 	MaxPersonalUnableToGetQRLogin = Def{30006, "MAX_PERSONAL_UNABLE_TO_GET_QR_LOGIN", 400, "unable to get qr login"}
 
-	PartnerPayoutInsufficientBalance = Def{31000, "PARTNER_PAYOUT_INSUFFICIENT_BALANCE", 400, "balance is below the payout minimum"}
-	PartnerPayoutLocked              = Def{31001, "PARTNER_PAYOUT_LOCKED", 409, "a payout is already in progress"}
+	PartnerPayoutInsufficientBalance   = Def{31000, "PARTNER_PAYOUT_INSUFFICIENT_BALANCE", 400, "balance is below the payout minimum"}
+	PartnerPayoutLocked                = Def{31001, "PARTNER_PAYOUT_LOCKED", 409, "a payout is already in progress"}
+	PartnerCompanyNotFound             = Def{31002, "PARTNER_COMPANY_NOT_FOUND", 404, "partner company not found"}
+	PartnerCompanyIsReferral           = Def{31003, "PARTNER_COMPANY_IS_REFERRAL", 400, "the client is a referral: it manages its own account"}
+	PartnerRequisiteNotFound           = Def{31004, "PARTNER_REQUISITE_NOT_FOUND", 404, "partner requisite not found"}
+	PartnerRequisiteIncomplete         = Def{31005, "PARTNER_REQUISITE_INCOMPLETE", 400, "the requisite has no bic or current account"}
+	PartnerPayoutNotFound              = Def{31006, "PARTNER_PAYOUT_NOT_FOUND", 404, "payout not found"}
+	PartnerPayoutNotActive             = Def{31007, "PARTNER_PAYOUT_NOT_ACTIVE", 409, "the payout is not CREATED"}
+	PartnerClientsDailyLimitExceeded   = Def{31008, "PARTNER_CLIENTS_DAILY_LIMIT_EXCEEDED", 400, "the daily limit of new clients is reached"}
+	PartnerNotificationChannelNotFound = Def{31009, "PARTNER_NOTIFICATION_CHANNEL_NOT_FOUND", 404, "notification channel not found"}
 
 	// vk_direct logins (spec-gaps: shaped like max_personal, own family).
 	VKDirectGenericError    = Def{32000, "VK_DIRECT_GENERIC_ERROR", 400, "vk session expired or invalid"}
@@ -122,11 +131,13 @@ func Catalogue() []Def {
 		InvoiceProviderError,
 		SubscriptionNotFound, SubscriptionInTest, SubscriptionAdvanceNotAllowed, SubscriptionAdvanceActive, SubscriptionPaymentsLocked,
 		SubscriptionSizeBelowCurrent, RequisiteNotFound, InvoiceNotFound, InvoiceNotPayable,
-		UserNameInvalid,
+		UserEmailAlreadyExists, UserNameInvalid,
 		WabaSettingsNotAvailable, WabaProfilePictureURLNotAllowed, WabaProfilePictureTooLarge,
 		MaxPersonalGenericError, MaxPersonalSessionNotFound, MaxPersonalInvalidCode, MaxPersonalInvalidPassword,
 		MaxPersonalUnableToGetQRLogin,
-		PartnerPayoutInsufficientBalance, PartnerPayoutLocked,
+		PartnerPayoutInsufficientBalance, PartnerPayoutLocked, PartnerCompanyNotFound, PartnerCompanyIsReferral,
+		PartnerRequisiteNotFound, PartnerRequisiteIncomplete, PartnerPayoutNotFound, PartnerPayoutNotActive,
+		PartnerClientsDailyLimitExceeded, PartnerNotificationChannelNotFound,
 		VKDirectGenericError, VKDirectSessionNotFound, VKDirectInvalidCode, VKDirectInvalidPassword,
 		WebhookNotFound, WebhookDeliveryNotFound,
 	}

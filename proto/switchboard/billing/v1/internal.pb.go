@@ -557,6 +557,157 @@ func (x *TakeWabaDialogResponse) GetWabaDialogsBalance() int64 {
 	return 0
 }
 
+type GetCompaniesBillingRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 10000: a partner's clients.
+	CompanyIds    []int64 `protobuf:"varint,1,rep,packed,name=company_ids,json=companyIds,proto3" json:"company_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCompaniesBillingRequest) Reset() {
+	*x = GetCompaniesBillingRequest{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCompaniesBillingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCompaniesBillingRequest) ProtoMessage() {}
+
+func (x *GetCompaniesBillingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCompaniesBillingRequest.ProtoReflect.Descriptor instead.
+func (*GetCompaniesBillingRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetCompaniesBillingRequest) GetCompanyIds() []int64 {
+	if x != nil {
+		return x.CompanyIds
+	}
+	return nil
+}
+
+type CompanyBillingSummary struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId          int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Subscriptions      []*SubscriptionInfo    `protobuf:"bytes,2,rep,name=subscriptions,proto3" json:"subscriptions,omitempty"`
+	WabaDialogsBalance int64                  `protobuf:"varint,3,opt,name=waba_dialogs_balance,json=wabaDialogsBalance,proto3" json:"waba_dialogs_balance,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *CompanyBillingSummary) Reset() {
+	*x = CompanyBillingSummary{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompanyBillingSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompanyBillingSummary) ProtoMessage() {}
+
+func (x *CompanyBillingSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompanyBillingSummary.ProtoReflect.Descriptor instead.
+func (*CompanyBillingSummary) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CompanyBillingSummary) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CompanyBillingSummary) GetSubscriptions() []*SubscriptionInfo {
+	if x != nil {
+		return x.Subscriptions
+	}
+	return nil
+}
+
+func (x *CompanyBillingSummary) GetWabaDialogsBalance() int64 {
+	if x != nil {
+		return x.WabaDialogsBalance
+	}
+	return 0
+}
+
+type GetCompaniesBillingResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per company asked, in the order asked (a company billing has
+	// never seen has no subscriptions and balance 0).
+	Companies     []*CompanyBillingSummary `protobuf:"bytes,1,rep,name=companies,proto3" json:"companies,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCompaniesBillingResponse) Reset() {
+	*x = GetCompaniesBillingResponse{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCompaniesBillingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCompaniesBillingResponse) ProtoMessage() {}
+
+func (x *GetCompaniesBillingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCompaniesBillingResponse.ProtoReflect.Descriptor instead.
+func (*GetCompaniesBillingResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetCompaniesBillingResponse) GetCompanies() []*CompanyBillingSummary {
+	if x != nil {
+		return x.Companies
+	}
+	return nil
+}
+
 var File_switchboard_billing_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
@@ -607,13 +758,30 @@ const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x0eidempotencyKey\"`\n" +
 	"\x16TakeWabaDialogResponse\x12\x14\n" +
 	"\x05taken\x18\x01 \x01(\bR\x05taken\x120\n" +
-	"\x14waba_dialogs_balance\x18\x02 \x01(\x03R\x12wabaDialogsBalance2\xf4\x04\n" +
+	"\x14waba_dialogs_balance\x18\x02 \x01(\x03R\x12wabaDialogsBalance\"H\n" +
+	"\x1aGetCompaniesBillingRequest\x12*\n" +
+	"\vcompany_ids\x18\x01 \x03(\x03B\t\xbaH\x06\x92\x01\x03\x10\x90NR\n" +
+	"companyIds\"\xb8\x01\n" +
+	"\x15CompanyBillingSummary\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12N\n" +
+	"\rsubscriptions\x18\x02 \x03(\v2(.switchboard.billing.v1.SubscriptionInfoR\rsubscriptions\x120\n" +
+	"\x14waba_dialogs_balance\x18\x03 \x01(\x03R\x12wabaDialogsBalance\"j\n" +
+	"\x1bGetCompaniesBillingResponse\x12K\n" +
+	"\tcompanies\x18\x01 \x03(\v2-.switchboard.billing.v1.CompanyBillingSummaryR\tcompanies2\xa6\n" +
+	"\n" +
 	"\x16BillingInternalService\x12q\n" +
 	"\x12EnsureSubscription\x121.switchboard.billing.v1.EnsureSubscriptionRequest\x1a(.switchboard.billing.v1.SubscriptionInfo\x12u\n" +
 	"\x10GetSubscriptions\x12/.switchboard.billing.v1.GetSubscriptionsRequest\x1a0.switchboard.billing.v1.GetSubscriptionsResponse\x12~\n" +
 	"\x13CheckConnectionPaid\x122.switchboard.billing.v1.CheckConnectionPaidRequest\x1a3.switchboard.billing.v1.CheckConnectionPaidResponse\x12y\n" +
 	"\x15GetWabaDialogsBalance\x124.switchboard.billing.v1.GetWabaDialogsBalanceRequest\x1a*.switchboard.billing.v1.WabaDialogsBalance\x12o\n" +
-	"\x0eTakeWabaDialog\x12-.switchboard.billing.v1.TakeWabaDialogRequest\x1a..switchboard.billing.v1.TakeWabaDialogResponse\x1a\x04\xd0\xf3\x18\x03B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
+	"\x0eTakeWabaDialog\x12-.switchboard.billing.v1.TakeWabaDialogRequest\x1a..switchboard.billing.v1.TakeWabaDialogResponse\x12\x7f\n" +
+	"\x18ListCompanySubscriptions\x120.switchboard.billing.v1.ListSubscriptionsRequest\x1a1.switchboard.billing.v1.ListSubscriptionsResponse\x12e\n" +
+	"\x12ChangeSizeInternal\x12).switchboard.billing.v1.ChangeSizeRequest\x1a$.switchboard.billing.v1.ChangeResult\x12e\n" +
+	"\x12ChangePlanInternal\x12).switchboard.billing.v1.ChangePlanRequest\x1a$.switchboard.billing.v1.ChangeResult\x12i\n" +
+	"\x14GrantAdvanceInternal\x12+.switchboard.billing.v1.GrantAdvanceRequest\x1a$.switchboard.billing.v1.Subscription\x12v\n" +
+	"\x15ListCompanyRequisites\x12-.switchboard.billing.v1.ListRequisitesRequest\x1a..switchboard.billing.v1.ListRequisitesResponse\x12~\n" +
+	"\x13GetCompaniesBilling\x122.switchboard.billing.v1.GetCompaniesBillingRequest\x1a3.switchboard.billing.v1.GetCompaniesBillingResponse\x1a\x04\xd0\xf3\x18\x03B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
 
 var (
 	file_switchboard_billing_v1_internal_proto_rawDescOnce sync.Once
@@ -627,7 +795,7 @@ func file_switchboard_billing_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_billing_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_billing_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_switchboard_billing_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_switchboard_billing_v1_internal_proto_goTypes = []any{
 	(*SubscriptionInfo)(nil),             // 0: switchboard.billing.v1.SubscriptionInfo
 	(*EnsureSubscriptionRequest)(nil),    // 1: switchboard.billing.v1.EnsureSubscriptionRequest
@@ -638,32 +806,58 @@ var file_switchboard_billing_v1_internal_proto_goTypes = []any{
 	(*GetWabaDialogsBalanceRequest)(nil), // 6: switchboard.billing.v1.GetWabaDialogsBalanceRequest
 	(*TakeWabaDialogRequest)(nil),        // 7: switchboard.billing.v1.TakeWabaDialogRequest
 	(*TakeWabaDialogResponse)(nil),       // 8: switchboard.billing.v1.TakeWabaDialogResponse
-	(SubscriptionPlan)(0),                // 9: switchboard.billing.v1.SubscriptionPlan
-	(*timestamppb.Timestamp)(nil),        // 10: google.protobuf.Timestamp
-	(*WabaDialogsBalance)(nil),           // 11: switchboard.billing.v1.WabaDialogsBalance
+	(*GetCompaniesBillingRequest)(nil),   // 9: switchboard.billing.v1.GetCompaniesBillingRequest
+	(*CompanyBillingSummary)(nil),        // 10: switchboard.billing.v1.CompanyBillingSummary
+	(*GetCompaniesBillingResponse)(nil),  // 11: switchboard.billing.v1.GetCompaniesBillingResponse
+	(SubscriptionPlan)(0),                // 12: switchboard.billing.v1.SubscriptionPlan
+	(*timestamppb.Timestamp)(nil),        // 13: google.protobuf.Timestamp
+	(*ListSubscriptionsRequest)(nil),     // 14: switchboard.billing.v1.ListSubscriptionsRequest
+	(*ChangeSizeRequest)(nil),            // 15: switchboard.billing.v1.ChangeSizeRequest
+	(*ChangePlanRequest)(nil),            // 16: switchboard.billing.v1.ChangePlanRequest
+	(*GrantAdvanceRequest)(nil),          // 17: switchboard.billing.v1.GrantAdvanceRequest
+	(*ListRequisitesRequest)(nil),        // 18: switchboard.billing.v1.ListRequisitesRequest
+	(*WabaDialogsBalance)(nil),           // 19: switchboard.billing.v1.WabaDialogsBalance
+	(*ListSubscriptionsResponse)(nil),    // 20: switchboard.billing.v1.ListSubscriptionsResponse
+	(*ChangeResult)(nil),                 // 21: switchboard.billing.v1.ChangeResult
+	(*Subscription)(nil),                 // 22: switchboard.billing.v1.Subscription
+	(*ListRequisitesResponse)(nil),       // 23: switchboard.billing.v1.ListRequisitesResponse
 }
 var file_switchboard_billing_v1_internal_proto_depIdxs = []int32{
-	9,  // 0: switchboard.billing.v1.SubscriptionInfo.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	10, // 1: switchboard.billing.v1.SubscriptionInfo.test_until:type_name -> google.protobuf.Timestamp
-	10, // 2: switchboard.billing.v1.SubscriptionInfo.paid_until:type_name -> google.protobuf.Timestamp
+	12, // 0: switchboard.billing.v1.SubscriptionInfo.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	13, // 1: switchboard.billing.v1.SubscriptionInfo.test_until:type_name -> google.protobuf.Timestamp
+	13, // 2: switchboard.billing.v1.SubscriptionInfo.paid_until:type_name -> google.protobuf.Timestamp
 	0,  // 3: switchboard.billing.v1.GetSubscriptionsResponse.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
-	10, // 4: switchboard.billing.v1.CheckConnectionPaidResponse.paid_until:type_name -> google.protobuf.Timestamp
-	10, // 5: switchboard.billing.v1.CheckConnectionPaidResponse.test_until:type_name -> google.protobuf.Timestamp
-	1,  // 6: switchboard.billing.v1.BillingInternalService.EnsureSubscription:input_type -> switchboard.billing.v1.EnsureSubscriptionRequest
-	2,  // 7: switchboard.billing.v1.BillingInternalService.GetSubscriptions:input_type -> switchboard.billing.v1.GetSubscriptionsRequest
-	4,  // 8: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:input_type -> switchboard.billing.v1.CheckConnectionPaidRequest
-	6,  // 9: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:input_type -> switchboard.billing.v1.GetWabaDialogsBalanceRequest
-	7,  // 10: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:input_type -> switchboard.billing.v1.TakeWabaDialogRequest
-	0,  // 11: switchboard.billing.v1.BillingInternalService.EnsureSubscription:output_type -> switchboard.billing.v1.SubscriptionInfo
-	3,  // 12: switchboard.billing.v1.BillingInternalService.GetSubscriptions:output_type -> switchboard.billing.v1.GetSubscriptionsResponse
-	5,  // 13: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:output_type -> switchboard.billing.v1.CheckConnectionPaidResponse
-	11, // 14: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:output_type -> switchboard.billing.v1.WabaDialogsBalance
-	8,  // 15: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:output_type -> switchboard.billing.v1.TakeWabaDialogResponse
-	11, // [11:16] is the sub-list for method output_type
-	6,  // [6:11] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	13, // 4: switchboard.billing.v1.CheckConnectionPaidResponse.paid_until:type_name -> google.protobuf.Timestamp
+	13, // 5: switchboard.billing.v1.CheckConnectionPaidResponse.test_until:type_name -> google.protobuf.Timestamp
+	0,  // 6: switchboard.billing.v1.CompanyBillingSummary.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
+	10, // 7: switchboard.billing.v1.GetCompaniesBillingResponse.companies:type_name -> switchboard.billing.v1.CompanyBillingSummary
+	1,  // 8: switchboard.billing.v1.BillingInternalService.EnsureSubscription:input_type -> switchboard.billing.v1.EnsureSubscriptionRequest
+	2,  // 9: switchboard.billing.v1.BillingInternalService.GetSubscriptions:input_type -> switchboard.billing.v1.GetSubscriptionsRequest
+	4,  // 10: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:input_type -> switchboard.billing.v1.CheckConnectionPaidRequest
+	6,  // 11: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:input_type -> switchboard.billing.v1.GetWabaDialogsBalanceRequest
+	7,  // 12: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:input_type -> switchboard.billing.v1.TakeWabaDialogRequest
+	14, // 13: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:input_type -> switchboard.billing.v1.ListSubscriptionsRequest
+	15, // 14: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:input_type -> switchboard.billing.v1.ChangeSizeRequest
+	16, // 15: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:input_type -> switchboard.billing.v1.ChangePlanRequest
+	17, // 16: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:input_type -> switchboard.billing.v1.GrantAdvanceRequest
+	18, // 17: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:input_type -> switchboard.billing.v1.ListRequisitesRequest
+	9,  // 18: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:input_type -> switchboard.billing.v1.GetCompaniesBillingRequest
+	0,  // 19: switchboard.billing.v1.BillingInternalService.EnsureSubscription:output_type -> switchboard.billing.v1.SubscriptionInfo
+	3,  // 20: switchboard.billing.v1.BillingInternalService.GetSubscriptions:output_type -> switchboard.billing.v1.GetSubscriptionsResponse
+	5,  // 21: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:output_type -> switchboard.billing.v1.CheckConnectionPaidResponse
+	19, // 22: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:output_type -> switchboard.billing.v1.WabaDialogsBalance
+	8,  // 23: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:output_type -> switchboard.billing.v1.TakeWabaDialogResponse
+	20, // 24: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:output_type -> switchboard.billing.v1.ListSubscriptionsResponse
+	21, // 25: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:output_type -> switchboard.billing.v1.ChangeResult
+	21, // 26: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:output_type -> switchboard.billing.v1.ChangeResult
+	22, // 27: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:output_type -> switchboard.billing.v1.Subscription
+	23, // 28: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:output_type -> switchboard.billing.v1.ListRequisitesResponse
+	11, // 29: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:output_type -> switchboard.billing.v1.GetCompaniesBillingResponse
+	19, // [19:30] is the sub-list for method output_type
+	8,  // [8:19] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_billing_v1_internal_proto_init() }
@@ -679,7 +873,7 @@ func file_switchboard_billing_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_billing_v1_internal_proto_rawDesc), len(file_switchboard_billing_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,11 +19,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	BillingInternalService_EnsureSubscription_FullMethodName    = "/switchboard.billing.v1.BillingInternalService/EnsureSubscription"
-	BillingInternalService_GetSubscriptions_FullMethodName      = "/switchboard.billing.v1.BillingInternalService/GetSubscriptions"
-	BillingInternalService_CheckConnectionPaid_FullMethodName   = "/switchboard.billing.v1.BillingInternalService/CheckConnectionPaid"
-	BillingInternalService_GetWabaDialogsBalance_FullMethodName = "/switchboard.billing.v1.BillingInternalService/GetWabaDialogsBalance"
-	BillingInternalService_TakeWabaDialog_FullMethodName        = "/switchboard.billing.v1.BillingInternalService/TakeWabaDialog"
+	BillingInternalService_EnsureSubscription_FullMethodName       = "/switchboard.billing.v1.BillingInternalService/EnsureSubscription"
+	BillingInternalService_GetSubscriptions_FullMethodName         = "/switchboard.billing.v1.BillingInternalService/GetSubscriptions"
+	BillingInternalService_CheckConnectionPaid_FullMethodName      = "/switchboard.billing.v1.BillingInternalService/CheckConnectionPaid"
+	BillingInternalService_GetWabaDialogsBalance_FullMethodName    = "/switchboard.billing.v1.BillingInternalService/GetWabaDialogsBalance"
+	BillingInternalService_TakeWabaDialog_FullMethodName           = "/switchboard.billing.v1.BillingInternalService/TakeWabaDialog"
+	BillingInternalService_ListCompanySubscriptions_FullMethodName = "/switchboard.billing.v1.BillingInternalService/ListCompanySubscriptions"
+	BillingInternalService_ChangeSizeInternal_FullMethodName       = "/switchboard.billing.v1.BillingInternalService/ChangeSizeInternal"
+	BillingInternalService_ChangePlanInternal_FullMethodName       = "/switchboard.billing.v1.BillingInternalService/ChangePlanInternal"
+	BillingInternalService_GrantAdvanceInternal_FullMethodName     = "/switchboard.billing.v1.BillingInternalService/GrantAdvanceInternal"
+	BillingInternalService_ListCompanyRequisites_FullMethodName    = "/switchboard.billing.v1.BillingInternalService/ListCompanyRequisites"
+	BillingInternalService_GetCompaniesBilling_FullMethodName      = "/switchboard.billing.v1.BillingInternalService/GetCompaniesBilling"
 )
 
 // BillingInternalServiceClient is the client API for BillingInternalService service.
@@ -49,6 +55,22 @@ type BillingInternalServiceClient interface {
 	// again and takes nothing more. A call that took nothing (balance <= 0)
 	// leaves no trace, so the same key may take once the balance is topped up.
 	TakeWabaDialog(ctx context.Context, in *TakeWabaDialogRequest, opts ...grpc.CallOption) (*TakeWabaDialogResponse, error)
+	// A company's subscriptions as its own API shows them (a partner's view
+	// of a client).
+	ListCompanySubscriptions(ctx context.Context, in *ListSubscriptionsRequest, opts ...grpc.CallOption) (*ListSubscriptionsResponse, error)
+	// change_size on a company's subscription, for its partner: the public
+	// rules and answer.
+	ChangeSizeInternal(ctx context.Context, in *ChangeSizeRequest, opts ...grpc.CallOption) (*ChangeResult, error)
+	// change_plan on a company's subscription, for its partner.
+	ChangePlanInternal(ctx context.Context, in *ChangePlanRequest, opts ...grpc.CallOption) (*ChangeResult, error)
+	// The advance of a company's subscription granted by its partner: the
+	// public rules, except that a partner-type client may have it this way.
+	GrantAdvanceInternal(ctx context.Context, in *GrantAdvanceRequest, opts ...grpc.CallOption) (*Subscription, error)
+	// A company's requisites, oldest first.
+	ListCompanyRequisites(ctx context.Context, in *ListRequisitesRequest, opts ...grpc.CallOption) (*ListRequisitesResponse, error)
+	// For each of the given companies: its subscriptions and its business
+	// dialog balance (a partner's list of clients).
+	GetCompaniesBilling(ctx context.Context, in *GetCompaniesBillingRequest, opts ...grpc.CallOption) (*GetCompaniesBillingResponse, error)
 }
 
 type billingInternalServiceClient struct {
@@ -109,6 +131,66 @@ func (c *billingInternalServiceClient) TakeWabaDialog(ctx context.Context, in *T
 	return out, nil
 }
 
+func (c *billingInternalServiceClient) ListCompanySubscriptions(ctx context.Context, in *ListSubscriptionsRequest, opts ...grpc.CallOption) (*ListSubscriptionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSubscriptionsResponse)
+	err := c.cc.Invoke(ctx, BillingInternalService_ListCompanySubscriptions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingInternalServiceClient) ChangeSizeInternal(ctx context.Context, in *ChangeSizeRequest, opts ...grpc.CallOption) (*ChangeResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ChangeResult)
+	err := c.cc.Invoke(ctx, BillingInternalService_ChangeSizeInternal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingInternalServiceClient) ChangePlanInternal(ctx context.Context, in *ChangePlanRequest, opts ...grpc.CallOption) (*ChangeResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ChangeResult)
+	err := c.cc.Invoke(ctx, BillingInternalService_ChangePlanInternal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingInternalServiceClient) GrantAdvanceInternal(ctx context.Context, in *GrantAdvanceRequest, opts ...grpc.CallOption) (*Subscription, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Subscription)
+	err := c.cc.Invoke(ctx, BillingInternalService_GrantAdvanceInternal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingInternalServiceClient) ListCompanyRequisites(ctx context.Context, in *ListRequisitesRequest, opts ...grpc.CallOption) (*ListRequisitesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRequisitesResponse)
+	err := c.cc.Invoke(ctx, BillingInternalService_ListCompanyRequisites_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingInternalServiceClient) GetCompaniesBilling(ctx context.Context, in *GetCompaniesBillingRequest, opts ...grpc.CallOption) (*GetCompaniesBillingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetCompaniesBillingResponse)
+	err := c.cc.Invoke(ctx, BillingInternalService_GetCompaniesBilling_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BillingInternalServiceServer is the server API for BillingInternalService service.
 // All implementations must embed UnimplementedBillingInternalServiceServer
 // for forward compatibility.
@@ -132,6 +214,22 @@ type BillingInternalServiceServer interface {
 	// again and takes nothing more. A call that took nothing (balance <= 0)
 	// leaves no trace, so the same key may take once the balance is topped up.
 	TakeWabaDialog(context.Context, *TakeWabaDialogRequest) (*TakeWabaDialogResponse, error)
+	// A company's subscriptions as its own API shows them (a partner's view
+	// of a client).
+	ListCompanySubscriptions(context.Context, *ListSubscriptionsRequest) (*ListSubscriptionsResponse, error)
+	// change_size on a company's subscription, for its partner: the public
+	// rules and answer.
+	ChangeSizeInternal(context.Context, *ChangeSizeRequest) (*ChangeResult, error)
+	// change_plan on a company's subscription, for its partner.
+	ChangePlanInternal(context.Context, *ChangePlanRequest) (*ChangeResult, error)
+	// The advance of a company's subscription granted by its partner: the
+	// public rules, except that a partner-type client may have it this way.
+	GrantAdvanceInternal(context.Context, *GrantAdvanceRequest) (*Subscription, error)
+	// A company's requisites, oldest first.
+	ListCompanyRequisites(context.Context, *ListRequisitesRequest) (*ListRequisitesResponse, error)
+	// For each of the given companies: its subscriptions and its business
+	// dialog balance (a partner's list of clients).
+	GetCompaniesBilling(context.Context, *GetCompaniesBillingRequest) (*GetCompaniesBillingResponse, error)
 	mustEmbedUnimplementedBillingInternalServiceServer()
 }
 
@@ -156,6 +254,24 @@ func (UnimplementedBillingInternalServiceServer) GetWabaDialogsBalance(context.C
 }
 func (UnimplementedBillingInternalServiceServer) TakeWabaDialog(context.Context, *TakeWabaDialogRequest) (*TakeWabaDialogResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method TakeWabaDialog not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) ListCompanySubscriptions(context.Context, *ListSubscriptionsRequest) (*ListSubscriptionsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListCompanySubscriptions not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) ChangeSizeInternal(context.Context, *ChangeSizeRequest) (*ChangeResult, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ChangeSizeInternal not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) ChangePlanInternal(context.Context, *ChangePlanRequest) (*ChangeResult, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ChangePlanInternal not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) GrantAdvanceInternal(context.Context, *GrantAdvanceRequest) (*Subscription, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GrantAdvanceInternal not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) ListCompanyRequisites(context.Context, *ListRequisitesRequest) (*ListRequisitesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListCompanyRequisites not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) GetCompaniesBilling(context.Context, *GetCompaniesBillingRequest) (*GetCompaniesBillingResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetCompaniesBilling not implemented")
 }
 func (UnimplementedBillingInternalServiceServer) mustEmbedUnimplementedBillingInternalServiceServer() {
 }
@@ -269,6 +385,114 @@ func _BillingInternalService_TakeWabaDialog_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BillingInternalService_ListCompanySubscriptions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSubscriptionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).ListCompanySubscriptions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_ListCompanySubscriptions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).ListCompanySubscriptions(ctx, req.(*ListSubscriptionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingInternalService_ChangeSizeInternal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ChangeSizeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).ChangeSizeInternal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_ChangeSizeInternal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).ChangeSizeInternal(ctx, req.(*ChangeSizeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingInternalService_ChangePlanInternal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ChangePlanRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).ChangePlanInternal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_ChangePlanInternal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).ChangePlanInternal(ctx, req.(*ChangePlanRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingInternalService_GrantAdvanceInternal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GrantAdvanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).GrantAdvanceInternal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_GrantAdvanceInternal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).GrantAdvanceInternal(ctx, req.(*GrantAdvanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingInternalService_ListCompanyRequisites_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRequisitesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).ListCompanyRequisites(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_ListCompanyRequisites_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).ListCompanyRequisites(ctx, req.(*ListRequisitesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingInternalService_GetCompaniesBilling_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCompaniesBillingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).GetCompaniesBilling(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_GetCompaniesBilling_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).GetCompaniesBilling(ctx, req.(*GetCompaniesBillingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // BillingInternalService_ServiceDesc is the grpc.ServiceDesc for BillingInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -295,6 +519,30 @@ var BillingInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TakeWabaDialog",
 			Handler:    _BillingInternalService_TakeWabaDialog_Handler,
+		},
+		{
+			MethodName: "ListCompanySubscriptions",
+			Handler:    _BillingInternalService_ListCompanySubscriptions_Handler,
+		},
+		{
+			MethodName: "ChangeSizeInternal",
+			Handler:    _BillingInternalService_ChangeSizeInternal_Handler,
+		},
+		{
+			MethodName: "ChangePlanInternal",
+			Handler:    _BillingInternalService_ChangePlanInternal_Handler,
+		},
+		{
+			MethodName: "GrantAdvanceInternal",
+			Handler:    _BillingInternalService_GrantAdvanceInternal_Handler,
+		},
+		{
+			MethodName: "ListCompanyRequisites",
+			Handler:    _BillingInternalService_ListCompanyRequisites_Handler,
+		},
+		{
+			MethodName: "GetCompaniesBilling",
+			Handler:    _BillingInternalService_GetCompaniesBilling_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

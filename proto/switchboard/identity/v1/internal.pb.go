@@ -10,6 +10,7 @@ import (
 	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	_ "switchboard.dev/proto/switchboard/api/v1"
 	sync "sync"
@@ -22,6 +23,57 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+type ClientType int32
+
+const (
+	ClientType_CLIENT_TYPE_UNSPECIFIED ClientType = 0
+	// Came with the partner's promo_code: the partner pays for it.
+	ClientType_CLIENT_TYPE_PARTNER ClientType = 1
+	// Came with the partner's referral_promo_code: pays for itself.
+	ClientType_CLIENT_TYPE_REFERRAL ClientType = 2
+)
+
+// Enum value maps for ClientType.
+var (
+	ClientType_name = map[int32]string{
+		0: "CLIENT_TYPE_UNSPECIFIED",
+		1: "CLIENT_TYPE_PARTNER",
+		2: "CLIENT_TYPE_REFERRAL",
+	}
+	ClientType_value = map[string]int32{
+		"CLIENT_TYPE_UNSPECIFIED": 0,
+		"CLIENT_TYPE_PARTNER":     1,
+		"CLIENT_TYPE_REFERRAL":    2,
+	}
+)
+
+func (x ClientType) Enum() *ClientType {
+	p := new(ClientType)
+	*p = x
+	return p
+}
+
+func (x ClientType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ClientType) Descriptor() protoreflect.EnumDescriptor {
+	return file_switchboard_identity_v1_internal_proto_enumTypes[0].Descriptor()
+}
+
+func (ClientType) Type() protoreflect.EnumType {
+	return &file_switchboard_identity_v1_internal_proto_enumTypes[0]
+}
+
+func (x ClientType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ClientType.Descriptor instead.
+func (ClientType) EnumDescriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{0}
+}
 
 type MarkCompaniesHadConnectionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -369,11 +421,594 @@ func (x *CompanyBillingSettings) GetPaymentsLocked() bool {
 	return false
 }
 
+type ResolvePromoCodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolvePromoCodeRequest) Reset() {
+	*x = ResolvePromoCodeRequest{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolvePromoCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolvePromoCodeRequest) ProtoMessage() {}
+
+func (x *ResolvePromoCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolvePromoCodeRequest.ProtoReflect.Descriptor instead.
+func (*ResolvePromoCodeRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ResolvePromoCodeRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+type PromoCode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The code as stored (upper case).
+	Code             string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	PartnerCompanyId int64  `protobuf:"varint,2,opt,name=partner_company_id,json=partnerCompanyId,proto3" json:"partner_company_id,omitempty"`
+	// The type of client the code makes.
+	ClientType    ClientType `protobuf:"varint,3,opt,name=client_type,json=clientType,proto3,enum=switchboard.identity.v1.ClientType" json:"client_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoCode) Reset() {
+	*x = PromoCode{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoCode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoCode) ProtoMessage() {}
+
+func (x *PromoCode) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoCode.ProtoReflect.Descriptor instead.
+func (*PromoCode) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PromoCode) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *PromoCode) GetPartnerCompanyId() int64 {
+	if x != nil {
+		return x.PartnerCompanyId
+	}
+	return 0
+}
+
+func (x *PromoCode) GetClientType() ClientType {
+	if x != nil {
+		return x.ClientType
+	}
+	return ClientType_CLIENT_TYPE_UNSPECIFIED
+}
+
+type GetPartnerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPartnerRequest) Reset() {
+	*x = GetPartnerRequest{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPartnerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPartnerRequest) ProtoMessage() {}
+
+func (x *GetPartnerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPartnerRequest.ProtoReflect.Descriptor instead.
+func (*GetPartnerRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetPartnerRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+type Partner struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId         int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Name              string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	PromoCode         string                 `protobuf:"bytes,3,opt,name=promo_code,json=promoCode,proto3" json:"promo_code,omitempty"`
+	ReferralPromoCode string                 `protobuf:"bytes,4,opt,name=referral_promo_code,json=referralPromoCode,proto3" json:"referral_promo_code,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Partner) Reset() {
+	*x = Partner{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Partner) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Partner) ProtoMessage() {}
+
+func (x *Partner) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Partner.ProtoReflect.Descriptor instead.
+func (*Partner) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Partner) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *Partner) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Partner) GetPromoCode() string {
+	if x != nil {
+		return x.PromoCode
+	}
+	return ""
+}
+
+func (x *Partner) GetReferralPromoCode() string {
+	if x != nil {
+		return x.ReferralPromoCode
+	}
+	return ""
+}
+
+type GetClientLinkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClientLinkRequest) Reset() {
+	*x = GetClientLinkRequest{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClientLinkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClientLinkRequest) ProtoMessage() {}
+
+func (x *GetClientLinkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClientLinkRequest.ProtoReflect.Descriptor instead.
+func (*GetClientLinkRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetClientLinkRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+type ClientLink struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// 0 when the company is no partner's client.
+	PartnerCompanyId int64      `protobuf:"varint,2,opt,name=partner_company_id,json=partnerCompanyId,proto3" json:"partner_company_id,omitempty"`
+	ClientType       ClientType `protobuf:"varint,3,opt,name=client_type,json=clientType,proto3,enum=switchboard.identity.v1.ClientType" json:"client_type,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ClientLink) Reset() {
+	*x = ClientLink{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientLink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientLink) ProtoMessage() {}
+
+func (x *ClientLink) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientLink.ProtoReflect.Descriptor instead.
+func (*ClientLink) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ClientLink) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *ClientLink) GetPartnerCompanyId() int64 {
+	if x != nil {
+		return x.PartnerCompanyId
+	}
+	return 0
+}
+
+func (x *ClientLink) GetClientType() ClientType {
+	if x != nil {
+		return x.ClientType
+	}
+	return ClientType_CLIENT_TYPE_UNSPECIFIED
+}
+
+type ListPartnerClientsRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	PartnerCompanyId int64                  `protobuf:"varint,1,opt,name=partner_company_id,json=partnerCompanyId,proto3" json:"partner_company_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ListPartnerClientsRequest) Reset() {
+	*x = ListPartnerClientsRequest{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPartnerClientsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPartnerClientsRequest) ProtoMessage() {}
+
+func (x *ListPartnerClientsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPartnerClientsRequest.ProtoReflect.Descriptor instead.
+func (*ListPartnerClientsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListPartnerClientsRequest) GetPartnerCompanyId() int64 {
+	if x != nil {
+		return x.PartnerCompanyId
+	}
+	return 0
+}
+
+type PartnerClient struct {
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId             int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Name                  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	ClientType            ClientType             `protobuf:"varint,3,opt,name=client_type,json=clientType,proto3,enum=switchboard.identity.v1.ClientType" json:"client_type,omitempty"`
+	PaymentsLocked        bool                   `protobuf:"varint,4,opt,name=payments_locked,json=paymentsLocked,proto3" json:"payments_locked,omitempty"`
+	WabaProviderPartnerId *string                `protobuf:"bytes,5,opt,name=waba_provider_partner_id,json=wabaProviderPartnerId,proto3,oneof" json:"waba_provider_partner_id,omitempty"`
+	CreatedAt             *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *PartnerClient) Reset() {
+	*x = PartnerClient{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartnerClient) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartnerClient) ProtoMessage() {}
+
+func (x *PartnerClient) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartnerClient.ProtoReflect.Descriptor instead.
+func (*PartnerClient) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PartnerClient) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *PartnerClient) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PartnerClient) GetClientType() ClientType {
+	if x != nil {
+		return x.ClientType
+	}
+	return ClientType_CLIENT_TYPE_UNSPECIFIED
+}
+
+func (x *PartnerClient) GetPaymentsLocked() bool {
+	if x != nil {
+		return x.PaymentsLocked
+	}
+	return false
+}
+
+func (x *PartnerClient) GetWabaProviderPartnerId() string {
+	if x != nil && x.WabaProviderPartnerId != nil {
+		return *x.WabaProviderPartnerId
+	}
+	return ""
+}
+
+func (x *PartnerClient) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type ListPartnerClientsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By company id.
+	Clients       []*PartnerClient `protobuf:"bytes,1,rep,name=clients,proto3" json:"clients,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPartnerClientsResponse) Reset() {
+	*x = ListPartnerClientsResponse{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPartnerClientsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPartnerClientsResponse) ProtoMessage() {}
+
+func (x *ListPartnerClientsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPartnerClientsResponse.ProtoReflect.Descriptor instead.
+func (*ListPartnerClientsResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListPartnerClientsResponse) GetClients() []*PartnerClient {
+	if x != nil {
+		return x.Clients
+	}
+	return nil
+}
+
+type CreatePartnerClientRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	PartnerCompanyId int64                  `protobuf:"varint,1,opt,name=partner_company_id,json=partnerCompanyId,proto3" json:"partner_company_id,omitempty"`
+	// The owner's display name, checked by the caller.
+	Name        string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Email       string `protobuf:"bytes,3,opt,name=email,proto3" json:"email,omitempty"`
+	CompanyName string `protobuf:"bytes,4,opt,name=company_name,json=companyName,proto3" json:"company_name,omitempty"`
+	// E.164, normalised by the caller.
+	Phone string `protobuf:"bytes,5,opt,name=phone,proto3" json:"phone,omitempty"`
+	// The partner's daily cap of new clients (UTC day).
+	MaxPerDay     int32 `protobuf:"varint,6,opt,name=max_per_day,json=maxPerDay,proto3" json:"max_per_day,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePartnerClientRequest) Reset() {
+	*x = CreatePartnerClientRequest{}
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePartnerClientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePartnerClientRequest) ProtoMessage() {}
+
+func (x *CreatePartnerClientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_internal_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePartnerClientRequest.ProtoReflect.Descriptor instead.
+func (*CreatePartnerClientRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_internal_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CreatePartnerClientRequest) GetPartnerCompanyId() int64 {
+	if x != nil {
+		return x.PartnerCompanyId
+	}
+	return 0
+}
+
+func (x *CreatePartnerClientRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreatePartnerClientRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *CreatePartnerClientRequest) GetCompanyName() string {
+	if x != nil {
+		return x.CompanyName
+	}
+	return ""
+}
+
+func (x *CreatePartnerClientRequest) GetPhone() string {
+	if x != nil {
+		return x.Phone
+	}
+	return ""
+}
+
+func (x *CreatePartnerClientRequest) GetMaxPerDay() int32 {
+	if x != nil {
+		return x.MaxPerDay
+	}
+	return 0
+}
+
 var File_switchboard_identity_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_identity_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/identity/v1/internal.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\"X\n" +
+	"&switchboard/identity/v1/internal.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a&switchboard/identity/v1/identity.proto\"X\n" +
 	"\"MarkCompaniesHadConnectionsRequest\x122\n" +
 	"\vcompany_ids\x18\x01 \x03(\x03B\x11\xbaH\x0e\x92\x01\v\b\x01\x10\xe8\a\"\x04\"\x02 \x00R\n" +
 	"companyIds\"U\n" +
@@ -398,12 +1033,74 @@ const file_switchboard_identity_v1_internal_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12)\n" +
 	"\x10payment_currency\x18\x02 \x01(\tR\x0fpaymentCurrency\x12'\n" +
-	"\x0fpayments_locked\x18\x03 \x01(\bR\x0epaymentsLocked2\xc7\x04\n" +
+	"\x0fpayments_locked\x18\x03 \x01(\bR\x0epaymentsLocked\"8\n" +
+	"\x17ResolvePromoCodeRequest\x12\x1d\n" +
+	"\x04code\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@R\x04code\"\x93\x01\n" +
+	"\tPromoCode\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12,\n" +
+	"\x12partner_company_id\x18\x02 \x01(\x03R\x10partnerCompanyId\x12D\n" +
+	"\vclient_type\x18\x03 \x01(\x0e2#.switchboard.identity.v1.ClientTypeR\n" +
+	"clientType\"2\n" +
+	"\x11GetPartnerRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\"\x8b\x01\n" +
+	"\aPartner\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"promo_code\x18\x03 \x01(\tR\tpromoCode\x12.\n" +
+	"\x13referral_promo_code\x18\x04 \x01(\tR\x11referralPromoCode\"5\n" +
+	"\x14GetClientLinkRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\"\x9f\x01\n" +
+	"\n" +
+	"ClientLink\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12,\n" +
+	"\x12partner_company_id\x18\x02 \x01(\x03R\x10partnerCompanyId\x12D\n" +
+	"\vclient_type\x18\x03 \x01(\x0e2#.switchboard.identity.v1.ClientTypeR\n" +
+	"clientType\"I\n" +
+	"\x19ListPartnerClientsRequest\x12,\n" +
+	"\x12partner_company_id\x18\x01 \x01(\x03R\x10partnerCompanyId\"\xc7\x02\n" +
+	"\rPartnerClient\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12D\n" +
+	"\vclient_type\x18\x03 \x01(\x0e2#.switchboard.identity.v1.ClientTypeR\n" +
+	"clientType\x12'\n" +
+	"\x0fpayments_locked\x18\x04 \x01(\bR\x0epaymentsLocked\x12<\n" +
+	"\x18waba_provider_partner_id\x18\x05 \x01(\tH\x00R\x15wabaProviderPartnerId\x88\x01\x01\x129\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\x1b\n" +
+	"\x19_waba_provider_partner_id\"^\n" +
+	"\x1aListPartnerClientsResponse\x12@\n" +
+	"\aclients\x18\x01 \x03(\v2&.switchboard.identity.v1.PartnerClientR\aclients\"\x82\x02\n" +
+	"\x1aCreatePartnerClientRequest\x12,\n" +
+	"\x12partner_company_id\x18\x01 \x01(\x03R\x10partnerCompanyId\x12\x1e\n" +
+	"\x04name\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xff\x01R\x04name\x12\x1d\n" +
+	"\x05email\x18\x03 \x01(\tB\a\xbaH\x04r\x02`\x01R\x05email\x12-\n" +
+	"\fcompany_name\x18\x04 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\vcompanyName\x12\x1f\n" +
+	"\x05phone\x18\x05 \x01(\tB\t\xbaH\x06r\x04\x10\x02\x18\x10R\x05phone\x12'\n" +
+	"\vmax_per_day\x18\x06 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\tmaxPerDay*w\n" +
+	"\n" +
+	"ClientType\x12\x1b\n" +
+	"\x17CLIENT_TYPE_UNSPECIFIED\x10\x00\x12$\n" +
+	"\x13CLIENT_TYPE_PARTNER\x10\x01\x1a\v\xda\xf3\x18\apartner\x12&\n" +
+	"\x14CLIENT_TYPE_REFERRAL\x10\x02\x1a\f\xda\xf3\x18\breferral2\xdf\b\n" +
 	"\x17IdentityInternalService\x12\x98\x01\n" +
 	"\x1bMarkCompaniesHadConnections\x12;.switchboard.identity.v1.MarkCompaniesHadConnectionsRequest\x1a<.switchboard.identity.v1.MarkCompaniesHadConnectionsResponse\x12q\n" +
 	"\x0eCheckCompanies\x12..switchboard.identity.v1.CheckCompaniesRequest\x1a/.switchboard.identity.v1.CheckCompaniesResponse\x12\x87\x01\n" +
 	"\x19GetCompanyBillingSettings\x129.switchboard.identity.v1.GetCompanyBillingSettingsRequest\x1a/.switchboard.identity.v1.CompanyBillingSettings\x12\x8d\x01\n" +
-	"\x1cUpdateCompanyBillingSettings\x12<.switchboard.identity.v1.UpdateCompanyBillingSettingsRequest\x1a/.switchboard.identity.v1.CompanyBillingSettings\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
+	"\x1cUpdateCompanyBillingSettings\x12<.switchboard.identity.v1.UpdateCompanyBillingSettingsRequest\x1a/.switchboard.identity.v1.CompanyBillingSettings\x12h\n" +
+	"\x10ResolvePromoCode\x120.switchboard.identity.v1.ResolvePromoCodeRequest\x1a\".switchboard.identity.v1.PromoCode\x12Z\n" +
+	"\n" +
+	"GetPartner\x12*.switchboard.identity.v1.GetPartnerRequest\x1a .switchboard.identity.v1.Partner\x12c\n" +
+	"\rGetClientLink\x12-.switchboard.identity.v1.GetClientLinkRequest\x1a#.switchboard.identity.v1.ClientLink\x12}\n" +
+	"\x12ListPartnerClients\x122.switchboard.identity.v1.ListPartnerClientsRequest\x1a3.switchboard.identity.v1.ListPartnerClientsResponse\x12l\n" +
+	"\x13CreatePartnerClient\x123.switchboard.identity.v1.CreatePartnerClientRequest\x1a .switchboard.identity.v1.Company\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
 
 var (
 	file_switchboard_identity_v1_internal_proto_rawDescOnce sync.Once
@@ -417,30 +1114,59 @@ func file_switchboard_identity_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_identity_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_identity_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_switchboard_identity_v1_internal_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_switchboard_identity_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_switchboard_identity_v1_internal_proto_goTypes = []any{
-	(*MarkCompaniesHadConnectionsRequest)(nil),  // 0: switchboard.identity.v1.MarkCompaniesHadConnectionsRequest
-	(*MarkCompaniesHadConnectionsResponse)(nil), // 1: switchboard.identity.v1.MarkCompaniesHadConnectionsResponse
-	(*CheckCompaniesRequest)(nil),               // 2: switchboard.identity.v1.CheckCompaniesRequest
-	(*CheckCompaniesResponse)(nil),              // 3: switchboard.identity.v1.CheckCompaniesResponse
-	(*GetCompanyBillingSettingsRequest)(nil),    // 4: switchboard.identity.v1.GetCompanyBillingSettingsRequest
-	(*UpdateCompanyBillingSettingsRequest)(nil), // 5: switchboard.identity.v1.UpdateCompanyBillingSettingsRequest
-	(*CompanyBillingSettings)(nil),              // 6: switchboard.identity.v1.CompanyBillingSettings
+	(ClientType)(0), // 0: switchboard.identity.v1.ClientType
+	(*MarkCompaniesHadConnectionsRequest)(nil),  // 1: switchboard.identity.v1.MarkCompaniesHadConnectionsRequest
+	(*MarkCompaniesHadConnectionsResponse)(nil), // 2: switchboard.identity.v1.MarkCompaniesHadConnectionsResponse
+	(*CheckCompaniesRequest)(nil),               // 3: switchboard.identity.v1.CheckCompaniesRequest
+	(*CheckCompaniesResponse)(nil),              // 4: switchboard.identity.v1.CheckCompaniesResponse
+	(*GetCompanyBillingSettingsRequest)(nil),    // 5: switchboard.identity.v1.GetCompanyBillingSettingsRequest
+	(*UpdateCompanyBillingSettingsRequest)(nil), // 6: switchboard.identity.v1.UpdateCompanyBillingSettingsRequest
+	(*CompanyBillingSettings)(nil),              // 7: switchboard.identity.v1.CompanyBillingSettings
+	(*ResolvePromoCodeRequest)(nil),             // 8: switchboard.identity.v1.ResolvePromoCodeRequest
+	(*PromoCode)(nil),                           // 9: switchboard.identity.v1.PromoCode
+	(*GetPartnerRequest)(nil),                   // 10: switchboard.identity.v1.GetPartnerRequest
+	(*Partner)(nil),                             // 11: switchboard.identity.v1.Partner
+	(*GetClientLinkRequest)(nil),                // 12: switchboard.identity.v1.GetClientLinkRequest
+	(*ClientLink)(nil),                          // 13: switchboard.identity.v1.ClientLink
+	(*ListPartnerClientsRequest)(nil),           // 14: switchboard.identity.v1.ListPartnerClientsRequest
+	(*PartnerClient)(nil),                       // 15: switchboard.identity.v1.PartnerClient
+	(*ListPartnerClientsResponse)(nil),          // 16: switchboard.identity.v1.ListPartnerClientsResponse
+	(*CreatePartnerClientRequest)(nil),          // 17: switchboard.identity.v1.CreatePartnerClientRequest
+	(*timestamppb.Timestamp)(nil),               // 18: google.protobuf.Timestamp
+	(*Company)(nil),                             // 19: switchboard.identity.v1.Company
 }
 var file_switchboard_identity_v1_internal_proto_depIdxs = []int32{
-	0, // 0: switchboard.identity.v1.IdentityInternalService.MarkCompaniesHadConnections:input_type -> switchboard.identity.v1.MarkCompaniesHadConnectionsRequest
-	2, // 1: switchboard.identity.v1.IdentityInternalService.CheckCompanies:input_type -> switchboard.identity.v1.CheckCompaniesRequest
-	4, // 2: switchboard.identity.v1.IdentityInternalService.GetCompanyBillingSettings:input_type -> switchboard.identity.v1.GetCompanyBillingSettingsRequest
-	5, // 3: switchboard.identity.v1.IdentityInternalService.UpdateCompanyBillingSettings:input_type -> switchboard.identity.v1.UpdateCompanyBillingSettingsRequest
-	1, // 4: switchboard.identity.v1.IdentityInternalService.MarkCompaniesHadConnections:output_type -> switchboard.identity.v1.MarkCompaniesHadConnectionsResponse
-	3, // 5: switchboard.identity.v1.IdentityInternalService.CheckCompanies:output_type -> switchboard.identity.v1.CheckCompaniesResponse
-	6, // 6: switchboard.identity.v1.IdentityInternalService.GetCompanyBillingSettings:output_type -> switchboard.identity.v1.CompanyBillingSettings
-	6, // 7: switchboard.identity.v1.IdentityInternalService.UpdateCompanyBillingSettings:output_type -> switchboard.identity.v1.CompanyBillingSettings
-	4, // [4:8] is the sub-list for method output_type
-	0, // [0:4] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0,  // 0: switchboard.identity.v1.PromoCode.client_type:type_name -> switchboard.identity.v1.ClientType
+	0,  // 1: switchboard.identity.v1.ClientLink.client_type:type_name -> switchboard.identity.v1.ClientType
+	0,  // 2: switchboard.identity.v1.PartnerClient.client_type:type_name -> switchboard.identity.v1.ClientType
+	18, // 3: switchboard.identity.v1.PartnerClient.created_at:type_name -> google.protobuf.Timestamp
+	15, // 4: switchboard.identity.v1.ListPartnerClientsResponse.clients:type_name -> switchboard.identity.v1.PartnerClient
+	1,  // 5: switchboard.identity.v1.IdentityInternalService.MarkCompaniesHadConnections:input_type -> switchboard.identity.v1.MarkCompaniesHadConnectionsRequest
+	3,  // 6: switchboard.identity.v1.IdentityInternalService.CheckCompanies:input_type -> switchboard.identity.v1.CheckCompaniesRequest
+	5,  // 7: switchboard.identity.v1.IdentityInternalService.GetCompanyBillingSettings:input_type -> switchboard.identity.v1.GetCompanyBillingSettingsRequest
+	6,  // 8: switchboard.identity.v1.IdentityInternalService.UpdateCompanyBillingSettings:input_type -> switchboard.identity.v1.UpdateCompanyBillingSettingsRequest
+	8,  // 9: switchboard.identity.v1.IdentityInternalService.ResolvePromoCode:input_type -> switchboard.identity.v1.ResolvePromoCodeRequest
+	10, // 10: switchboard.identity.v1.IdentityInternalService.GetPartner:input_type -> switchboard.identity.v1.GetPartnerRequest
+	12, // 11: switchboard.identity.v1.IdentityInternalService.GetClientLink:input_type -> switchboard.identity.v1.GetClientLinkRequest
+	14, // 12: switchboard.identity.v1.IdentityInternalService.ListPartnerClients:input_type -> switchboard.identity.v1.ListPartnerClientsRequest
+	17, // 13: switchboard.identity.v1.IdentityInternalService.CreatePartnerClient:input_type -> switchboard.identity.v1.CreatePartnerClientRequest
+	2,  // 14: switchboard.identity.v1.IdentityInternalService.MarkCompaniesHadConnections:output_type -> switchboard.identity.v1.MarkCompaniesHadConnectionsResponse
+	4,  // 15: switchboard.identity.v1.IdentityInternalService.CheckCompanies:output_type -> switchboard.identity.v1.CheckCompaniesResponse
+	7,  // 16: switchboard.identity.v1.IdentityInternalService.GetCompanyBillingSettings:output_type -> switchboard.identity.v1.CompanyBillingSettings
+	7,  // 17: switchboard.identity.v1.IdentityInternalService.UpdateCompanyBillingSettings:output_type -> switchboard.identity.v1.CompanyBillingSettings
+	9,  // 18: switchboard.identity.v1.IdentityInternalService.ResolvePromoCode:output_type -> switchboard.identity.v1.PromoCode
+	11, // 19: switchboard.identity.v1.IdentityInternalService.GetPartner:output_type -> switchboard.identity.v1.Partner
+	13, // 20: switchboard.identity.v1.IdentityInternalService.GetClientLink:output_type -> switchboard.identity.v1.ClientLink
+	16, // 21: switchboard.identity.v1.IdentityInternalService.ListPartnerClients:output_type -> switchboard.identity.v1.ListPartnerClientsResponse
+	19, // 22: switchboard.identity.v1.IdentityInternalService.CreatePartnerClient:output_type -> switchboard.identity.v1.Company
+	14, // [14:23] is the sub-list for method output_type
+	5,  // [5:14] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_identity_v1_internal_proto_init() }
@@ -448,19 +1174,22 @@ func file_switchboard_identity_v1_internal_proto_init() {
 	if File_switchboard_identity_v1_internal_proto != nil {
 		return
 	}
+	file_switchboard_identity_v1_identity_proto_init()
 	file_switchboard_identity_v1_internal_proto_msgTypes[5].OneofWrappers = []any{}
+	file_switchboard_identity_v1_internal_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_identity_v1_internal_proto_rawDesc), len(file_switchboard_identity_v1_internal_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   7,
+			NumEnums:      1,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_switchboard_identity_v1_internal_proto_goTypes,
 		DependencyIndexes: file_switchboard_identity_v1_internal_proto_depIdxs,
+		EnumInfos:         file_switchboard_identity_v1_internal_proto_enumTypes,
 		MessageInfos:      file_switchboard_identity_v1_internal_proto_msgTypes,
 	}.Build()
 	File_switchboard_identity_v1_internal_proto = out.File

@@ -23,6 +23,11 @@ const (
 	IdentityInternalService_CheckCompanies_FullMethodName               = "/switchboard.identity.v1.IdentityInternalService/CheckCompanies"
 	IdentityInternalService_GetCompanyBillingSettings_FullMethodName    = "/switchboard.identity.v1.IdentityInternalService/GetCompanyBillingSettings"
 	IdentityInternalService_UpdateCompanyBillingSettings_FullMethodName = "/switchboard.identity.v1.IdentityInternalService/UpdateCompanyBillingSettings"
+	IdentityInternalService_ResolvePromoCode_FullMethodName             = "/switchboard.identity.v1.IdentityInternalService/ResolvePromoCode"
+	IdentityInternalService_GetPartner_FullMethodName                   = "/switchboard.identity.v1.IdentityInternalService/GetPartner"
+	IdentityInternalService_GetClientLink_FullMethodName                = "/switchboard.identity.v1.IdentityInternalService/GetClientLink"
+	IdentityInternalService_ListPartnerClients_FullMethodName           = "/switchboard.identity.v1.IdentityInternalService/ListPartnerClients"
+	IdentityInternalService_CreatePartnerClient_FullMethodName          = "/switchboard.identity.v1.IdentityInternalService/CreatePartnerClient"
 )
 
 // IdentityInternalServiceClient is the client API for IdentityInternalService service.
@@ -49,6 +54,28 @@ type IdentityInternalServiceClient interface {
 	// PATCH /admin/v1/companies/{id}/billing, served by billing). Unknown
 	// company: NotFound 8000.
 	UpdateCompanyBillingSettings(ctx context.Context, in *UpdateCompanyBillingSettingsRequest, opts ...grpc.CallOption) (*CompanyBillingSettings, error)
+	// The partner a promo code belongs to (case ignored): a partner company's
+	// promo_code makes partner-type clients, its referral_promo_code
+	// referral-type ones. An unknown code is NotFound 404.
+	ResolvePromoCode(ctx context.Context, in *ResolvePromoCodeRequest, opts ...grpc.CallOption) (*PromoCode, error)
+	// A partner company's own data for its profile: name and its two codes.
+	// A company that is not a partner: NotFound 8000.
+	GetPartner(ctx context.Context, in *GetPartnerRequest, opts ...grpc.CallOption) (*Partner, error)
+	// The partner a company is a client of, if any (billing refuses a
+	// partner-type client's own advance).
+	GetClientLink(ctx context.Context, in *GetClientLinkRequest, opts ...grpc.CallOption) (*ClientLink, error)
+	// Every client of a partner, by company id, with what the partner's
+	// views show of each (name, type, payments_locked,
+	// waba_provider_partner_id).
+	ListPartnerClients(ctx context.Context, in *ListPartnerClientsRequest, opts ...grpc.CallOption) (*ListPartnerClientsResponse, error)
+	// Creates, in one transaction, a user (login email) owning as
+	// ADMINISTRATOR a new company linked to the partner as a partner-type
+	// client, and queues the mail with the user's temporary password. At
+	// most max_per_day clients of a partner per UTC day (400 31008, counted
+	// under a lock, so parallel calls keep it); an email a user already has
+	// (case ignored) is 409 26001; no way to deliver mail (no SMTP and not
+	// test mode) is 503, before anything is written.
+	CreatePartnerClient(ctx context.Context, in *CreatePartnerClientRequest, opts ...grpc.CallOption) (*Company, error)
 }
 
 type identityInternalServiceClient struct {
@@ -99,6 +126,56 @@ func (c *identityInternalServiceClient) UpdateCompanyBillingSettings(ctx context
 	return out, nil
 }
 
+func (c *identityInternalServiceClient) ResolvePromoCode(ctx context.Context, in *ResolvePromoCodeRequest, opts ...grpc.CallOption) (*PromoCode, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PromoCode)
+	err := c.cc.Invoke(ctx, IdentityInternalService_ResolvePromoCode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *identityInternalServiceClient) GetPartner(ctx context.Context, in *GetPartnerRequest, opts ...grpc.CallOption) (*Partner, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Partner)
+	err := c.cc.Invoke(ctx, IdentityInternalService_GetPartner_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *identityInternalServiceClient) GetClientLink(ctx context.Context, in *GetClientLinkRequest, opts ...grpc.CallOption) (*ClientLink, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClientLink)
+	err := c.cc.Invoke(ctx, IdentityInternalService_GetClientLink_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *identityInternalServiceClient) ListPartnerClients(ctx context.Context, in *ListPartnerClientsRequest, opts ...grpc.CallOption) (*ListPartnerClientsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPartnerClientsResponse)
+	err := c.cc.Invoke(ctx, IdentityInternalService_ListPartnerClients_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *identityInternalServiceClient) CreatePartnerClient(ctx context.Context, in *CreatePartnerClientRequest, opts ...grpc.CallOption) (*Company, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Company)
+	err := c.cc.Invoke(ctx, IdentityInternalService_CreatePartnerClient_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // IdentityInternalServiceServer is the server API for IdentityInternalService service.
 // All implementations must embed UnimplementedIdentityInternalServiceServer
 // for forward compatibility.
@@ -123,6 +200,28 @@ type IdentityInternalServiceServer interface {
 	// PATCH /admin/v1/companies/{id}/billing, served by billing). Unknown
 	// company: NotFound 8000.
 	UpdateCompanyBillingSettings(context.Context, *UpdateCompanyBillingSettingsRequest) (*CompanyBillingSettings, error)
+	// The partner a promo code belongs to (case ignored): a partner company's
+	// promo_code makes partner-type clients, its referral_promo_code
+	// referral-type ones. An unknown code is NotFound 404.
+	ResolvePromoCode(context.Context, *ResolvePromoCodeRequest) (*PromoCode, error)
+	// A partner company's own data for its profile: name and its two codes.
+	// A company that is not a partner: NotFound 8000.
+	GetPartner(context.Context, *GetPartnerRequest) (*Partner, error)
+	// The partner a company is a client of, if any (billing refuses a
+	// partner-type client's own advance).
+	GetClientLink(context.Context, *GetClientLinkRequest) (*ClientLink, error)
+	// Every client of a partner, by company id, with what the partner's
+	// views show of each (name, type, payments_locked,
+	// waba_provider_partner_id).
+	ListPartnerClients(context.Context, *ListPartnerClientsRequest) (*ListPartnerClientsResponse, error)
+	// Creates, in one transaction, a user (login email) owning as
+	// ADMINISTRATOR a new company linked to the partner as a partner-type
+	// client, and queues the mail with the user's temporary password. At
+	// most max_per_day clients of a partner per UTC day (400 31008, counted
+	// under a lock, so parallel calls keep it); an email a user already has
+	// (case ignored) is 409 26001; no way to deliver mail (no SMTP and not
+	// test mode) is 503, before anything is written.
+	CreatePartnerClient(context.Context, *CreatePartnerClientRequest) (*Company, error)
 	mustEmbedUnimplementedIdentityInternalServiceServer()
 }
 
@@ -144,6 +243,21 @@ func (UnimplementedIdentityInternalServiceServer) GetCompanyBillingSettings(cont
 }
 func (UnimplementedIdentityInternalServiceServer) UpdateCompanyBillingSettings(context.Context, *UpdateCompanyBillingSettingsRequest) (*CompanyBillingSettings, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method UpdateCompanyBillingSettings not implemented")
+}
+func (UnimplementedIdentityInternalServiceServer) ResolvePromoCode(context.Context, *ResolvePromoCodeRequest) (*PromoCode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ResolvePromoCode not implemented")
+}
+func (UnimplementedIdentityInternalServiceServer) GetPartner(context.Context, *GetPartnerRequest) (*Partner, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetPartner not implemented")
+}
+func (UnimplementedIdentityInternalServiceServer) GetClientLink(context.Context, *GetClientLinkRequest) (*ClientLink, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetClientLink not implemented")
+}
+func (UnimplementedIdentityInternalServiceServer) ListPartnerClients(context.Context, *ListPartnerClientsRequest) (*ListPartnerClientsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListPartnerClients not implemented")
+}
+func (UnimplementedIdentityInternalServiceServer) CreatePartnerClient(context.Context, *CreatePartnerClientRequest) (*Company, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreatePartnerClient not implemented")
 }
 func (UnimplementedIdentityInternalServiceServer) mustEmbedUnimplementedIdentityInternalServiceServer() {
 }
@@ -239,6 +353,96 @@ func _IdentityInternalService_UpdateCompanyBillingSettings_Handler(srv interface
 	return interceptor(ctx, in, info, handler)
 }
 
+func _IdentityInternalService_ResolvePromoCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResolvePromoCodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IdentityInternalServiceServer).ResolvePromoCode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IdentityInternalService_ResolvePromoCode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IdentityInternalServiceServer).ResolvePromoCode(ctx, req.(*ResolvePromoCodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IdentityInternalService_GetPartner_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPartnerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IdentityInternalServiceServer).GetPartner(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IdentityInternalService_GetPartner_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IdentityInternalServiceServer).GetPartner(ctx, req.(*GetPartnerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IdentityInternalService_GetClientLink_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetClientLinkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IdentityInternalServiceServer).GetClientLink(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IdentityInternalService_GetClientLink_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IdentityInternalServiceServer).GetClientLink(ctx, req.(*GetClientLinkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IdentityInternalService_ListPartnerClients_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPartnerClientsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IdentityInternalServiceServer).ListPartnerClients(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IdentityInternalService_ListPartnerClients_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IdentityInternalServiceServer).ListPartnerClients(ctx, req.(*ListPartnerClientsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IdentityInternalService_CreatePartnerClient_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreatePartnerClientRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IdentityInternalServiceServer).CreatePartnerClient(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IdentityInternalService_CreatePartnerClient_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IdentityInternalServiceServer).CreatePartnerClient(ctx, req.(*CreatePartnerClientRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // IdentityInternalService_ServiceDesc is the grpc.ServiceDesc for IdentityInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -261,6 +465,26 @@ var IdentityInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateCompanyBillingSettings",
 			Handler:    _IdentityInternalService_UpdateCompanyBillingSettings_Handler,
+		},
+		{
+			MethodName: "ResolvePromoCode",
+			Handler:    _IdentityInternalService_ResolvePromoCode_Handler,
+		},
+		{
+			MethodName: "GetPartner",
+			Handler:    _IdentityInternalService_GetPartner_Handler,
+		},
+		{
+			MethodName: "GetClientLink",
+			Handler:    _IdentityInternalService_GetClientLink_Handler,
+		},
+		{
+			MethodName: "ListPartnerClients",
+			Handler:    _IdentityInternalService_ListPartnerClients_Handler,
+		},
+		{
+			MethodName: "CreatePartnerClient",
+			Handler:    _IdentityInternalService_CreatePartnerClient_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
