@@ -232,6 +232,9 @@ func check(p *identityv1.Principal, m *protoapi.Method, req any) error {
 	if perm := a.GetPermission(); perm != "" && !HasPermission(p, perm) {
 		return apierr.ForbiddenError()
 	}
+	if a.GetPartnersOnly() && !p.GetCompanyIsPartner() {
+		return apierr.ForbiddenError()
+	}
 	return nil
 }
 

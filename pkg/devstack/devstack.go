@@ -39,6 +39,7 @@ var Services = []Service{
 	{Name: "contacts", AddrEnv: "SWITCHBOARD_CONTACTS_ADDR"},
 	{Name: "messaging", AddrEnv: "SWITCHBOARD_MESSAGING_ADDR"},
 	{Name: "webhooks", AddrEnv: "SWITCHBOARD_WEBHOOKS_ADDR"},
+	{Name: "partners", AddrEnv: "SWITCHBOARD_PARTNERS_ADDR"},
 }
 
 // Options of a stack.

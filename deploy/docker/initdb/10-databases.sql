@@ -4,3 +4,4 @@ CREATE DATABASE switchboard_billing;
 CREATE DATABASE switchboard_contacts;
 CREATE DATABASE switchboard_messaging;
 CREATE DATABASE switchboard_webhooks;
+CREATE DATABASE switchboard_partners;

@@ -27,6 +27,7 @@ import (
 	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
+	partnersv1 "switchboard.dev/proto/switchboard/partners/v1"
 	webhooksv1 "switchboard.dev/proto/switchboard/webhooks/v1"
 )
 
@@ -39,6 +40,7 @@ type Config struct {
 	ContactsAddr    string `env:"SWITCHBOARD_CONTACTS_ADDR" envDefault:"127.0.0.1:9104"`
 	MessagingAddr   string `env:"SWITCHBOARD_MESSAGING_ADDR" envDefault:"127.0.0.1:9106"`
 	WebhooksAddr    string `env:"SWITCHBOARD_WEBHOOKS_ADDR" envDefault:"127.0.0.1:9107"`
+	PartnersAddr    string `env:"SWITCHBOARD_PARTNERS_ADDR" envDefault:"127.0.0.1:9108"`
 	LogLevel        string `env:"SWITCHBOARD_LOG_LEVEL" envDefault:"info"`
 	// Grace period for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration `env:"SWITCHBOARD_SHUTDOWN_TIMEOUT" envDefault:"20s"`
@@ -90,6 +92,11 @@ func backends(cfg Config) []backend {
 		}},
 		{"webhooks", cfg.WebhooksAddr, []registerFunc{
 			webhooksv1.RegisterWebhooksServiceHandler,
+		}},
+		{"partners", cfg.PartnersAddr, []registerFunc{
+			partnersv1.RegisterPartnersServiceHandler,
+			partnersv1.RegisterPartnersOperatorServiceHandler,
+			partnersv1.RegisterPartnersSandboxServiceHandler,
 		}},
 	}
 }

@@ -103,7 +103,9 @@ type Access struct {
 	// company than the key's (0: 403 Forbidden). The company card answers 8000.
 	OtherCompanyError int32 `protobuf:"varint,5,opt,name=other_company_error,json=otherCompanyError,proto3" json:"other_company_error,omitempty"`
 	// The request names no company (/v2/users/me): only the key is checked.
-	NoCompany     bool `protobuf:"varint,6,opt,name=no_company,json=noCompany,proto3" json:"no_company,omitempty"`
+	NoCompany bool `protobuf:"varint,6,opt,name=no_company,json=noCompany,proto3" json:"no_company,omitempty"`
+	// Only a partner company (is_partner) may call: any other key is 403.
+	PartnersOnly  bool `protobuf:"varint,7,opt,name=partners_only,json=partnersOnly,proto3" json:"partners_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -176,6 +178,13 @@ func (x *Access) GetOtherCompanyError() int32 {
 func (x *Access) GetNoCompany() bool {
 	if x != nil {
 		return x.NoCompany
+	}
+	return false
+}
+
+func (x *Access) GetPartnersOnly() bool {
+	if x != nil {
+		return x.PartnersOnly
 	}
 	return false
 }
@@ -320,7 +329,7 @@ var File_switchboard_api_v1_options_proto protoreflect.FileDescriptor
 
 const file_switchboard_api_v1_options_proto_rawDesc = "" +
 	"\n" +
-	" switchboard/api/v1/options.proto\x12\x12switchboard.api.v1\x1a google/protobuf/descriptor.proto\"\xce\x01\n" +
+	" switchboard/api/v1/options.proto\x12\x12switchboard.api.v1\x1a google/protobuf/descriptor.proto\"\xf3\x01\n" +
 	"\x06Access\x12\x16\n" +
 	"\x06scopes\x18\x01 \x03(\tR\x06scopes\x12\x1e\n" +
 	"\n" +
@@ -330,7 +339,8 @@ const file_switchboard_api_v1_options_proto_rawDesc = "" +
 	"\ablocked\x18\x04 \x01(\bR\ablocked\x12.\n" +
 	"\x13other_company_error\x18\x05 \x01(\x05R\x11otherCompanyError\x12\x1d\n" +
 	"\n" +
-	"no_company\x18\x06 \x01(\bR\tnoCompanyB\b\n" +
+	"no_company\x18\x06 \x01(\bR\tnoCompany\x12#\n" +
+	"\rpartners_only\x18\a \x01(\bR\fpartnersOnlyB\b\n" +
 	"\x06_write\"\xd7\x01\n" +
 	"\vErrorDetail\x12\x1d\n" +
 	"\n" +

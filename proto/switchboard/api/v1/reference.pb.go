@@ -47,14 +47,17 @@ const (
 	Section_SECTION_CONTACTS            Section = 11
 	Section_SECTION_TAGS                Section = 12
 	Section_SECTION_WEBHOOKS            Section = 13
+	Section_SECTION_PARTNERS            Section = 15
 	Section_SECTION_MESSENGER_CALLBACKS Section = 14
 	// The operator document (/admin/v1, /sandbox/v1).
 	Section_SECTION_OPERATOR_COMPANIES   Section = 50
 	Section_SECTION_OPERATOR_CONNECTIONS Section = 51
 	Section_SECTION_OPERATOR_BILLING     Section = 52
+	Section_SECTION_OPERATOR_PARTNERS    Section = 53
 	Section_SECTION_SANDBOX_ACCOUNTS     Section = 60
 	Section_SECTION_SANDBOX_MESSAGES     Section = 61
 	Section_SECTION_SANDBOX_PAYMENTS     Section = 63
+	Section_SECTION_SANDBOX_MAIL         Section = 64
 	Section_SECTION_SANDBOX_TEMPLATES    Section = 62
 )
 
@@ -75,13 +78,16 @@ var (
 		11: "SECTION_CONTACTS",
 		12: "SECTION_TAGS",
 		13: "SECTION_WEBHOOKS",
+		15: "SECTION_PARTNERS",
 		14: "SECTION_MESSENGER_CALLBACKS",
 		50: "SECTION_OPERATOR_COMPANIES",
 		51: "SECTION_OPERATOR_CONNECTIONS",
 		52: "SECTION_OPERATOR_BILLING",
+		53: "SECTION_OPERATOR_PARTNERS",
 		60: "SECTION_SANDBOX_ACCOUNTS",
 		61: "SECTION_SANDBOX_MESSAGES",
 		63: "SECTION_SANDBOX_PAYMENTS",
+		64: "SECTION_SANDBOX_MAIL",
 		62: "SECTION_SANDBOX_TEMPLATES",
 	}
 	Section_value = map[string]int32{
@@ -99,13 +105,16 @@ var (
 		"SECTION_CONTACTS":             11,
 		"SECTION_TAGS":                 12,
 		"SECTION_WEBHOOKS":             13,
+		"SECTION_PARTNERS":             15,
 		"SECTION_MESSENGER_CALLBACKS":  14,
 		"SECTION_OPERATOR_COMPANIES":   50,
 		"SECTION_OPERATOR_CONNECTIONS": 51,
 		"SECTION_OPERATOR_BILLING":     52,
+		"SECTION_OPERATOR_PARTNERS":    53,
 		"SECTION_SANDBOX_ACCOUNTS":     60,
 		"SECTION_SANDBOX_MESSAGES":     61,
 		"SECTION_SANDBOX_PAYMENTS":     63,
+		"SECTION_SANDBOX_MAIL":         64,
 		"SECTION_SANDBOX_TEMPLATES":    62,
 	}
 )
@@ -278,7 +287,7 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\vSectionInfo\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\x89\x1d\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\xf6 \n" +
 	"\aSection\x12\x17\n" +
 	"\x13SECTION_UNSPECIFIED\x10\x00\x12\x94\x01\n" +
 	"\x0fSECTION_COMPANY\x10\x01\x1a\x7f\xe2\xf9\x18{\n" +
@@ -307,7 +316,9 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\fSECTION_TAGS\x10\f\x1aX\xe2\xf9\x18T\n" +
 	"\x04Tags\x12AThe company's labels for contacts, to filter the contact list by.\x1a\tCustomers\x12\xa8\x01\n" +
 	"\x10SECTION_WEBHOOKS\x10\r\x1a\x91\x01\xe2\xf9\x18\x8c\x01\n" +
-	"\bWebhooks\x12xSubscriptions that push the company's events to its URL as signed POSTs, with the deliveries log, redelivery and a ping.\x1a\x06Events\x12\xc0\x01\n" +
+	"\bWebhooks\x12xSubscriptions that push the company's events to its URL as signed POSTs, with the deliveries log, redelivery and a ping.\x1a\x06Events\x12\xb2\x01\n" +
+	"\x10SECTION_PARTNERS\x10\x0f\x1a\x9b\x01\xe2\xf9\x18\x96\x01\n" +
+	"\bPartners\x12wFor partner companies: the profile with the promo codes, clients and their subscriptions, and the partner's requisites.\x1a\x11Partner programme\x12\xc0\x01\n" +
 	"\x1bSECTION_MESSENGER_CALLBACKS\x10\x0e\x1a\x9e\x01\xe2\xf9\x18\x99\x01\n" +
 	"\x13Messenger callbacks\x12kCalled by Telegram, not by clients: the address the platform registers for a bot's updates in webhook mode.\x1a\x15Not called by clients\x12\xb4\x01\n" +
 	"\x1aSECTION_OPERATOR_COMPANIES\x102\x1a\x93\x01\xe2\xf9\x18\x8e\x01\n" +
@@ -315,13 +326,17 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\x1cSECTION_OPERATOR_CONNECTIONS\x103\x1a\x82\x01\xe2\xf9\x18~\n" +
 	"\x15Operator: connections\x12WConnections the public API may not create: CRM connections, which the platform manages.\x1a\fOperator API\x12\xcd\x01\n" +
 	"\x18SECTION_OPERATOR_BILLING\x104\x1a\xae\x01\xe2\xf9\x18\xa9\x01\n" +
-	"\x11Operator: billing\x12\x85\x01Adjusting and adding subscriptions by hand, a company's billing settings and business (WABA) dialog balance, and cancelling invoices.\x1a\fOperator API\x12\xc4\x01\n" +
+	"\x11Operator: billing\x12\x85\x01Adjusting and adding subscriptions by hand, a company's billing settings and business (WABA) dialog balance, and cancelling invoices.\x1a\fOperator API\x12\x80\x01\n" +
+	"\x19SECTION_OPERATOR_PARTNERS\x105\x1aa\xe2\xf9\x18]\n" +
+	"\x12Operator: partners\x129A partner's commissions and its daily cap of new clients.\x1a\fOperator API\x12\xc4\x01\n" +
 	"\x18SECTION_SANDBOX_ACCOUNTS\x10<\x1a\xa5\x01\xe2\xf9\x18\xa0\x01\n" +
 	"\x1cSandbox: accounts and logins\x12kThe messenger's side of logins in test mode: accounts, the codes it sent, QR scans and connection statuses.\x1a\x13Test mode (sandbox)\x12\xd1\x01\n" +
 	"\x18SECTION_SANDBOX_MESSAGES\x10=\x1a\xb2\x01\xe2\xf9\x18\xad\x01\n" +
 	"\x11Sandbox: messages\x12\x82\x01The messenger's side of messages in test mode: a person writes, receipts, how sends are answered, and what the messenger received.\x1a\x13Test mode (sandbox)\x12\xbf\x01\n" +
 	"\x18SECTION_SANDBOX_PAYMENTS\x10?\x1a\xa0\x01\xe2\xf9\x18\x9b\x01\n" +
-	"\x11Sandbox: payments\x12qThe payment provider's side in test mode: paying or expiring an invoice, and the dollar rate of a KEEPZ terminal.\x1a\x13Test mode (sandbox)\x12\xca\x01\n" +
+	"\x11Sandbox: payments\x12qThe payment provider's side in test mode: paying or expiring an invoice, and the dollar rate of a KEEPZ terminal.\x1a\x13Test mode (sandbox)\x12\xb2\x01\n" +
+	"\x14SECTION_SANDBOX_MAIL\x10@\x1a\x97\x01\xe2\xf9\x18\x92\x01\n" +
+	"\x10Sandbox: mailbox\x12iEvery mail the platform sent in test mode: a new client's password, partners' invoices and notifications.\x1a\x13Test mode (sandbox)\x12\xca\x01\n" +
 	"\x19SECTION_SANDBOX_TEMPLATES\x10>\x1a\xaa\x01\xe2\xf9\x18\xa5\x01\n" +
 	"\x1cSandbox: template moderation\x12pThe provider's side of WhatsApp Business templates in test mode: approving, rejecting, pausing or disabling one.\x1a\x13Test mode (sandbox):g\n" +
 	"\fsection_info\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2\x1f.switchboard.api.v1.SectionInfoR\vsectionInfo:g\n" +

@@ -1,0 +1,79 @@
+// Command partners serves the partner programme: partner companies'
+// profiles, clients and their subscriptions, the partners' requisites and
+// settings, and test mode's mailbox.
+package main
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	"switchboard.dev/pkg/mail"
+	"switchboard.dev/pkg/server"
+	"switchboard.dev/pkg/service"
+	partnersv1 "switchboard.dev/proto/switchboard/partners/v1"
+	"switchboard.dev/services/partners/internal/adapters/peers"
+	"switchboard.dev/services/partners/internal/adapters/postgres"
+	"switchboard.dev/services/partners/internal/app"
+	grpcport "switchboard.dev/services/partners/internal/ports/grpc"
+	"switchboard.dev/services/partners/migrations"
+)
+
+// settings are the partners service's own configuration.
+type settings struct {
+	BillingAddr     string `env:"SWITCHBOARD_BILLING_ADDR" envDefault:"127.0.0.1:9105"`
+	ConnectionsAddr string `env:"SWITCHBOARD_CONNECTIONS_ADDR" envDefault:"127.0.0.1:9102"`
+	// New clients a partner may create a UTC day, unless the operator set
+	// its own.
+	ClientsPerDay int32 `env:"SWITCHBOARD_PARTNER_CLIENTS_PER_DAY" envDefault:"20"`
+	// Region of phones written without a country code.
+	DefaultRegion string `env:"SWITCHBOARD_DEFAULT_REGION" envDefault:"RU"`
+}
+
+func main() {
+	var s settings
+	service.Main(&s, func() (service.Spec, error) { return spec(s), nil })
+}
+
+func spec(s settings) service.Spec {
+	return service.Spec{
+		Name:        "partners",
+		DefaultAddr: "127.0.0.1:9108",
+		Migrations:  migrations.FS,
+		Build: func(_ context.Context, d *service.Deps) (service.Registrar, error) {
+			// Lazy clients: partners may start before its peers.
+			identityConn, err := server.DialInternal(d.Config.IdentityAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			billingConn, err := server.DialInternal(s.BillingAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			connectionsConn, err := server.DialInternal(s.ConnectionsAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			var mailbox app.Mailbox
+			if d.Config.Sandbox {
+				mailbox = mail.NewMailbox(d.Redis)
+			}
+			a := app.New(postgres.New(d.DB), peers.NewIdentity(identityConn), peers.NewBilling(billingConn),
+				peers.NewConnections(connectionsConn), mailbox, app.Config{
+					DefaultCommissions:   app.DefaultCommissions(),
+					DefaultClientsPerDay: s.ClientsPerDay,
+					DefaultRegion:        s.DefaultRegion,
+					Log:                  d.Log,
+				})
+			return registrar{grpcport.New(a)}, nil
+		},
+	}
+}
+
+type registrar struct{ srv *grpcport.Server }
+
+func (r registrar) Register(s *grpc.Server) {
+	partnersv1.RegisterPartnersServiceServer(s, r.srv)
+	partnersv1.RegisterPartnersOperatorServiceServer(s, r.srv)
+	partnersv1.RegisterPartnersSandboxServiceServer(s, r.srv)
+}
