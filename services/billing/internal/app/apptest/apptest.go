@@ -275,7 +275,7 @@ func (s *Settings) UpdateBillingSettings(_ context.Context, companyID int64, cur
 
 // Clients is identity's links of clients to partners: the companies Set
 // makes partner-type clients, every other company is none. It counts how
-// often it was asked; Err, when set, is its failure instead.
+// often it was asked; after Fail it answers that failure instead.
 type Clients struct {
 	mu      sync.Mutex
 	partner map[int64]bool
