@@ -1,7 +1,8 @@
 // Command billing serves subscriptions: their plans, sizes and paid
 // periods, invoices and their payment, plan and size changes, the advance,
 // whether a connection may work, and the companies' business (WABA)
-// dialog balances.
+// dialog balances; the partners service reads and changes its clients'
+// billing through its internal calls.
 package main
 
 import (
@@ -109,7 +110,8 @@ func spec(s settings) (service.Spec, error) {
 			}
 			// Identity owns the companies: operator calls ask it whether
 			// the company they name exists (SWITCHBOARD_IDENTITY_ADDR), and
-			// it keeps their billing settings.
+			// it keeps their billing settings, the partners' promo codes
+			// and which companies are partners' clients.
 			identityConn, err := server.DialInternal(d.Config.IdentityAddr, d.Config.InternalToken)
 			if err != nil {
 				return nil, err
@@ -120,6 +122,8 @@ func spec(s settings) (service.Spec, error) {
 				TestPeriod: s.TestPeriod,
 				Announcer:  announce.New(d.Redis, d.Log),
 				Settings:   identity.Settings{Companies: companies},
+				Promos:     identity.NewPromos(identityConn),
+				Clients:    identity.NewClients(identityConn),
 				Log:        d.Log,
 			}
 			if d.Config.Sandbox {

@@ -24,6 +24,10 @@ type Repository interface {
 	// Subscriptions of a company ordered by id: all of them, or those of
 	// ids (unknown ids are left out).
 	Subscriptions(ctx context.Context, companyID int64, ids []int64) ([]domain.Subscription, error)
+	// CompaniesSubscriptions are the subscriptions of all the given
+	// companies, in one query, ordered by company and id; companies
+	// without any are simply absent.
+	CompaniesSubscriptions(ctx context.Context, companyIDs []int64) ([]domain.Subscription, error)
 	// Subscription answers domain.ErrNotFound for an unknown id or one of
 	// another company.
 	Subscription(ctx context.Context, companyID, id int64) (domain.Subscription, error)
@@ -37,6 +41,10 @@ type Repository interface {
 	// WabaDialogsBalance is the company's business dialog balance, 0 for a
 	// company without one.
 	WabaDialogsBalance(ctx context.Context, companyID int64) (int64, error)
+	// WabaDialogsBalances are the business dialog balances of the given
+	// companies, in one query; a company without a balance row is absent
+	// (its balance is 0).
+	WabaDialogsBalances(ctx context.Context, companyIDs []int64) (map[int64]int64, error)
 	// AddWabaDialogs adds count to the balance in one atomic statement and
 	// answers the balance after it, so concurrent adds all count. A sum
 	// past the int64 range is domain.ErrBalanceOutOfRange, nothing changed.
@@ -95,6 +103,15 @@ type Companies interface {
 	Exists(ctx context.Context, companyID int64) (bool, error)
 }
 
+// Clients knows which companies are partners' clients: identity owns the
+// links between a partner and its clients.
+type Clients interface {
+	// PartnerClient reports whether the company is a partner-type client
+	// of a partner (its partner pays for it; a referral-type client, or a
+	// company that is no partner's client, is not).
+	PartnerClient(ctx context.Context, companyID int64) (bool, error)
+}
+
 // Membership is a SetMembership request.
 type Membership struct {
 	CompanyID      int64
@@ -129,6 +146,9 @@ type Config struct {
 	Settings CompanySettings
 	// Promos; nil: no code is valid.
 	Promos Promos
+	// Clients tells partner-type clients, whose own advance is refused
+	// (their partner's route grants it); nil: no company is a client.
+	Clients Clients
 	// Rates of KEEPZ invoices; nil: never available.
 	Rates Rates
 	// Payments makes payment links; nil: no method can be paid.
@@ -177,6 +197,7 @@ type Service struct {
 	companies Companies
 	settings  CompanySettings
 	promos    Promos
+	clients   Clients
 	rates     Rates
 	payments  Payments
 	log       *slog.Logger
@@ -195,12 +216,15 @@ func New(repo Repository, conns Connections, companies Companies, cfg Config) *S
 		cfg.Prices = domain.DefaultPrices()
 	}
 	s := &Service{repo: repo, conns: conns, companies: companies, cfg: cfg,
-		settings: cfg.Settings, promos: cfg.Promos, rates: cfg.Rates, payments: cfg.Payments, log: cfg.Log}
+		settings: cfg.Settings, promos: cfg.Promos, clients: cfg.Clients, rates: cfg.Rates, payments: cfg.Payments, log: cfg.Log}
 	if s.settings == nil {
 		s.settings = roubleCompanies{}
 	}
 	if s.promos == nil {
-		s.promos = NoPromos{}
+		s.promos = noPromos{}
+	}
+	if s.clients == nil {
+		s.clients = noClients{}
 	}
 	if s.rates == nil {
 		s.rates = noRates{}
@@ -214,12 +238,15 @@ func New(repo Repository, conns Connections, companies Companies, cfg Config) *S
 	return s
 }
 
-// NoPromos knows no promo code: promo codes are the partner programme's,
-// and until a partners service answers for them none is valid.
-type NoPromos struct{}
+// noPromos knows no promo code (tests that configure none).
+type noPromos struct{}
 
-// Valid implements Promos.
-func (NoPromos) Valid(context.Context, string) (bool, error) { return false, nil }
+func (noPromos) Valid(context.Context, string) (bool, error) { return false, nil }
+
+// noClients knows no partner's client (tests that configure none).
+type noClients struct{}
+
+func (noClients) PartnerClient(context.Context, int64) (bool, error) { return false, nil }
 
 type roubleCompanies struct{}
 

@@ -204,10 +204,34 @@ func sameTime(a, b *time.Time) bool {
 	return a.Equal(*b)
 }
 
-// GrantAdvance gives the subscription its five-day advance when the rules
-// of spec part 3 allow it, else 400 22016.
+// GrantAdvance is the company asking for its subscription's five-day
+// advance: granted when the rules of spec part 3 allow it, else 400 22016,
+// which is also the answer to a partner-type client of a partner (its
+// partner's route, GrantAdvanceAsPartner, grants it). An unknown
+// subscription is 404 22000 all the same.
 func (s *Service) GrantAdvance(ctx context.Context, companyID, id int64) (View, error) {
+	// Asked before the row is locked, so no lock waits on identity.
+	client, err := s.clients.PartnerClient(ctx, companyID)
+	if err != nil {
+		return View{}, err
+	}
+	return s.grantAdvance(ctx, companyID, id, client)
+}
+
+// GrantAdvanceAsPartner is the advance of a company's subscription granted
+// by its partner (billing's internal API): the rules of GrantAdvance,
+// except that a partner-type client may have it this way.
+func (s *Service) GrantAdvanceAsPartner(ctx context.Context, companyID, id int64) (View, error) {
+	return s.grantAdvance(ctx, companyID, id, false)
+}
+
+// grantAdvance grants the advance under the subscription's row lock;
+// partnerClient refuses it with 22016 once the subscription is found.
+func (s *Service) grantAdvance(ctx context.Context, companyID, id int64, partnerClient bool) (View, error) {
 	sub, err := s.repo.UpdateSubscription(ctx, companyID, id, func(sub *domain.Subscription) error {
+		if partnerClient {
+			return apierr.SubscriptionAdvanceNotAllowed.Msg("advance is not allowed: the company is a partner's client, whose partner grants it")
+		}
 		if err := sub.GrantAdvance(s.now()); errors.Is(err, domain.ErrAdvanceNotAllowed) {
 			return apierr.SubscriptionAdvanceNotAllowed.E()
 		} else if err != nil {
@@ -222,6 +246,8 @@ func (s *Service) GrantAdvance(ctx context.Context, companyID, id int64) (View, 
 	if err != nil {
 		return View{}, err
 	}
+	// The advance is active now, so it is available to no one: no need to
+	// ask whose view this is.
 	return view(sub, members[sub.ID], s.now()), nil
 }
 
@@ -262,7 +288,7 @@ func (s *Service) AddSubscription(ctx context.Context, c CreateSubscription) (Vi
 		return View{}, err
 	}
 	s.announce(ctx, c.CompanyID)
-	return view(sub, nil, s.now()), nil
+	return s.ownView(ctx, c.CompanyID, view(sub, nil, s.now()))
 }
 
 // CompanyBilling is the operator's view of a company's payments.

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"switchboard.dev/pkg/apierr"
@@ -94,5 +95,47 @@ func (s *Service) CheckConnectionPaid(ctx context.Context, connectionID int64) (
 	}
 	out.Paid = sub.Paid(s.now())
 	out.PaidUntil, out.TestUntil = sub.PaidUntil, sub.TestUntil
+	return out, nil
+}
+
+// CompanySummary is one company of CompaniesBilling.
+type CompanySummary struct {
+	CompanyID int64
+	// Subscriptions by id; never nil.
+	Subscriptions      []Info
+	WabaDialogsBalance int64
+}
+
+// CompaniesBilling answers, for each of companyIDs in the order given (an
+// id given twice is answered twice), its subscriptions and its business
+// dialog balance: a partner's list of clients. Two queries whatever the
+// number of companies; a company billing has never seen has no
+// subscriptions and balance 0.
+func (s *Service) CompaniesBilling(ctx context.Context, companyIDs []int64) ([]CompanySummary, error) {
+	out := make([]CompanySummary, len(companyIDs))
+	if len(companyIDs) == 0 {
+		return out, nil
+	}
+	distinct := slices.Compact(slices.Sorted(slices.Values(companyIDs)))
+	subs, err := s.repo.CompaniesSubscriptions(ctx, distinct)
+	if err != nil {
+		return nil, err
+	}
+	balances, err := s.repo.WabaDialogsBalances(ctx, distinct)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	byCompany := make(map[int64][]Info)
+	for _, sub := range subs {
+		byCompany[sub.CompanyID] = append(byCompany[sub.CompanyID], s.info(sub, now))
+	}
+	for i, id := range companyIDs {
+		infos := byCompany[id]
+		if infos == nil {
+			infos = []Info{}
+		}
+		out[i] = CompanySummary{CompanyID: id, Subscriptions: infos, WabaDialogsBalance: balances[id]}
+	}
 	return out, nil
 }

@@ -55,13 +55,18 @@ func newBillingEnv(t *testing.T) benv {
 // service is another Service on the same database, fakes and clock: a
 // second replica of billing.
 func (b benv) service() *app.Service {
-	return app.New(b.repo, b.conns, b.companies, app.Config{
+	return app.New(b.repo, b.conns, b.companies, b.config())
+}
+
+// config is the configuration of service.
+func (b benv) config() app.Config {
+	return app.Config{
 		TestPeriod: testPeriod,
 		Now:        b.clock.Now,
 		Payments:   payments.Sandbox{PublicURL: "http://x"},
 		Rates:      rates.Sandbox{Store: b.repo, Default: decimal.NewFromInt(90), Now: b.clock.Now},
 		Settings:   b.settings,
-	})
+	}
 }
 
 func (b benv) racer() raceEnv { return raceEnv{env: b.env, dsn: b.dsn} }

@@ -14,8 +14,11 @@ import (
 type View struct {
 	domain.Subscription
 	// Connections in the subscription, ascending; never nil.
-	Connections      []int64
-	AdvanceActive    bool
+	Connections   []int64
+	AdvanceActive bool
+	// AdvanceAvailable is exactly when GrantAdvance would be granted now
+	// to whoever the view is made for: the company itself (ownViews) or
+	// its partner.
 	AdvanceAvailable bool
 }
 
@@ -33,10 +36,60 @@ func view(sub domain.Subscription, connections []int64, now time.Time) View {
 	}
 }
 
+// ownViews makes views what the company's own API shows: a partner-type
+// client's own advance is refused (its partner's route grants it), so it
+// is not available to it. Identity is asked at most once, and only when
+// some view would show the advance available.
+func (s *Service) ownViews(ctx context.Context, companyID int64, views []View) error {
+	if !slices.ContainsFunc(views, func(v View) bool { return v.AdvanceAvailable }) {
+		return nil
+	}
+	client, err := s.clients.PartnerClient(ctx, companyID)
+	if err != nil {
+		return err
+	}
+	if client {
+		for i := range views {
+			views[i].AdvanceAvailable = false
+		}
+	}
+	return nil
+}
+
+// ownView is ownViews of one view. After a write (a PATCH, the operator's
+// change) identity is asked once the write is stored: should it fail, the
+// write stands and the answer is its error (503 while it is down); both
+// writes set values, so a retry is harmless.
+func (s *Service) ownView(ctx context.Context, companyID int64, v View) (View, error) {
+	views := []View{v}
+	if err := s.ownViews(ctx, companyID, views); err != nil {
+		return View{}, err
+	}
+	return views[0], nil
+}
+
 // ListSubscriptions answers every subscription of the company with its
-// connections, ordered by id. Membership comes from the connections
-// service in one call.
+// connections, ordered by id, as the company's own API shows them.
+// Membership comes from the connections service in one call.
 func (s *Service) ListSubscriptions(ctx context.Context, companyID int64) ([]View, error) {
+	views, err := s.listSubscriptions(ctx, companyID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ownViews(ctx, companyID, views); err != nil {
+		return nil, err
+	}
+	return views, nil
+}
+
+// ListCompanySubscriptions is ListSubscriptions as the company's partner
+// sees it (billing's internal API): the advance is available as the
+// partner's route (GrantAdvanceAsPartner) would grant it.
+func (s *Service) ListCompanySubscriptions(ctx context.Context, companyID int64) ([]View, error) {
+	return s.listSubscriptions(ctx, companyID)
+}
+
+func (s *Service) listSubscriptions(ctx context.Context, companyID int64) ([]View, error) {
 	subs, err := s.repo.Subscriptions(ctx, companyID, nil)
 	if err != nil {
 		return nil, err
@@ -96,7 +149,7 @@ func (s *Service) SetConnections(ctx context.Context, cmd UpdateConnections) (Vi
 	if err != nil {
 		return View{}, notFound(err, apierr.SubscriptionNotFound)
 	}
-	return view(sub, members, s.now()), nil
+	return s.ownView(ctx, cmd.CompanyID, view(sub, members, s.now()))
 }
 
 // items is pydantic's wording of a list length.
@@ -144,7 +197,7 @@ func (s *Service) AdjustSubscription(ctx context.Context, cmd Adjust) (View, err
 	if err != nil {
 		return View{}, notFound(err, apierr.SubscriptionNotFound)
 	}
-	return view(sub, members, s.now()), nil
+	return s.ownView(ctx, cmd.CompanyID, view(sub, members, s.now()))
 }
 
 // sizeError turns a broken size rule into the 422 naming max_size.

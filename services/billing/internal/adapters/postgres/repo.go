@@ -87,6 +87,23 @@ func (r *Repo) Subscriptions(ctx context.Context, companyID int64, ids []int64) 
 	})
 }
 
+// CompaniesSubscriptions implements app.Repository: one query for every
+// company of companyIDs.
+func (r *Repo) CompaniesSubscriptions(ctx context.Context, companyIDs []int64) ([]domain.Subscription, error) {
+	if len(companyIDs) == 0 {
+		return []domain.Subscription{}, nil
+	}
+	rows, err := r.db.Query(ctx, `SELECT `+cols+` FROM subscriptions
+		WHERE company_id = ANY($1)
+		ORDER BY company_id, id`, companyIDs)
+	if err != nil {
+		return nil, fmt.Errorf("list subscriptions of companies: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Subscription, error) {
+		return scan(row)
+	})
+}
+
 // Subscription implements app.Repository.
 func (r *Repo) Subscription(ctx context.Context, companyID, id int64) (domain.Subscription, error) {
 	return scan(r.db.QueryRow(ctx, `SELECT `+cols+` FROM subscriptions

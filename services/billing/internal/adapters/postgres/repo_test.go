@@ -80,3 +80,39 @@ func TestUpdateSubscription(t *testing.T) {
 	_, err = r.Subscription(ctx, 2, sub.ID)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
+
+// TestCompaniesReads: the subscriptions and balances of several companies,
+// each in one query; companies without rows are absent.
+func TestCompaniesReads(t *testing.T) {
+	ctx := context.Background()
+	r := postgres.New(pgtest.New(t, migrations.FS))
+	ensure := func(company int64, typ domain.SubscriptionType) domain.Subscription {
+		s, err := r.EnsureSubscription(ctx, domain.Subscription{CompanyID: company, Type: typ, Plan: domain.PlanStart, MaxSize: 1})
+		require.NoError(t, err)
+		return s
+	}
+	a2 := ensure(2, "CONNECTION_WHATSAPP")
+	a1 := ensure(1, "CONNECTION_TELEGRAM")
+	b2 := ensure(2, "CONNECTION_TELEGRAM")
+	ensure(3, "CONNECTION_WHATSAPP")
+
+	subs, err := r.CompaniesSubscriptions(ctx, []int64{2, 9, 1})
+	require.NoError(t, err)
+	require.Equal(t, []domain.Subscription{a1, a2, b2}, subs, "by company, then id")
+	subs, err = r.CompaniesSubscriptions(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, subs)
+
+	_, err = r.AddWabaDialogs(ctx, 1, 4)
+	require.NoError(t, err)
+	_, err = r.AddWabaDialogs(ctx, 3, -2)
+	require.NoError(t, err)
+	_, err = r.AddWabaDialogs(ctx, 5, 1)
+	require.NoError(t, err)
+	balances, err := r.WabaDialogsBalances(ctx, []int64{1, 2, 3})
+	require.NoError(t, err)
+	require.Equal(t, map[int64]int64{1: 4, 3: -2}, balances)
+	balances, err = r.WabaDialogsBalances(ctx, []int64{})
+	require.NoError(t, err)
+	require.Empty(t, balances)
+}

@@ -21,6 +21,28 @@ func (r *Repo) WabaDialogsBalance(ctx context.Context, companyID int64) (int64, 
 	return balance(ctx, r.db, companyID)
 }
 
+// WabaDialogsBalances implements app.Repository: one query for every
+// company of companyIDs.
+func (r *Repo) WabaDialogsBalances(ctx context.Context, companyIDs []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64)
+	if len(companyIDs) == 0 {
+		return out, nil
+	}
+	rows, err := r.db.Query(ctx, `SELECT company_id, waba_dialogs_balance FROM waba_dialogs
+		WHERE company_id = ANY($1)`, companyIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read waba dialogs balances: %w", err)
+	}
+	var company, b int64
+	if _, err := pgx.ForEachRow(rows, []any{&company, &b}, func() error {
+		out[company] = b
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read waba dialogs balances: %w", err)
+	}
+	return out, nil
+}
+
 // querier is what balance reads with: the pool or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row

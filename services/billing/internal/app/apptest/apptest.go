@@ -1,7 +1,7 @@
 // Package apptest gives billing's tests what stands in for other processes:
-// an in-memory connections service, an identity that knows companies, and a
-// clock. The database is always the
-// real one (pkg/pgtest).
+// an in-memory connections service, an identity that knows companies and
+// partners' clients, and a clock. The database is always the real one
+// (pkg/pgtest).
 package apptest
 
 import (
@@ -271,4 +271,46 @@ func (s *Settings) UpdateBillingSettings(_ context.Context, companyID int64, cur
 	}
 	s.m[companyID] = st
 	return st, nil
+}
+
+// Clients is identity's links of clients to partners: the companies Set
+// makes partner-type clients, every other company is none. It counts how
+// often it was asked; after Fail it answers that failure instead.
+type Clients struct {
+	mu      sync.Mutex
+	partner map[int64]bool
+	err     error
+	Calls   atomic.Int64
+}
+
+var _ app.Clients = (*Clients)(nil)
+
+// NewClients knows no partner's client.
+func NewClients() *Clients { return &Clients{partner: map[int64]bool{}} }
+
+// Set makes the company a partner-type client (true) or no partner's
+// client (false).
+func (c *Clients) Set(companyID int64, partnerClient bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.partner[companyID] = partnerClient
+}
+
+// Fail makes every later call answer err, as identity down would; nil
+// makes it answer again.
+func (c *Clients) Fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = err
+}
+
+// PartnerClient implements app.Clients.
+func (c *Clients) PartnerClient(_ context.Context, companyID int64) (bool, error) {
+	c.Calls.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return false, c.err
+	}
+	return c.partner[companyID], nil
 }

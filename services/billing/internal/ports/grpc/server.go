@@ -98,11 +98,7 @@ func (s *Server) ListSubscriptions(ctx context.Context, req *billingv1.ListSubsc
 	if err != nil {
 		return nil, err
 	}
-	out := &billingv1.ListSubscriptionsResponse{Subscriptions: make([]*billingv1.Subscription, 0, len(views))}
-	for _, v := range views {
-		out.Subscriptions = append(out.Subscriptions, SubscriptionPB(v))
-	}
-	return out, nil
+	return subscriptionsPB(views), nil
 }
 
 // UpdateSubscription implements billingv1.BillingServiceServer.

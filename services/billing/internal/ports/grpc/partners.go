@@ -1,0 +1,79 @@
+package grpc
+
+import (
+	"context"
+
+	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
+	"switchboard.dev/services/billing/internal/app"
+)
+
+// The internal calls of the partner programme: the partners service acts
+// for a client company through them, under the public rules (it has
+// checked that the company is its client). Each is the public call's use
+// case; only the advance and its availability differ (a partner-type
+// client's own advance is refused, its partner's is not).
+
+func subscriptionsPB(views []app.View) *billingv1.ListSubscriptionsResponse {
+	out := &billingv1.ListSubscriptionsResponse{Subscriptions: make([]*billingv1.Subscription, 0, len(views))}
+	for _, v := range views {
+		out.Subscriptions = append(out.Subscriptions, SubscriptionPB(v))
+	}
+	return out
+}
+
+// ListCompanySubscriptions implements billingv1.BillingInternalServiceServer:
+// the public list, advance.is_available as the partner's route would
+// grant it.
+func (s *Server) ListCompanySubscriptions(ctx context.Context, req *billingv1.ListSubscriptionsRequest) (*billingv1.ListSubscriptionsResponse, error) {
+	views, err := s.app.ListCompanySubscriptions(ctx, req.GetCompanyId())
+	if err != nil {
+		return nil, err
+	}
+	return subscriptionsPB(views), nil
+}
+
+// ChangeSizeInternal implements billingv1.BillingInternalServiceServer:
+// change_size, its rules and answer.
+func (s *Server) ChangeSizeInternal(ctx context.Context, req *billingv1.ChangeSizeRequest) (*billingv1.ChangeResult, error) {
+	return s.ChangeSize(ctx, req)
+}
+
+// ChangePlanInternal implements billingv1.BillingInternalServiceServer:
+// change_plan, its rules and answer.
+func (s *Server) ChangePlanInternal(ctx context.Context, req *billingv1.ChangePlanRequest) (*billingv1.ChangeResult, error) {
+	return s.ChangePlan(ctx, req)
+}
+
+// GrantAdvanceInternal implements billingv1.BillingInternalServiceServer:
+// the advance granted by the company's partner.
+func (s *Server) GrantAdvanceInternal(ctx context.Context, req *billingv1.GrantAdvanceRequest) (*billingv1.Subscription, error) {
+	v, err := s.app.GrantAdvanceAsPartner(ctx, req.GetCompanyId(), req.GetSubscriptionId())
+	if err != nil {
+		return nil, err
+	}
+	return SubscriptionPB(v), nil
+}
+
+// ListCompanyRequisites implements billingv1.BillingInternalServiceServer.
+func (s *Server) ListCompanyRequisites(ctx context.Context, req *billingv1.ListRequisitesRequest) (*billingv1.ListRequisitesResponse, error) {
+	return s.ListRequisites(ctx, req)
+}
+
+// GetCompaniesBilling implements billingv1.BillingInternalServiceServer.
+func (s *Server) GetCompaniesBilling(ctx context.Context, req *billingv1.GetCompaniesBillingRequest) (*billingv1.GetCompaniesBillingResponse, error) {
+	list, err := s.app.CompaniesBilling(ctx, req.GetCompanyIds())
+	if err != nil {
+		return nil, err
+	}
+	out := &billingv1.GetCompaniesBillingResponse{Companies: make([]*billingv1.CompanyBillingSummary, 0, len(list))}
+	for _, c := range list {
+		subs := make([]*billingv1.SubscriptionInfo, 0, len(c.Subscriptions))
+		for _, i := range c.Subscriptions {
+			subs = append(subs, infoPB(i))
+		}
+		out.Companies = append(out.Companies, &billingv1.CompanyBillingSummary{
+			CompanyId: c.CompanyID, Subscriptions: subs, WabaDialogsBalance: c.WabaDialogsBalance,
+		})
+	}
+	return out, nil
+}
