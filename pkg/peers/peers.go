@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 
@@ -27,7 +28,8 @@ var ErrNotFound = errors.New("not found")
 
 // Companies asks identity, which owns them, whether companies exist (for
 // operator calls that take a company id as given: an API key's company
-// exists), and reads and sets their billing settings.
+// exists), reads and sets their billing settings, and reads partners'
+// promo codes and which partner a company is a client of.
 type Companies struct {
 	api identityv1.IdentityInternalServiceClient
 }
@@ -82,6 +84,70 @@ func (c Companies) UpdateBillingSettings(ctx context.Context, companyID int64, c
 
 func billingSettings(pb *identityv1.CompanyBillingSettings) BillingSettings {
 	return BillingSettings{PaymentCurrency: pb.GetPaymentCurrency(), PaymentsLocked: pb.GetPaymentsLocked()}
+}
+
+// The types of a partner's clients, as the API spells them: a
+// partner-type client came with the partner's promo_code and the partner
+// pays for it; a referral came with its referral_promo_code and pays for
+// itself.
+const (
+	ClientTypePartner  = "partner"
+	ClientTypeReferral = "referral"
+)
+
+// PromoCode is what a partner's promo code makes: a client of the partner
+// company PartnerCompanyID, of Type ClientTypePartner or
+// ClientTypeReferral.
+type PromoCode struct {
+	PartnerCompanyID int64
+	Type             string
+}
+
+// maxPromoCodeLen is the longest code identity's ResolvePromoCode takes
+// (its request's max_len): no longer code exists.
+const maxPromoCodeLen = 64
+
+// ResolvePromoCode asks identity's ResolvePromoCode which partner a code
+// belongs to (case ignored). found is false for a code no partner has,
+// including "" and codes too long to be one (asked of nobody); identity
+// unreachable is 503.
+func (c Companies) ResolvePromoCode(ctx context.Context, code string) (PromoCode, bool, error) {
+	if code == "" || utf8.RuneCountInString(code) > maxPromoCodeLen {
+		return PromoCode{}, false, nil
+	}
+	resp, err := c.api.ResolvePromoCode(ctx, &identityv1.ResolvePromoCodeRequest{Code: code})
+	if e, ok := apierr.FromError(err); ok && e.Code == apierr.NotFound.Code {
+		return PromoCode{}, false, nil
+	}
+	if err != nil {
+		return PromoCode{}, false, apierr.FromPeer("identity", "ResolvePromoCode", err)
+	}
+	return PromoCode{PartnerCompanyID: resp.GetPartnerCompanyId(), Type: clientType(resp.GetClientType())}, true, nil
+}
+
+// ClientLink asks identity's GetClientLink which partner the company is a
+// client of: partnerID 0 and typ "" when none, else the partner company
+// and ClientTypePartner or ClientTypeReferral. Identity unreachable is
+// 503.
+func (c Companies) ClientLink(ctx context.Context, companyID int64) (partnerID int64, typ string, err error) {
+	resp, err := c.api.GetClientLink(ctx, &identityv1.GetClientLinkRequest{CompanyId: companyID})
+	if err != nil {
+		return 0, "", apierr.FromPeer("identity", "GetClientLink", err)
+	}
+	if resp.GetPartnerCompanyId() == 0 {
+		return 0, "", nil
+	}
+	return resp.GetPartnerCompanyId(), clientType(resp.GetClientType()), nil
+}
+
+func clientType(t identityv1.ClientType) string {
+	switch t {
+	case identityv1.ClientType_CLIENT_TYPE_PARTNER:
+		return ClientTypePartner
+	case identityv1.ClientType_CLIENT_TYPE_REFERRAL:
+		return ClientTypeReferral
+	}
+	return ""
 }
 
 // Connections asks the connections service about one connection.

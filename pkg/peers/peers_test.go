@@ -3,6 +3,7 @@ package peers_test
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 
@@ -231,4 +232,149 @@ func TestBillingSettingsOtherFailure(t *testing.T) {
 	_, ok := apierr.FromError(err)
 	require.False(t, ok, "%v", err)
 	require.ErrorContains(t, err, "identity GetCompanyBillingSettings")
+}
+
+// partnersPeer is an identity service whose partner 7 has the codes
+// PARTNER7 and REFERRAL (compared upper case), and whose company 20 is
+// partner 7's partner-type client and 21 its referral.
+type partnersPeer struct {
+	identityv1.UnimplementedIdentityInternalServiceServer
+	tokens chan string
+	asked  chan string
+}
+
+func (p *partnersPeer) token(ctx context.Context) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	p.tokens <- md.Get(auth.HeaderInternalToken)[0]
+}
+
+func (p *partnersPeer) ResolvePromoCode(ctx context.Context, req *identityv1.ResolvePromoCodeRequest) (*identityv1.PromoCode, error) {
+	p.token(ctx)
+	p.asked <- req.GetCode()
+	switch code := strings.ToUpper(req.GetCode()); code {
+	case "PARTNER7":
+		return &identityv1.PromoCode{Code: code, PartnerCompanyId: 7, ClientType: identityv1.ClientType_CLIENT_TYPE_PARTNER}, nil
+	case "REFERRAL":
+		return &identityv1.PromoCode{Code: code, PartnerCompanyId: 7, ClientType: identityv1.ClientType_CLIENT_TYPE_REFERRAL}, nil
+	case "BROKEN":
+		return nil, apierr.Internal.E()
+	}
+	return nil, apierr.NotFound.E()
+}
+
+func (p *partnersPeer) GetClientLink(ctx context.Context, req *identityv1.GetClientLinkRequest) (*identityv1.ClientLink, error) {
+	p.token(ctx)
+	out := &identityv1.ClientLink{CompanyId: req.GetCompanyId()}
+	switch req.GetCompanyId() {
+	case 20:
+		out.PartnerCompanyId, out.ClientType = 7, identityv1.ClientType_CLIENT_TYPE_PARTNER
+	case 21:
+		out.PartnerCompanyId, out.ClientType = 7, identityv1.ClientType_CLIENT_TYPE_REFERRAL
+	}
+	return out, nil
+}
+
+func TestResolvePromoCode(t *testing.T) {
+	p := &partnersPeer{tokens: make(chan string, 10), asked: make(chan string, 10)}
+	c := serveIdentity(t, p)
+	ctx := context.Background()
+
+	pc, found, err := c.ResolvePromoCode(ctx, "partner7")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, peers.PromoCode{PartnerCompanyID: 7, Type: peers.ClientTypePartner}, pc)
+	require.Equal(t, "secret", <-p.tokens, "internal token on every call")
+	require.Equal(t, "partner7", <-p.asked, "the code as given: identity ignores case")
+
+	pc, found, err = c.ResolvePromoCode(ctx, "REFERRAL")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, peers.PromoCode{PartnerCompanyID: 7, Type: peers.ClientTypeReferral}, pc)
+	<-p.tokens
+	<-p.asked
+
+	// Identity's 404: not found, no error.
+	pc, found, err = c.ResolvePromoCode(ctx, "NOSUCHCO")
+	require.NoError(t, err)
+	require.False(t, found)
+	require.Zero(t, pc)
+	<-p.tokens
+	<-p.asked
+
+	// Codes no partner can have are not asked about (identity would
+	// refuse them with 422).
+	for _, code := range []string{"", strings.Repeat("A", 65), strings.Repeat("я", 65)} {
+		_, found, err = c.ResolvePromoCode(ctx, code)
+		require.NoError(t, err)
+		require.False(t, found)
+	}
+	_, found, err = c.ResolvePromoCode(ctx, strings.Repeat("я", 64))
+	require.NoError(t, err)
+	require.False(t, found)
+	require.Equal(t, strings.Repeat("я", 64), <-p.asked, "64 characters are asked about")
+	<-p.tokens
+	require.Empty(t, p.asked)
+
+	// Another API error of identity passes on as it is.
+	_, _, err = c.ResolvePromoCode(ctx, "broken")
+	e, ok := apierr.FromError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, apierr.Internal.Code, e.Code)
+}
+
+func TestClientLink(t *testing.T) {
+	p := &partnersPeer{tokens: make(chan string, 10), asked: make(chan string, 10)}
+	c := serveIdentity(t, p)
+	ctx := context.Background()
+
+	partner, typ, err := c.ClientLink(ctx, 20)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), partner)
+	require.Equal(t, peers.ClientTypePartner, typ)
+	require.Equal(t, "secret", <-p.tokens, "internal token on every call")
+
+	partner, typ, err = c.ClientLink(ctx, 21)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), partner)
+	require.Equal(t, peers.ClientTypeReferral, typ)
+
+	partner, typ, err = c.ClientLink(ctx, 22)
+	require.NoError(t, err)
+	require.Zero(t, partner)
+	require.Empty(t, typ, "no partner's client")
+}
+
+func TestPartnerCallsWithIdentityDown(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	require.NoError(t, lis.Close())
+	conn, err := server.DialInternal(addr, "secret")
+	require.NoError(t, err)
+	defer conn.Close()
+	c := peers.NewCompanies(conn)
+	ctx := context.Background()
+
+	_, _, err = c.ResolvePromoCode(ctx, "PARTNER7")
+	e, ok := apierr.FromError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, apierr.ServiceUnavailable.Code, e.Code)
+	_, _, err = c.ClientLink(ctx, 20)
+	e, ok = apierr.FromError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, apierr.ServiceUnavailable.Code, e.Code)
+}
+
+// TestPartnerCallsOtherFailure: a failure of identity that is no API error
+// is not passed on as one.
+func TestPartnerCallsOtherFailure(t *testing.T) {
+	c := serveIdentity(t, identityv1.UnimplementedIdentityInternalServiceServer{})
+	_, _, err := c.ResolvePromoCode(context.Background(), "PARTNER7")
+	_, ok := apierr.FromError(err)
+	require.False(t, ok, "%v", err)
+	require.ErrorContains(t, err, "identity ResolvePromoCode")
+	_, _, err = c.ClientLink(context.Background(), 20)
+	_, ok = apierr.FromError(err)
+	require.False(t, ok, "%v", err)
+	require.ErrorContains(t, err, "identity GetClientLink")
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"google.golang.org/grpc"
 
@@ -17,16 +18,26 @@ import (
 	"switchboard.dev/services/identity/migrations"
 )
 
-func main() {
-	service.Main(nil, func() (service.Spec, error) { return spec(), nil })
+// settings are identity's own.
+type settings struct {
+	// SMTPURL is the server that delivers queued mail
+	// (smtp[s]://user:pass@host:port); pkg/mail's Sender reads it too.
+	// Without it, and outside test mode, no mail can be delivered and
+	// what must mail (partner clients' passwords) is refused with 503.
+	SMTPURL string `env:"SWITCHBOARD_SMTP_URL"`
 }
 
-func spec() service.Spec {
+func main() {
+	var s settings
+	service.Main(&s, func() (service.Spec, error) { return spec(s), nil })
+}
+
+func spec(s settings) service.Spec {
 	return service.Spec{
 		Name:        "identity",
 		DefaultAddr: "127.0.0.1:9101",
 		Migrations:  migrations.FS,
-		Build: func(_ context.Context, d *service.Deps) (service.Registrar, error) {
+		Build: func(ctx context.Context, d *service.Deps) (service.Registrar, error) {
 			// Companies in memory, dropped when any replica announces a
 			// change (the card is the hottest read identity serves).
 			repo := companycache.New(postgres.New(d.DB), d.Redis, companycache.Channel, d.Log)
@@ -34,7 +45,19 @@ func spec() service.Spec {
 				repo.Run(ctx)
 				return nil
 			})
-			a := app.New(repo, revoker{d})
+			a := app.New(repo, revoker{d}, app.Config{
+				// Test mode keeps every mail in the sandbox mailbox.
+				MailDeliverable: s.SMTPURL != "" || d.Config.Sandbox,
+			})
+			// Partner companies from before promo codes get theirs before
+			// anything is served (each replica; they skip each other's).
+			n, err := a.EnsurePromoCodes(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("promo codes: %w", err)
+			}
+			if n > 0 {
+				d.Log.InfoContext(ctx, "gave partner companies their missing promo codes", "codes", n)
+			}
 			return identity{app: a, grpc: grpcport.New(a)}, nil
 		},
 	}

@@ -44,7 +44,7 @@ func TestBillingSettingsWiring(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- service.Run(ctx, spec(), environ, io.Discard) }()
+	go func() { done <- service.Run(ctx, spec(settings{}), environ, io.Discard) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)

@@ -5,8 +5,10 @@ package app
 import (
 	"context"
 	"errors"
+	"time"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/mail"
 	"switchboard.dev/services/identity/internal/domain"
 )
 
@@ -39,6 +41,28 @@ type Repository interface {
 	// company in one statement and answers its settings after the change;
 	// domain.ErrNotFound when no company has that id.
 	UpdateBillingSettings(ctx context.Context, companyID int64, currency *string, locked *bool) (domain.BillingSettings, error)
+
+	// ResolvePromoCode finds the code, compared as upper(code);
+	// domain.ErrNotFound when no partner has it.
+	ResolvePromoCode(ctx context.Context, code string) (domain.PromoCode, error)
+	// Partner is a partner company with its codes; domain.ErrNotFound
+	// for a company that is not a partner, or none.
+	Partner(ctx context.Context, companyID int64) (domain.Partner, error)
+	// ClientLink is the partner the company is a client of;
+	// domain.ErrNotFound when none.
+	ClientLink(ctx context.Context, companyID int64) (domain.ClientLink, error)
+	// PartnerClients are the partner's clients by company id.
+	PartnerClients(ctx context.Context, partnerCompanyID int64) ([]domain.PartnerClient, error)
+	// CreatePartnerClient creates, in one transaction under a lock on the
+	// partner, the user, its company, the link and the mail. It answers
+	// domain.ErrNotFound when the partner is not a partner company,
+	// domain.ErrDailyLimit when MaxPerDay of its clients were created in
+	// [DayStart, DayEnd), domain.ErrConflict when a user has the email
+	// (case ignored); and then nothing is written.
+	CreatePartnerClient(ctx context.Context, in NewPartnerClient) (domain.Company, error)
+	// EnsurePromoCodes gives every partner company the codes it lacks and
+	// answers how many it created.
+	EnsurePromoCodes(ctx context.Context) (int, error)
 }
 
 // Revoker makes a replaced key stop working everywhere at once.
@@ -62,6 +86,33 @@ type NewCompany struct {
 	Roles []domain.Role
 	// API integration holding every scope, with its key hash set.
 	Integration domain.Integration
+	// PromoCode, when not "", is resolved in the transaction and links the
+	// company to its partner as the code's type of client (LinkedAt);
+	// domain.ErrUnknownPromoCode when no partner has it. A partner
+	// company (IsPartner) gets its own two codes instead.
+	PromoCode string
+	LinkedAt  time.Time
+}
+
+// NewPartnerClient is what CreatePartnerClient stores.
+type NewPartnerClient struct {
+	PartnerCompanyID int64
+	// The cap: at most MaxPerDay clients of the partner created in
+	// [DayStart, DayEnd), the current UTC day.
+	MaxPerDay        int
+	DayStart, DayEnd time.Time
+	// Now is the link's created_at.
+	Now time.Time
+	// Owner with Email, DisplayName and Phone; PasswordHash is stored
+	// with it.
+	Owner        domain.User
+	PasswordHash string
+	CompanyName  string
+	Timezone     string
+	// Roles to create, the first being the owner's.
+	Roles []domain.Role
+	// Mail is queued in the transaction.
+	Mail mail.Mail
 }
 
 // CompanyCreated is the result of CreateCompany.
@@ -82,15 +133,30 @@ type Principal struct {
 	CompanyIsPartner bool
 }
 
+// Config is what the use cases are told of their surroundings.
+type Config struct {
+	// MailDeliverable: queued mail can reach its recipient (an SMTP server
+	// is configured, or test mode keeps mail in the sandbox mailbox).
+	// Without it, use cases that must mail refuse with 503 before writing.
+	MailDeliverable bool
+	// Now is the clock (time.Now when nil): partner clients' created_at
+	// and the UTC day of their daily cap.
+	Now func() time.Time
+}
+
 // Service is the use cases.
 type Service struct {
 	repo    Repository
 	revoker Revoker
+	cfg     Config
 }
 
 // New wires the use cases.
-func New(repo Repository, revoker Revoker) *Service {
-	return &Service{repo: repo, revoker: revoker}
+func New(repo Repository, revoker Revoker, cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{repo: repo, revoker: revoker, cfg: cfg}
 }
 
 // notFound maps a repository miss to the given API error and passes any

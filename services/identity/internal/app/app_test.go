@@ -32,7 +32,7 @@ func (r *revoked) Revoke(_ context.Context, h string) error {
 func newService(t *testing.T) (*app.Service, *revoked) {
 	t.Helper()
 	rv := &revoked{}
-	return app.New(postgres.New(pgtest.New(t, migrations.FS)), rv), rv
+	return app.New(postgres.New(pgtest.New(t, migrations.FS)), rv, app.Config{}), rv
 }
 
 func apiCode(t *testing.T, err error) int32 {

@@ -28,7 +28,12 @@ type CreatedCompany struct {
 }
 
 // CreateCompany creates the company, its system roles, its owner as
-// ADMINISTRATOR and an API key with every scope, all in one transaction.
+// ADMINISTRATOR and an API key with every scope, all in one transaction;
+// a partner company also gets its promo_code and referral_promo_code. A
+// promo code (case ignored) makes the company a client of the code's
+// partner, in that transaction: a promo_code a partner-type client, a
+// referral_promo_code a referral. An unknown code, or a code given for a
+// partner company, is 422 at body.promo_code.
 func (s *Service) CreateCompany(ctx context.Context, cmd CreateCompanyCmd) (CreatedCompany, error) {
 	tz := cmd.Timezone
 	if tz == "" {
@@ -37,10 +42,9 @@ func (s *Service) CreateCompany(ctx context.Context, cmd CreateCompanyCmd) (Crea
 	if !domain.ValidTimezone(tz) {
 		return CreatedCompany{}, apierr.Field(apierr.Body("timezone"), "value_error", "unknown time zone %q: use an IANA name such as Europe/Moscow", tz)
 	}
-	if cmd.PromoCode != "" {
-		// Promo codes belong to partner companies; until one owns this
-		// code there is no partner to register the company with.
-		return CreatedCompany{}, apierr.Field(apierr.Body("promo_code"), "value_error", "unknown promo code %q", cmd.PromoCode)
+	if cmd.PromoCode != "" && cmd.IsPartner {
+		// A partner is nobody's client.
+		return CreatedCompany{}, apierr.Field(apierr.Body("promo_code"), "value_error", "promo code %q cannot be given for a partner company", cmd.PromoCode)
 	}
 	key := domain.NewAPIKey()
 	in := NewCompany{
@@ -56,11 +60,16 @@ func (s *Service) CreateCompany(ctx context.Context, cmd CreateCompanyCmd) (Crea
 			Scopes:  append([]string(nil), auth.Scopes...),
 			KeyHash: auth.HashKey(key),
 		},
+		PromoCode: cmd.PromoCode,
+		LinkedAt:  s.cfg.Now(),
 	}
 	if in.Owner.DisplayName == "" {
 		in.Owner.DisplayName = cmd.Name + " owner"
 	}
 	created, err := s.repo.CreateCompany(ctx, in)
+	if errors.Is(err, domain.ErrUnknownPromoCode) {
+		return CreatedCompany{}, apierr.Field(apierr.Body("promo_code"), "value_error", "unknown promo code %q", cmd.PromoCode)
+	}
 	if err != nil {
 		return CreatedCompany{}, fmt.Errorf("create company: %w", err)
 	}

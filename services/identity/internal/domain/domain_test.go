@@ -3,6 +3,7 @@ package domain
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -54,4 +55,49 @@ func TestNormalizePermissions(t *testing.T) {
 	require.Equal(t, []string{PermMembersView, PermIntegrationsView}, got)
 	_, err = NormalizePermissions([]string{"root"})
 	require.ErrorContains(t, err, "root")
+}
+
+func TestPromoCodes(t *testing.T) {
+	seen := map[string]bool{}
+	counts := map[rune]int{}
+	for range 2000 {
+		c := NewPromoCode()
+		require.Len(t, c, PromoCodeLen)
+		for _, r := range c {
+			require.Contains(t, PromoCodeAlphabet, string(r), c)
+			counts[r]++
+		}
+		require.False(t, seen[c], "drawn twice: %s", c)
+		seen[c] = true
+	}
+	require.Len(t, counts, len(PromoCodeAlphabet), "every symbol is drawn")
+	require.NotContains(t, PromoCodeAlphabet, "I")
+	require.NotContains(t, PromoCodeAlphabet, "O")
+	require.NotContains(t, PromoCodeAlphabet, "0")
+	require.NotContains(t, PromoCodeAlphabet, "1")
+}
+
+func TestPasswords(t *testing.T) {
+	seen := map[string]bool{}
+	for range 200 {
+		p := NewPassword()
+		require.Regexp(t, `^[A-Za-z0-9]{12}$`, p)
+		require.False(t, seen[p])
+		seen[p] = true
+	}
+	h, err := HashPassword("Secret123456")
+	require.NoError(t, err)
+	require.NotContains(t, h, "Secret123456")
+	require.True(t, CheckPassword(h, "Secret123456"))
+	require.False(t, CheckPassword(h, "secret123456"))
+}
+
+func TestUTCDay(t *testing.T) {
+	msk := time.FixedZone("MSK", 3*3600)
+	// 01:30 in Moscow on the 2nd is 22:30 UTC on the 1st.
+	start, end := UTCDay(time.Date(2026, 3, 2, 1, 30, 0, 0, msk))
+	require.Equal(t, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), start)
+	require.Equal(t, time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), end)
+	start, _ = UTCDay(time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+	require.Equal(t, time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), start, "midnight starts its day")
 }

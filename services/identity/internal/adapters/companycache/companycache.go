@@ -104,6 +104,16 @@ func (r *Repo) CreateCompany(ctx context.Context, in app.NewCompany) (app.Compan
 	return out, err
 }
 
+// CreatePartnerClient implements app.Repository: a new company, as
+// CreateCompany.
+func (r *Repo) CreatePartnerClient(ctx context.Context, in app.NewPartnerClient) (domain.Company, error) {
+	c, err := r.Repository.CreatePartnerClient(ctx, in)
+	if err == nil {
+		r.announce(ctx, c.ID)
+	}
+	return c, err
+}
+
 // MarkHadConnections implements app.Repository.
 func (r *Repo) MarkHadConnections(ctx context.Context, companyIDs []int64) ([]int64, error) {
 	unknown, err := r.Repository.MarkHadConnections(ctx, companyIDs)

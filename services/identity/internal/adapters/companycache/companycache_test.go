@@ -44,7 +44,7 @@ func TestReplicasDropChangedCompanies(t *testing.T) {
 			<-done
 		})
 		require.Eventually(t, r.Cache().Live, 5*time.Second, 5*time.Millisecond)
-		return r, app.New(r, noRevoker{})
+		return r, app.New(r, noRevoker{}, app.Config{})
 	}
 	a, svcA := replica()
 	b, svcB := replica()

@@ -19,12 +19,29 @@ import (
 // Repo implements app.Repository.
 type Repo struct {
 	db *pgxpool.Pool
+	// newCode draws a promo code candidate (domain.NewPromoCode).
+	newCode func() string
 }
 
 var _ app.Repository = (*Repo)(nil)
 
+// Option configures a Repo.
+type Option func(*Repo)
+
+// WithPromoCodes draws promo code candidates from gen instead of
+// domain.NewPromoCode (tests make codes clash with it).
+func WithPromoCodes(gen func() string) Option {
+	return func(r *Repo) { r.newCode = gen }
+}
+
 // New uses the pool of the identity database.
-func New(db *pgxpool.Pool) *Repo { return &Repo{db: db} }
+func New(db *pgxpool.Pool, opts ...Option) *Repo {
+	r := &Repo{db: db, newCode: domain.NewPromoCode}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
 
 func miss(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -37,6 +54,17 @@ func miss(err error) error {
 func (r *Repo) CreateCompany(ctx context.Context, in app.NewCompany) (app.CompanyCreated, error) {
 	var out app.CompanyCreated
 	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
+		var link *domain.PromoCode
+		if in.PromoCode != "" {
+			pc, err := resolvePromoCode(ctx, tx, in.PromoCode)
+			if errors.Is(err, domain.ErrNotFound) {
+				return domain.ErrUnknownPromoCode
+			}
+			if err != nil {
+				return err
+			}
+			link = &pc
+		}
 		if err := tx.QueryRow(ctx,
 			`INSERT INTO companies (name, timezone, is_partner) VALUES ($1, $2, $3) RETURNING id`,
 			in.Name, in.Timezone, in.IsPartner).Scan(&out.Company.ID); err != nil {
@@ -50,25 +78,8 @@ func (r *Repo) CreateCompany(ctx context.Context, in app.NewCompany) (app.Compan
 		if out.Owner, err = upsertUser(ctx, tx, owner); err != nil {
 			return err
 		}
-		var ownerRole int64
-		for i, role := range in.Roles {
-			var id int64
-			if err := tx.QueryRow(ctx,
-				`INSERT INTO roles (company_id, name, system_type, permissions) VALUES ($1, $2, $3, $4) RETURNING id`,
-				out.Company.ID, role.Name, nullable(string(role.SystemType)), role.Permissions).Scan(&id); err != nil {
-				return fmt.Errorf("insert role: %w", err)
-			}
-			if i == 0 {
-				ownerRole = id
-			}
-		}
-		if _, err := tx.Exec(ctx,
-			`INSERT INTO members (company_id, user_id, role_id) VALUES ($1, $2, $3)`,
-			out.Company.ID, out.Owner.ID, ownerRole); err != nil {
-			return fmt.Errorf("insert owner member: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE companies SET owner_id = $2 WHERE id = $1`, out.Company.ID, out.Owner.ID); err != nil {
-			return fmt.Errorf("set owner: %w", err)
+		if err := setOwner(ctx, tx, out.Company.ID, out.Owner.ID, in.Roles); err != nil {
+			return err
 		}
 		in.Integration.CompanyID = out.Company.ID
 		integ, err := insertIntegration(ctx, tx, in.Integration)
@@ -76,10 +87,48 @@ func (r *Repo) CreateCompany(ctx context.Context, in app.NewCompany) (app.Compan
 			return err
 		}
 		out.IntegrationID = integ.ID
+		if in.IsPartner {
+			for _, kind := range []domain.ClientType{domain.ClientPartner, domain.ClientReferral} {
+				if _, err := r.ensurePromoCode(ctx, tx, out.Company.ID, kind); err != nil {
+					return err
+				}
+			}
+		}
+		if link != nil {
+			if err := insertClientLink(ctx, tx, out.Company.ID, link.PartnerCompanyID, link.ClientType, in.LinkedAt); err != nil {
+				return err
+			}
+		}
 		out.Company, err = company(ctx, tx, out.Company.ID)
 		return err
 	})
 	return out, err
+}
+
+// setOwner creates the company's roles and makes the user its owner, a
+// member with the first role.
+func setOwner(ctx context.Context, tx pgx.Tx, companyID, userID int64, roles []domain.Role) error {
+	var ownerRole int64
+	for i, role := range roles {
+		var id int64
+		if err := tx.QueryRow(ctx,
+			`INSERT INTO roles (company_id, name, system_type, permissions) VALUES ($1, $2, $3, $4) RETURNING id`,
+			companyID, role.Name, nullable(string(role.SystemType)), role.Permissions).Scan(&id); err != nil {
+			return fmt.Errorf("insert role: %w", err)
+		}
+		if i == 0 {
+			ownerRole = id
+		}
+	}
+	if _, err := tx.Exec(ctx,
+		`INSERT INTO members (company_id, user_id, role_id) VALUES ($1, $2, $3)`,
+		companyID, userID, ownerRole); err != nil {
+		return fmt.Errorf("insert owner member: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE companies SET owner_id = $2 WHERE id = $1`, companyID, userID); err != nil {
+		return fmt.Errorf("set owner: %w", err)
+	}
+	return nil
 }
 
 // upsertUser finds the account with that email or creates it: one person
