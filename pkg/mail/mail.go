@@ -3,6 +3,12 @@
 // fail together, and a Sender running in every replica sends queued mails
 // with retries, so an SMTP outage delays mail and never loses it.
 //
+// A Sender claims each due mail in a transaction of its own (FOR UPDATE
+// SKIP LOCKED), hands it to every Transport (SMTP: a mail server; Mailbox:
+// the test mode's mailbox in Redis) and marks it sent; a failed mail is
+// tried again after a growing pause, for ever. Delivery is at least once:
+// a crash between sending a mail and marking it sent sends it again.
+//
 // The table each mailing service creates in its own migrations:
 //
 //	CREATE TABLE mail_outbox (
@@ -24,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	netmail "net/mail"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -42,10 +49,22 @@ type Mail struct {
 const Channel = "mail_outbox"
 
 // Enqueue queues m in tx, the transaction of what the mail reports; it is
-// sent once tx commits, and never if tx rolls back.
+// sent once tx commits, and never if tx rolls back. Its addresses
+// ("addr@host" or "Name <addr@host>") must parse: a mail that could never
+// be sent is refused here rather than retried for ever.
 func Enqueue(ctx context.Context, tx pgx.Tx, m Mail) error {
 	if len(m.To) == 0 {
 		return errors.New("mail: no recipient")
+	}
+	if m.From != "" {
+		if _, err := netmail.ParseAddress(m.From); err != nil {
+			return fmt.Errorf("mail: sender address %q: %w", m.From, err)
+		}
+	}
+	for _, to := range m.To {
+		if _, err := netmail.ParseAddress(to); err != nil {
+			return fmt.Errorf("mail: recipient address %q: %w", to, err)
+		}
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO mail_outbox (from_addr, to_addrs, subject, body) VALUES ($1, $2, $3, $4)`,
 		m.From, m.To, m.Subject, m.Text); err != nil {
