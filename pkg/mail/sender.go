@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"switchboard.dev/pkg/postgres"
 )
@@ -330,4 +331,23 @@ func errorText(err error) string {
 		s = strings.ToValidUTF8(s[:maxErrorLen], "") + "..."
 	}
 	return s
+}
+
+// Transports are a service's: SMTP when smtpURL is set (from is the
+// sender address), and the sandbox mailbox in test mode, so test mode
+// keeps every mail whether or not a server is configured. None: mail
+// cannot be delivered (Deliverable is false).
+func Transports(smtpURL, from string, sandbox bool, rdb redis.UniversalClient) ([]Transport, error) {
+	var out []Transport
+	if smtpURL != "" {
+		smtp, err := NewSMTP(smtpURL, from)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, smtp)
+	}
+	if sandbox {
+		out = append(out, NewMailbox(rdb))
+	}
+	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/auth"
+	"switchboard.dev/pkg/mail"
 	"switchboard.dev/pkg/service"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	"switchboard.dev/services/identity/internal/adapters/companycache"
@@ -25,6 +26,8 @@ type settings struct {
 	// Without it, and outside test mode, no mail can be delivered and
 	// what must mail (partner clients' passwords) is refused with 503.
 	SMTPURL string `env:"SWITCHBOARD_SMTP_URL"`
+	// MailFrom is the sender address of the platform's mail.
+	MailFrom string `env:"SWITCHBOARD_MAIL_FROM" envDefault:"Switchboard <noreply@switchboard.local>"`
 }
 
 func main() {
@@ -45,10 +48,15 @@ func spec(s settings) service.Spec {
 				repo.Run(ctx)
 				return nil
 			})
-			a := app.New(repo, revoker{d}, app.Config{
-				// Test mode keeps every mail in the sandbox mailbox.
-				MailDeliverable: s.SMTPURL != "" || d.Config.Sandbox,
-			})
+			// Queued mail (a partner's new client's password) goes out
+			// through SMTP and, in test mode, into the sandbox mailbox.
+			transports, err := mail.Transports(s.SMTPURL, s.MailFrom, d.Config.Sandbox, d.Redis)
+			if err != nil {
+				return nil, fmt.Errorf("config: SWITCHBOARD_SMTP_URL, SWITCHBOARD_MAIL_FROM: %w", err)
+			}
+			sender := mail.NewSender(d.DB, d.Log, mail.SenderOptions{From: s.MailFrom, Transports: transports})
+			d.Background("mail", sender.Run)
+			a := app.New(repo, revoker{d}, app.Config{MailDeliverable: sender.Deliverable()})
 			// Partner companies from before promo codes get theirs before
 			// anything is served (each replica; they skip each other's).
 			n, err := a.EnsurePromoCodes(ctx)
