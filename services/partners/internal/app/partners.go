@@ -28,8 +28,8 @@ func (s *Service) defaults(partnerID int64) domain.Settings {
 // Profile is the partner's profile.
 type Profile struct {
 	PartnerInfo
-	Commissions                        domain.Commissions
-	ActiveClients, ActiveReferrals     int64
+	Commissions                    domain.Commissions
+	ActiveClients, ActiveReferrals int64
 }
 
 // GetProfile answers the partner's profile.

@@ -88,7 +88,9 @@ func (i Identity) SetPaymentsLocked(ctx context.Context, companyID int64, locked
 }
 
 // Billing implements app.Billing.
-type Billing struct{ api billingv1.BillingInternalServiceClient }
+type Billing struct {
+	api billingv1.BillingInternalServiceClient
+}
 
 var _ app.Billing = Billing{}
 
