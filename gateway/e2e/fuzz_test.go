@@ -193,7 +193,7 @@ type fzFixtures struct {
 }
 
 func fzSetup(t *testing.T) *fzFixtures {
-	fx := &fzFixtures{c: newCompany(t, nil)}
+	fx := &fzFixtures{c: newCompany(t, map[string]any{"is_partner": true})} // a partner: the partners routes answer it
 	for i := 0; i < fzKeys; i++ {
 		fx.keys = append(fx.keys, newKey(t, fx.c.ID, fzAllScopes...))
 	}
