@@ -287,7 +287,7 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\vSectionInfo\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\xf6 \n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\xb3!\n" +
 	"\aSection\x12\x17\n" +
 	"\x13SECTION_UNSPECIFIED\x10\x00\x12\x94\x01\n" +
 	"\x0fSECTION_COMPANY\x10\x01\x1a\x7f\xe2\xf9\x18{\n" +
@@ -316,9 +316,9 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\fSECTION_TAGS\x10\f\x1aX\xe2\xf9\x18T\n" +
 	"\x04Tags\x12AThe company's labels for contacts, to filter the contact list by.\x1a\tCustomers\x12\xa8\x01\n" +
 	"\x10SECTION_WEBHOOKS\x10\r\x1a\x91\x01\xe2\xf9\x18\x8c\x01\n" +
-	"\bWebhooks\x12xSubscriptions that push the company's events to its URL as signed POSTs, with the deliveries log, redelivery and a ping.\x1a\x06Events\x12\xb2\x01\n" +
-	"\x10SECTION_PARTNERS\x10\x0f\x1a\x9b\x01\xe2\xf9\x18\x96\x01\n" +
-	"\bPartners\x12wFor partner companies: the profile with the promo codes, clients and their subscriptions, and the partner's requisites.\x1a\x11Partner programme\x12\xc0\x01\n" +
+	"\bWebhooks\x12xSubscriptions that push the company's events to its URL as signed POSTs, with the deliveries log, redelivery and a ping.\x1a\x06Events\x12\xcd\x01\n" +
+	"\x10SECTION_PARTNERS\x10\x0f\x1a\xb6\x01\xe2\xf9\x18\xb1\x01\n" +
+	"\bPartners\x12\x91\x01For partner companies: the profile with the promo codes, clients and their subscriptions, the partner's requisites, rewards, balance and payouts.\x1a\x11Partner programme\x12\xc0\x01\n" +
 	"\x1bSECTION_MESSENGER_CALLBACKS\x10\x0e\x1a\x9e\x01\xe2\xf9\x18\x99\x01\n" +
 	"\x13Messenger callbacks\x12kCalled by Telegram, not by clients: the address the platform registers for a bot's updates in webhook mode.\x1a\x15Not called by clients\x12\xb4\x01\n" +
 	"\x1aSECTION_OPERATOR_COMPANIES\x102\x1a\x93\x01\xe2\xf9\x18\x8e\x01\n" +
@@ -326,9 +326,9 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\x1cSECTION_OPERATOR_CONNECTIONS\x103\x1a\x82\x01\xe2\xf9\x18~\n" +
 	"\x15Operator: connections\x12WConnections the public API may not create: CRM connections, which the platform manages.\x1a\fOperator API\x12\xcd\x01\n" +
 	"\x18SECTION_OPERATOR_BILLING\x104\x1a\xae\x01\xe2\xf9\x18\xa9\x01\n" +
-	"\x11Operator: billing\x12\x85\x01Adjusting and adding subscriptions by hand, a company's billing settings and business (WABA) dialog balance, and cancelling invoices.\x1a\fOperator API\x12\x80\x01\n" +
-	"\x19SECTION_OPERATOR_PARTNERS\x105\x1aa\xe2\xf9\x18]\n" +
-	"\x12Operator: partners\x129A partner's commissions and its daily cap of new clients.\x1a\fOperator API\x12\xc4\x01\n" +
+	"\x11Operator: billing\x12\x85\x01Adjusting and adding subscriptions by hand, a company's billing settings and business (WABA) dialog balance, and cancelling invoices.\x1a\fOperator API\x12\xa2\x01\n" +
+	"\x19SECTION_OPERATOR_PARTNERS\x105\x1a\x82\x01\xe2\xf9\x18~\n" +
+	"\x12Operator: partners\x12ZA partner's commissions and its daily cap of new clients, and paying or rejecting payouts.\x1a\fOperator API\x12\xc4\x01\n" +
 	"\x18SECTION_SANDBOX_ACCOUNTS\x10<\x1a\xa5\x01\xe2\xf9\x18\xa0\x01\n" +
 	"\x1cSandbox: accounts and logins\x12kThe messenger's side of logins in test mode: accounts, the codes it sent, QR scans and connection statuses.\x1a\x13Test mode (sandbox)\x12\xd1\x01\n" +
 	"\x18SECTION_SANDBOX_MESSAGES\x10=\x1a\xb2\x01\xe2\xf9\x18\xad\x01\n" +

@@ -7,6 +7,7 @@
 package partnersv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -163,11 +164,72 @@ func (x *PartnerSettings) GetClientsPerDay() int32 {
 	return 0
 }
 
+type UpdatePayoutRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	PayoutId int64                  `protobuf:"varint,1,opt,name=payout_id,json=payoutId,proto3" json:"payout_id,omitempty"`
+	// PAID or REJECTED.
+	Status        string  `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Comment       *string `protobuf:"bytes,3,opt,name=comment,proto3,oneof" json:"comment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePayoutRequest) Reset() {
+	*x = UpdatePayoutRequest{}
+	mi := &file_switchboard_partners_v1_operator_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePayoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePayoutRequest) ProtoMessage() {}
+
+func (x *UpdatePayoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_operator_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePayoutRequest.ProtoReflect.Descriptor instead.
+func (*UpdatePayoutRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_operator_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *UpdatePayoutRequest) GetPayoutId() int64 {
+	if x != nil {
+		return x.PayoutId
+	}
+	return 0
+}
+
+func (x *UpdatePayoutRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *UpdatePayoutRequest) GetComment() string {
+	if x != nil && x.Comment != nil {
+		return *x.Comment
+	}
+	return ""
+}
+
 var File_switchboard_partners_v1_operator_proto protoreflect.FileDescriptor
 
 const file_switchboard_partners_v1_operator_proto_rawDesc = "" +
 	"\n" +
-	"&switchboard/partners/v1/operator.proto\x12\x17switchboard.partners.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/decimal.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a&switchboard/partners/v1/partners.proto\"\x91\x03\n" +
+	"&switchboard/partners/v1/operator.proto\x12\x17switchboard.partners.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/decimal.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a&switchboard/partners/v1/partners.proto\"\x91\x03\n" +
 	"\x14UpdatePartnerRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12Y\n" +
@@ -180,9 +242,16 @@ const file_switchboard_partners_v1_operator_proto_rawDesc = "" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12F\n" +
 	"\vcommissions\x18\x02 \x01(\v2$.switchboard.partners.v1.CommissionsR\vcommissions\x12+\n" +
 	"\x0fclients_per_day\x18\x03 \x01(\x05H\x00R\rclientsPerDay\x88\x01\x01B\x12\n" +
-	"\x10_clients_per_day2\xba\x01\n" +
+	"\x10_clients_per_day\"\x96\x01\n" +
+	"\x13UpdatePayoutRequest\x12\x1b\n" +
+	"\tpayout_id\x18\x01 \x01(\x03R\bpayoutId\x12-\n" +
+	"\x06status\x18\x02 \x01(\tB\x15\xbaH\x12r\x10R\x04PAIDR\bREJECTEDR\x06status\x12'\n" +
+	"\acomment\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80 H\x00R\acomment\x88\x01\x01B\n" +
+	"\n" +
+	"\b_comment2\xcc\x02\n" +
 	"\x17PartnersOperatorService\x12\x94\x01\n" +
-	"\rUpdatePartner\x12-.switchboard.partners.v1.UpdatePartnerRequest\x1a(.switchboard.partners.v1.PartnerSettings\"*\x82\xd3\xe4\x93\x02$:\x01*2\x1f/admin/v1/partners/{company_id}\x1a\b\xd0\xf3\x18\x01\xe8\xf9\x185B:Z8switchboard.dev/proto/switchboard/partners/v1;partnersv1b\x06proto3"
+	"\rUpdatePartner\x12-.switchboard.partners.v1.UpdatePartnerRequest\x1a(.switchboard.partners.v1.PartnerSettings\"*\x82\xd3\xe4\x93\x02$:\x01*2\x1f/admin/v1/partners/{company_id}\x12\x8f\x01\n" +
+	"\fUpdatePayout\x12,.switchboard.partners.v1.UpdatePayoutRequest\x1a\x1f.switchboard.partners.v1.Payout\"0\x82\xd3\xe4\x93\x02*:\x01*2%/admin/v1/partner_payouts/{payout_id}\x1a\b\xd0\xf3\x18\x01\xe8\xf9\x185B:Z8switchboard.dev/proto/switchboard/partners/v1;partnersv1b\x06proto3"
 
 var (
 	file_switchboard_partners_v1_operator_proto_rawDescOnce sync.Once
@@ -196,24 +265,28 @@ func file_switchboard_partners_v1_operator_proto_rawDescGZIP() []byte {
 	return file_switchboard_partners_v1_operator_proto_rawDescData
 }
 
-var file_switchboard_partners_v1_operator_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_switchboard_partners_v1_operator_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_switchboard_partners_v1_operator_proto_goTypes = []any{
 	(*UpdatePartnerRequest)(nil), // 0: switchboard.partners.v1.UpdatePartnerRequest
 	(*PartnerSettings)(nil),      // 1: switchboard.partners.v1.PartnerSettings
-	(*v1.Decimal)(nil),           // 2: switchboard.api.v1.Decimal
-	(*structpb.Value)(nil),       // 3: google.protobuf.Value
-	(*Commissions)(nil),          // 4: switchboard.partners.v1.Commissions
+	(*UpdatePayoutRequest)(nil),  // 2: switchboard.partners.v1.UpdatePayoutRequest
+	(*v1.Decimal)(nil),           // 3: switchboard.api.v1.Decimal
+	(*structpb.Value)(nil),       // 4: google.protobuf.Value
+	(*Commissions)(nil),          // 5: switchboard.partners.v1.Commissions
+	(*Payout)(nil),               // 6: switchboard.partners.v1.Payout
 }
 var file_switchboard_partners_v1_operator_proto_depIdxs = []int32{
-	2, // 0: switchboard.partners.v1.UpdatePartnerRequest.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
-	2, // 1: switchboard.partners.v1.UpdatePartnerRequest.referral_commission_percent:type_name -> switchboard.api.v1.Decimal
-	2, // 2: switchboard.partners.v1.UpdatePartnerRequest.waba_dialogs_commission_percent:type_name -> switchboard.api.v1.Decimal
-	3, // 3: switchboard.partners.v1.UpdatePartnerRequest.clients_per_day:type_name -> google.protobuf.Value
-	4, // 4: switchboard.partners.v1.PartnerSettings.commissions:type_name -> switchboard.partners.v1.Commissions
+	3, // 0: switchboard.partners.v1.UpdatePartnerRequest.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
+	3, // 1: switchboard.partners.v1.UpdatePartnerRequest.referral_commission_percent:type_name -> switchboard.api.v1.Decimal
+	3, // 2: switchboard.partners.v1.UpdatePartnerRequest.waba_dialogs_commission_percent:type_name -> switchboard.api.v1.Decimal
+	4, // 3: switchboard.partners.v1.UpdatePartnerRequest.clients_per_day:type_name -> google.protobuf.Value
+	5, // 4: switchboard.partners.v1.PartnerSettings.commissions:type_name -> switchboard.partners.v1.Commissions
 	0, // 5: switchboard.partners.v1.PartnersOperatorService.UpdatePartner:input_type -> switchboard.partners.v1.UpdatePartnerRequest
-	1, // 6: switchboard.partners.v1.PartnersOperatorService.UpdatePartner:output_type -> switchboard.partners.v1.PartnerSettings
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
+	2, // 6: switchboard.partners.v1.PartnersOperatorService.UpdatePayout:input_type -> switchboard.partners.v1.UpdatePayoutRequest
+	1, // 7: switchboard.partners.v1.PartnersOperatorService.UpdatePartner:output_type -> switchboard.partners.v1.PartnerSettings
+	6, // 8: switchboard.partners.v1.PartnersOperatorService.UpdatePayout:output_type -> switchboard.partners.v1.Payout
+	7, // [7:9] is the sub-list for method output_type
+	5, // [5:7] is the sub-list for method input_type
 	5, // [5:5] is the sub-list for extension type_name
 	5, // [5:5] is the sub-list for extension extendee
 	0, // [0:5] is the sub-list for field type_name
@@ -226,13 +299,14 @@ func file_switchboard_partners_v1_operator_proto_init() {
 	}
 	file_switchboard_partners_v1_partners_proto_init()
 	file_switchboard_partners_v1_operator_proto_msgTypes[1].OneofWrappers = []any{}
+	file_switchboard_partners_v1_operator_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_partners_v1_operator_proto_rawDesc), len(file_switchboard_partners_v1_operator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

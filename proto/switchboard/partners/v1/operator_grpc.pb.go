@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	PartnersOperatorService_UpdatePartner_FullMethodName = "/switchboard.partners.v1.PartnersOperatorService/UpdatePartner"
+	PartnersOperatorService_UpdatePayout_FullMethodName  = "/switchboard.partners.v1.PartnersOperatorService/UpdatePayout"
 )
 
 // PartnersOperatorServiceClient is the client API for PartnersOperatorService service.
@@ -27,13 +28,19 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // PartnersOperatorService sets a partner's commissions and daily cap of
-// new clients.
+// new clients, and pays or rejects payouts.
 type PartnersOperatorServiceClient interface {
 	// Changes the given commissions (percents 0..100, at most two decimals)
 	// and the daily cap of new clients (null: back to the default).
 	//
 	// Errors: 404 error 8000 COMPANY_NOT_FOUND (no partner company).
 	UpdatePartner(ctx context.Context, in *UpdatePartnerRequest, opts ...grpc.CallOption) (*PartnerSettings, error)
+	// Pays or rejects a CREATED payout; a rejected payout's value is back in
+	// the partner's balance.
+	//
+	// Errors: 404 error 31006 PARTNER_PAYOUT_NOT_FOUND; 409 error 31007
+	// PARTNER_PAYOUT_NOT_ACTIVE (not CREATED).
+	UpdatePayout(ctx context.Context, in *UpdatePayoutRequest, opts ...grpc.CallOption) (*Payout, error)
 }
 
 type partnersOperatorServiceClient struct {
@@ -54,18 +61,34 @@ func (c *partnersOperatorServiceClient) UpdatePartner(ctx context.Context, in *U
 	return out, nil
 }
 
+func (c *partnersOperatorServiceClient) UpdatePayout(ctx context.Context, in *UpdatePayoutRequest, opts ...grpc.CallOption) (*Payout, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Payout)
+	err := c.cc.Invoke(ctx, PartnersOperatorService_UpdatePayout_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PartnersOperatorServiceServer is the server API for PartnersOperatorService service.
 // All implementations must embed UnimplementedPartnersOperatorServiceServer
 // for forward compatibility.
 //
 // PartnersOperatorService sets a partner's commissions and daily cap of
-// new clients.
+// new clients, and pays or rejects payouts.
 type PartnersOperatorServiceServer interface {
 	// Changes the given commissions (percents 0..100, at most two decimals)
 	// and the daily cap of new clients (null: back to the default).
 	//
 	// Errors: 404 error 8000 COMPANY_NOT_FOUND (no partner company).
 	UpdatePartner(context.Context, *UpdatePartnerRequest) (*PartnerSettings, error)
+	// Pays or rejects a CREATED payout; a rejected payout's value is back in
+	// the partner's balance.
+	//
+	// Errors: 404 error 31006 PARTNER_PAYOUT_NOT_FOUND; 409 error 31007
+	// PARTNER_PAYOUT_NOT_ACTIVE (not CREATED).
+	UpdatePayout(context.Context, *UpdatePayoutRequest) (*Payout, error)
 	mustEmbedUnimplementedPartnersOperatorServiceServer()
 }
 
@@ -78,6 +101,9 @@ type UnimplementedPartnersOperatorServiceServer struct{}
 
 func (UnimplementedPartnersOperatorServiceServer) UpdatePartner(context.Context, *UpdatePartnerRequest) (*PartnerSettings, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method UpdatePartner not implemented")
+}
+func (UnimplementedPartnersOperatorServiceServer) UpdatePayout(context.Context, *UpdatePayoutRequest) (*Payout, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdatePayout not implemented")
 }
 func (UnimplementedPartnersOperatorServiceServer) mustEmbedUnimplementedPartnersOperatorServiceServer() {
 }
@@ -119,6 +145,24 @@ func _PartnersOperatorService_UpdatePartner_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PartnersOperatorService_UpdatePayout_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdatePayoutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PartnersOperatorServiceServer).UpdatePayout(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PartnersOperatorService_UpdatePayout_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PartnersOperatorServiceServer).UpdatePayout(ctx, req.(*UpdatePayoutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PartnersOperatorService_ServiceDesc is the grpc.ServiceDesc for PartnersOperatorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -129,6 +173,10 @@ var PartnersOperatorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdatePartner",
 			Handler:    _PartnersOperatorService_UpdatePartner_Handler,
+		},
+		{
+			MethodName: "UpdatePayout",
+			Handler:    _PartnersOperatorService_UpdatePayout_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

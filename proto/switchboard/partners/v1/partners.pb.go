@@ -1648,6 +1648,578 @@ func (x *ListPartnerRequisitesResponse) GetRequisites() []*PartnerRequisite {
 	return nil
 }
 
+type GetBalanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBalanceRequest) Reset() {
+	*x = GetBalanceRequest{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBalanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBalanceRequest) ProtoMessage() {}
+
+func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBalanceRequest.ProtoReflect.Descriptor instead.
+func (*GetBalanceRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetBalanceRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+type Balance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Roubles.
+	Balance       *v1.Decimal `protobuf:"bytes,1,opt,name=balance,proto3" json:"balance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Balance) Reset() {
+	*x = Balance{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Balance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Balance) ProtoMessage() {}
+
+func (x *Balance) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Balance.ProtoReflect.Descriptor instead.
+func (*Balance) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Balance) GetBalance() *v1.Decimal {
+	if x != nil {
+		return x.Balance
+	}
+	return nil
+}
+
+type ListRewardsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// YYYY-MM: one month only.
+	Period *string `protobuf:"bytes,2,opt,name=period,proto3,oneof" json:"period,omitempty"`
+	// One client only.
+	PartnerCompanyId *int64 `protobuf:"varint,3,opt,name=partner_company_id,json=partnerCompanyId,proto3,oneof" json:"partner_company_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ListRewardsRequest) Reset() {
+	*x = ListRewardsRequest{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRewardsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRewardsRequest) ProtoMessage() {}
+
+func (x *ListRewardsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRewardsRequest.ProtoReflect.Descriptor instead.
+func (*ListRewardsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListRewardsRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *ListRewardsRequest) GetPeriod() string {
+	if x != nil && x.Period != nil {
+		return *x.Period
+	}
+	return ""
+}
+
+func (x *ListRewardsRequest) GetPartnerCompanyId() int64 {
+	if x != nil && x.PartnerCompanyId != nil {
+		return *x.PartnerCompanyId
+	}
+	return 0
+}
+
+type Reward struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// YYYY-MM (UTC) of the payments.
+	Period string `protobuf:"bytes,2,opt,name=period,proto3" json:"period,omitempty"`
+	// The client.
+	CompanyId   int64  `protobuf:"varint,3,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	CompanyName string `protobuf:"bytes,4,opt,name=company_name,json=companyName,proto3" json:"company_name,omitempty"`
+	// SUBSCRIPTIONS_REWARD or WABA_DIALOGS_REWARD.
+	RewardType string `protobuf:"bytes,5,opt,name=reward_type,json=rewardType,proto3" json:"reward_type,omitempty"`
+	// The client's payments it is counted from (after percent discounts).
+	PeriodTopupsValue *v1.Decimal `protobuf:"bytes,6,opt,name=period_topups_value,json=periodTopupsValue,proto3" json:"period_topups_value,omitempty"`
+	// Subscriptions: the same; business dialogs: the dialogs the client
+	// opened that month at the dialog price.
+	PeriodSpendingsValue *v1.Decimal `protobuf:"bytes,7,opt,name=period_spendings_value,json=periodSpendingsValue,proto3" json:"period_spendings_value,omitempty"`
+	// period_topups_value x partner_percent / 100, half up.
+	RewardValue    *v1.Decimal `protobuf:"bytes,8,opt,name=reward_value,json=rewardValue,proto3" json:"reward_value,omitempty"`
+	PartnerPercent *v1.Decimal `protobuf:"bytes,9,opt,name=partner_percent,json=partnerPercent,proto3" json:"partner_percent,omitempty"`
+	// null for WABA_DIALOGS_REWARD.
+	SubscriptionType *string `protobuf:"bytes,10,opt,name=subscription_type,json=subscriptionType,proto3,oneof" json:"subscription_type,omitempty"`
+	// null for WABA_DIALOGS_REWARD.
+	PeriodMonths *int32 `protobuf:"varint,11,opt,name=period_months,json=periodMonths,proto3,oneof" json:"period_months,omitempty"`
+	// The first payment counted.
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reward) Reset() {
+	*x = Reward{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reward) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reward) ProtoMessage() {}
+
+func (x *Reward) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reward.ProtoReflect.Descriptor instead.
+func (*Reward) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *Reward) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Reward) GetPeriod() string {
+	if x != nil {
+		return x.Period
+	}
+	return ""
+}
+
+func (x *Reward) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *Reward) GetCompanyName() string {
+	if x != nil {
+		return x.CompanyName
+	}
+	return ""
+}
+
+func (x *Reward) GetRewardType() string {
+	if x != nil {
+		return x.RewardType
+	}
+	return ""
+}
+
+func (x *Reward) GetPeriodTopupsValue() *v1.Decimal {
+	if x != nil {
+		return x.PeriodTopupsValue
+	}
+	return nil
+}
+
+func (x *Reward) GetPeriodSpendingsValue() *v1.Decimal {
+	if x != nil {
+		return x.PeriodSpendingsValue
+	}
+	return nil
+}
+
+func (x *Reward) GetRewardValue() *v1.Decimal {
+	if x != nil {
+		return x.RewardValue
+	}
+	return nil
+}
+
+func (x *Reward) GetPartnerPercent() *v1.Decimal {
+	if x != nil {
+		return x.PartnerPercent
+	}
+	return nil
+}
+
+func (x *Reward) GetSubscriptionType() string {
+	if x != nil && x.SubscriptionType != nil {
+		return *x.SubscriptionType
+	}
+	return ""
+}
+
+func (x *Reward) GetPeriodMonths() int32 {
+	if x != nil && x.PeriodMonths != nil {
+		return *x.PeriodMonths
+	}
+	return 0
+}
+
+func (x *Reward) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type ListRewardsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rewards       []*Reward              `protobuf:"bytes,1,rep,name=rewards,proto3" json:"rewards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRewardsResponse) Reset() {
+	*x = ListRewardsResponse{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRewardsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRewardsResponse) ProtoMessage() {}
+
+func (x *ListRewardsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRewardsResponse.ProtoReflect.Descriptor instead.
+func (*ListRewardsResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ListRewardsResponse) GetRewards() []*Reward {
+	if x != nil {
+		return x.Rewards
+	}
+	return nil
+}
+
+type ListPayoutsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPayoutsRequest) Reset() {
+	*x = ListPayoutsRequest{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPayoutsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPayoutsRequest) ProtoMessage() {}
+
+func (x *ListPayoutsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPayoutsRequest.ProtoReflect.Descriptor instead.
+func (*ListPayoutsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ListPayoutsRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+type Payout struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// CREATED, then PAID or REJECTED.
+	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// PAYOUT.
+	PayoutType  string      `protobuf:"bytes,3,opt,name=payout_type,json=payoutType,proto3" json:"payout_type,omitempty"`
+	Value       *v1.Decimal `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	RequisiteId int64       `protobuf:"varint,5,opt,name=requisite_id,json=requisiteId,proto3" json:"requisite_id,omitempty"`
+	// The operator's, when it paid or rejected the payout.
+	Comment       *string                `protobuf:"bytes,6,opt,name=comment,proto3,oneof" json:"comment,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Payout) Reset() {
+	*x = Payout{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Payout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Payout) ProtoMessage() {}
+
+func (x *Payout) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Payout.ProtoReflect.Descriptor instead.
+func (*Payout) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Payout) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Payout) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Payout) GetPayoutType() string {
+	if x != nil {
+		return x.PayoutType
+	}
+	return ""
+}
+
+func (x *Payout) GetValue() *v1.Decimal {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *Payout) GetRequisiteId() int64 {
+	if x != nil {
+		return x.RequisiteId
+	}
+	return 0
+}
+
+func (x *Payout) GetComment() string {
+	if x != nil && x.Comment != nil {
+		return *x.Comment
+	}
+	return ""
+}
+
+func (x *Payout) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type ListPayoutsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Payouts       []*Payout              `protobuf:"bytes,1,rep,name=payouts,proto3" json:"payouts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPayoutsResponse) Reset() {
+	*x = ListPayoutsResponse{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPayoutsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPayoutsResponse) ProtoMessage() {}
+
+func (x *ListPayoutsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPayoutsResponse.ProtoReflect.Descriptor instead.
+func (*ListPayoutsResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListPayoutsResponse) GetPayouts() []*Payout {
+	if x != nil {
+		return x.Payouts
+	}
+	return nil
+}
+
+type CreatePayoutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	RequisiteId   *int64                 `protobuf:"varint,2,opt,name=requisite_id,json=requisiteId,proto3,oneof" json:"requisite_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePayoutRequest) Reset() {
+	*x = CreatePayoutRequest{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePayoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePayoutRequest) ProtoMessage() {}
+
+func (x *CreatePayoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePayoutRequest.ProtoReflect.Descriptor instead.
+func (*CreatePayoutRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CreatePayoutRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CreatePayoutRequest) GetRequisiteId() int64 {
+	if x != nil && x.RequisiteId != nil {
+		return *x.RequisiteId
+	}
+	return 0
+}
+
 var File_switchboard_partners_v1_partners_proto protoreflect.FileDescriptor
 
 const file_switchboard_partners_v1_partners_proto_rawDesc = "" +
@@ -1828,7 +2400,62 @@ const file_switchboard_partners_v1_partners_proto_rawDesc = "" +
 	"\x1dListPartnerRequisitesResponse\x12I\n" +
 	"\n" +
 	"requisites\x18\x01 \x03(\v2).switchboard.partners.v1.PartnerRequisiteR\n" +
-	"requisites2\xe6\x17\n" +
+	"requisites\"2\n" +
+	"\x11GetBalanceRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\"@\n" +
+	"\aBalance\x125\n" +
+	"\abalance\x18\x01 \x01(\v2\x1b.switchboard.api.v1.DecimalR\abalance\"\xc8\x01\n" +
+	"\x12ListRewardsRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12>\n" +
+	"\x06period\x18\x02 \x01(\tB!\xbaH\x1er\x1c2\x1a^[0-9]{4}-(0[1-9]|1[0-2])$H\x00R\x06period\x88\x01\x01\x121\n" +
+	"\x12partner_company_id\x18\x03 \x01(\x03H\x01R\x10partnerCompanyId\x88\x01\x01B\t\n" +
+	"\a_periodB\x15\n" +
+	"\x13_partner_company_id\"\xf8\x04\n" +
+	"\x06Reward\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x16\n" +
+	"\x06period\x18\x02 \x01(\tR\x06period\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x03 \x01(\x03R\tcompanyId\x12!\n" +
+	"\fcompany_name\x18\x04 \x01(\tR\vcompanyName\x12\x1f\n" +
+	"\vreward_type\x18\x05 \x01(\tR\n" +
+	"rewardType\x12K\n" +
+	"\x13period_topups_value\x18\x06 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x11periodTopupsValue\x12Q\n" +
+	"\x16period_spendings_value\x18\a \x01(\v2\x1b.switchboard.api.v1.DecimalR\x14periodSpendingsValue\x12>\n" +
+	"\freward_value\x18\b \x01(\v2\x1b.switchboard.api.v1.DecimalR\vrewardValue\x12D\n" +
+	"\x0fpartner_percent\x18\t \x01(\v2\x1b.switchboard.api.v1.DecimalR\x0epartnerPercent\x120\n" +
+	"\x11subscription_type\x18\n" +
+	" \x01(\tH\x00R\x10subscriptionType\x88\x01\x01\x12(\n" +
+	"\rperiod_months\x18\v \x01(\x05H\x01R\fperiodMonths\x88\x01\x01\x129\n" +
+	"\n" +
+	"created_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\x14\n" +
+	"\x12_subscription_typeB\x10\n" +
+	"\x0e_period_months\"P\n" +
+	"\x13ListRewardsResponse\x129\n" +
+	"\arewards\x18\x01 \x03(\v2\x1f.switchboard.partners.v1.RewardR\arewards\"3\n" +
+	"\x12ListPayoutsRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\"\x8d\x02\n" +
+	"\x06Payout\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1f\n" +
+	"\vpayout_type\x18\x03 \x01(\tR\n" +
+	"payoutType\x121\n" +
+	"\x05value\x18\x04 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x05value\x12!\n" +
+	"\frequisite_id\x18\x05 \x01(\x03R\vrequisiteId\x12\x1d\n" +
+	"\acomment\x18\x06 \x01(\tH\x00R\acomment\x88\x01\x01\x129\n" +
+	"\n" +
+	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\n" +
+	"\n" +
+	"\b_comment\"P\n" +
+	"\x13ListPayoutsResponse\x129\n" +
+	"\apayouts\x18\x01 \x03(\v2\x1f.switchboard.partners.v1.PayoutR\apayouts\"u\n" +
+	"\x13CreatePayoutRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12.\n" +
+	"\frequisite_id\x18\x02 \x01(\x03B\x06\xbaH\x03\xc8\x01\x01H\x00R\vrequisiteId\x88\x01\x01B\x0f\n" +
+	"\r_requisite_id2\xb9\x1d\n" +
 	"\x0fPartnersService\x12\x9f\x01\n" +
 	"\n" +
 	"GetProfile\x12*.switchboard.partners.v1.GetProfileRequest\x1a .switchboard.partners.v1.Profile\"C\xca\xf3\x18\f\n" +
@@ -1858,7 +2485,16 @@ const file_switchboard_partners_v1_partners_proto_rawDesc = "" +
 	"\bpartners8\x01\x82\xd3\xe4\x93\x02<:\x01*\"7/v2/companies/{company_id}/partners/payments/requisites\x12\xe3\x01\n" +
 	"\x15ListPartnerRequisites\x125.switchboard.partners.v1.ListPartnerRequisitesRequest\x1a6.switchboard.partners.v1.ListPartnerRequisitesResponse\"[\xca\xf3\x18\f\n" +
 	"\bpartners8\x01\x82\xd3\xe4\x93\x02Eb\n" +
-	"requisites\x127/v2/companies/{company_id}/partners/payments/requisites\x1a\x04\xe8\xf9\x18\x0fB:Z8switchboard.dev/proto/switchboard/partners/v1;partnersv1b\x06proto3"
+	"requisites\x127/v2/companies/{company_id}/partners/payments/requisites\x12\xa7\x01\n" +
+	"\n" +
+	"GetBalance\x12*.switchboard.partners.v1.GetBalanceRequest\x1a .switchboard.partners.v1.Balance\"K\xca\xf3\x18\f\n" +
+	"\bpartners8\x01\x82\xd3\xe4\x93\x025\x123/v2/companies/{company_id}/partners/finance/balance\x12\xb5\x01\n" +
+	"\vListRewards\x12+.switchboard.partners.v1.ListRewardsRequest\x1a,.switchboard.partners.v1.ListRewardsResponse\"K\xca\xf3\x18\f\n" +
+	"\bpartners8\x01\x82\xd3\xe4\x93\x025\x123/v2/companies/{company_id}/partners/finance/rewards\x12\xbe\x01\n" +
+	"\vListPayouts\x12+.switchboard.partners.v1.ListPayoutsRequest\x1a,.switchboard.partners.v1.ListPayoutsResponse\"T\xca\xf3\x18\f\n" +
+	"\bpartners8\x01\x82\xd3\xe4\x93\x02>b\apayouts\x123/v2/companies/{company_id}/partners/finance/payouts\x12\xad\x01\n" +
+	"\fCreatePayout\x12,.switchboard.partners.v1.CreatePayoutRequest\x1a\x1f.switchboard.partners.v1.Payout\"N\xca\xf3\x18\f\n" +
+	"\bpartners8\x01\x82\xd3\xe4\x93\x028:\x01*\"3/v2/companies/{company_id}/partners/finance/payouts\x1a\x04\xe8\xf9\x18\x0fB:Z8switchboard.dev/proto/switchboard/partners/v1;partnersv1b\x06proto3"
 
 var (
 	file_switchboard_partners_v1_partners_proto_rawDescOnce sync.Once
@@ -1872,7 +2508,7 @@ func file_switchboard_partners_v1_partners_proto_rawDescGZIP() []byte {
 	return file_switchboard_partners_v1_partners_proto_rawDescData
 }
 
-var file_switchboard_partners_v1_partners_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_switchboard_partners_v1_partners_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_switchboard_partners_v1_partners_proto_goTypes = []any{
 	(*GetProfileRequest)(nil),               // 0: switchboard.partners.v1.GetProfileRequest
 	(*Commissions)(nil),                     // 1: switchboard.partners.v1.Commissions
@@ -1897,63 +2533,90 @@ var file_switchboard_partners_v1_partners_proto_goTypes = []any{
 	(*PartnerRequisite)(nil),                // 20: switchboard.partners.v1.PartnerRequisite
 	(*ListPartnerRequisitesRequest)(nil),    // 21: switchboard.partners.v1.ListPartnerRequisitesRequest
 	(*ListPartnerRequisitesResponse)(nil),   // 22: switchboard.partners.v1.ListPartnerRequisitesResponse
-	(*v1.Decimal)(nil),                      // 23: switchboard.api.v1.Decimal
-	(*timestamppb.Timestamp)(nil),           // 24: google.protobuf.Timestamp
-	(v11.SubscriptionPlan)(0),               // 25: switchboard.billing.v1.SubscriptionPlan
-	(*v11.Advance)(nil),                     // 26: switchboard.billing.v1.Advance
-	(*v11.Requisite)(nil),                   // 27: switchboard.billing.v1.Requisite
-	(*emptypb.Empty)(nil),                   // 28: google.protobuf.Empty
-	(*v12.Company)(nil),                     // 29: switchboard.identity.v1.Company
-	(*v11.ChangeResult)(nil),                // 30: switchboard.billing.v1.ChangeResult
+	(*GetBalanceRequest)(nil),               // 23: switchboard.partners.v1.GetBalanceRequest
+	(*Balance)(nil),                         // 24: switchboard.partners.v1.Balance
+	(*ListRewardsRequest)(nil),              // 25: switchboard.partners.v1.ListRewardsRequest
+	(*Reward)(nil),                          // 26: switchboard.partners.v1.Reward
+	(*ListRewardsResponse)(nil),             // 27: switchboard.partners.v1.ListRewardsResponse
+	(*ListPayoutsRequest)(nil),              // 28: switchboard.partners.v1.ListPayoutsRequest
+	(*Payout)(nil),                          // 29: switchboard.partners.v1.Payout
+	(*ListPayoutsResponse)(nil),             // 30: switchboard.partners.v1.ListPayoutsResponse
+	(*CreatePayoutRequest)(nil),             // 31: switchboard.partners.v1.CreatePayoutRequest
+	(*v1.Decimal)(nil),                      // 32: switchboard.api.v1.Decimal
+	(*timestamppb.Timestamp)(nil),           // 33: google.protobuf.Timestamp
+	(v11.SubscriptionPlan)(0),               // 34: switchboard.billing.v1.SubscriptionPlan
+	(*v11.Advance)(nil),                     // 35: switchboard.billing.v1.Advance
+	(*v11.Requisite)(nil),                   // 36: switchboard.billing.v1.Requisite
+	(*emptypb.Empty)(nil),                   // 37: google.protobuf.Empty
+	(*v12.Company)(nil),                     // 38: switchboard.identity.v1.Company
+	(*v11.ChangeResult)(nil),                // 39: switchboard.billing.v1.ChangeResult
 }
 var file_switchboard_partners_v1_partners_proto_depIdxs = []int32{
-	23, // 0: switchboard.partners.v1.Commissions.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
-	23, // 1: switchboard.partners.v1.Commissions.referral_commission_percent:type_name -> switchboard.api.v1.Decimal
-	23, // 2: switchboard.partners.v1.Commissions.waba_dialogs_commission_percent:type_name -> switchboard.api.v1.Decimal
+	32, // 0: switchboard.partners.v1.Commissions.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
+	32, // 1: switchboard.partners.v1.Commissions.referral_commission_percent:type_name -> switchboard.api.v1.Decimal
+	32, // 2: switchboard.partners.v1.Commissions.waba_dialogs_commission_percent:type_name -> switchboard.api.v1.Decimal
 	1,  // 3: switchboard.partners.v1.Profile.commissions:type_name -> switchboard.partners.v1.Commissions
-	24, // 4: switchboard.partners.v1.PartnerCompany.paid_until:type_name -> google.protobuf.Timestamp
-	24, // 5: switchboard.partners.v1.PartnerCompany.test_until:type_name -> google.protobuf.Timestamp
+	33, // 4: switchboard.partners.v1.PartnerCompany.paid_until:type_name -> google.protobuf.Timestamp
+	33, // 5: switchboard.partners.v1.PartnerCompany.test_until:type_name -> google.protobuf.Timestamp
 	3,  // 6: switchboard.partners.v1.ListPartnerCompaniesResponse.partner_companies:type_name -> switchboard.partners.v1.PartnerCompany
 	11, // 7: switchboard.partners.v1.ClientSubscription.connections:type_name -> switchboard.partners.v1.ClientConnection
-	25, // 8: switchboard.partners.v1.ClientSubscription.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	24, // 9: switchboard.partners.v1.ClientSubscription.test_until:type_name -> google.protobuf.Timestamp
-	24, // 10: switchboard.partners.v1.ClientSubscription.paid_until:type_name -> google.protobuf.Timestamp
-	26, // 11: switchboard.partners.v1.ClientSubscription.advance:type_name -> switchboard.billing.v1.Advance
+	34, // 8: switchboard.partners.v1.ClientSubscription.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	33, // 9: switchboard.partners.v1.ClientSubscription.test_until:type_name -> google.protobuf.Timestamp
+	33, // 10: switchboard.partners.v1.ClientSubscription.paid_until:type_name -> google.protobuf.Timestamp
+	35, // 11: switchboard.partners.v1.ClientSubscription.advance:type_name -> switchboard.billing.v1.Advance
 	12, // 12: switchboard.partners.v1.ListClientSubscriptionsResponse.subscriptions:type_name -> switchboard.partners.v1.ClientSubscription
-	25, // 13: switchboard.partners.v1.ChangeClientPlanRequest.new_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	27, // 14: switchboard.partners.v1.ListClientRequisitesResponse.requisites:type_name -> switchboard.billing.v1.Requisite
+	34, // 13: switchboard.partners.v1.ChangeClientPlanRequest.new_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	36, // 14: switchboard.partners.v1.ListClientRequisitesResponse.requisites:type_name -> switchboard.billing.v1.Requisite
 	20, // 15: switchboard.partners.v1.ListPartnerRequisitesResponse.requisites:type_name -> switchboard.partners.v1.PartnerRequisite
-	0,  // 16: switchboard.partners.v1.PartnersService.GetProfile:input_type -> switchboard.partners.v1.GetProfileRequest
-	4,  // 17: switchboard.partners.v1.PartnersService.ListPartnerCompanies:input_type -> switchboard.partners.v1.ListPartnerCompaniesRequest
-	6,  // 18: switchboard.partners.v1.PartnersService.GetPartnerCompany:input_type -> switchboard.partners.v1.GetPartnerCompanyRequest
-	7,  // 19: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:input_type -> switchboard.partners.v1.UpdatePartnerCompanyNoteRequest
-	8,  // 20: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:input_type -> switchboard.partners.v1.UpdatePartnerCompanyRequest
-	9,  // 21: switchboard.partners.v1.PartnersService.CreateClient:input_type -> switchboard.partners.v1.CreateClientRequest
-	10, // 22: switchboard.partners.v1.PartnersService.ListClientSubscriptions:input_type -> switchboard.partners.v1.ListClientSubscriptionsRequest
-	14, // 23: switchboard.partners.v1.PartnersService.ChangeClientSize:input_type -> switchboard.partners.v1.ChangeClientSizeRequest
-	15, // 24: switchboard.partners.v1.PartnersService.ChangeClientPlan:input_type -> switchboard.partners.v1.ChangeClientPlanRequest
-	16, // 25: switchboard.partners.v1.PartnersService.GrantClientAdvance:input_type -> switchboard.partners.v1.GrantClientAdvanceRequest
-	17, // 26: switchboard.partners.v1.PartnersService.ListClientRequisites:input_type -> switchboard.partners.v1.ListClientRequisitesRequest
-	19, // 27: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:input_type -> switchboard.partners.v1.CreatePartnerRequisiteRequest
-	21, // 28: switchboard.partners.v1.PartnersService.ListPartnerRequisites:input_type -> switchboard.partners.v1.ListPartnerRequisitesRequest
-	2,  // 29: switchboard.partners.v1.PartnersService.GetProfile:output_type -> switchboard.partners.v1.Profile
-	5,  // 30: switchboard.partners.v1.PartnersService.ListPartnerCompanies:output_type -> switchboard.partners.v1.ListPartnerCompaniesResponse
-	3,  // 31: switchboard.partners.v1.PartnersService.GetPartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
-	28, // 32: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:output_type -> google.protobuf.Empty
-	3,  // 33: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
-	29, // 34: switchboard.partners.v1.PartnersService.CreateClient:output_type -> switchboard.identity.v1.Company
-	13, // 35: switchboard.partners.v1.PartnersService.ListClientSubscriptions:output_type -> switchboard.partners.v1.ListClientSubscriptionsResponse
-	30, // 36: switchboard.partners.v1.PartnersService.ChangeClientSize:output_type -> switchboard.billing.v1.ChangeResult
-	30, // 37: switchboard.partners.v1.PartnersService.ChangeClientPlan:output_type -> switchboard.billing.v1.ChangeResult
-	12, // 38: switchboard.partners.v1.PartnersService.GrantClientAdvance:output_type -> switchboard.partners.v1.ClientSubscription
-	18, // 39: switchboard.partners.v1.PartnersService.ListClientRequisites:output_type -> switchboard.partners.v1.ListClientRequisitesResponse
-	20, // 40: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:output_type -> switchboard.partners.v1.PartnerRequisite
-	22, // 41: switchboard.partners.v1.PartnersService.ListPartnerRequisites:output_type -> switchboard.partners.v1.ListPartnerRequisitesResponse
-	29, // [29:42] is the sub-list for method output_type
-	16, // [16:29] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	32, // 16: switchboard.partners.v1.Balance.balance:type_name -> switchboard.api.v1.Decimal
+	32, // 17: switchboard.partners.v1.Reward.period_topups_value:type_name -> switchboard.api.v1.Decimal
+	32, // 18: switchboard.partners.v1.Reward.period_spendings_value:type_name -> switchboard.api.v1.Decimal
+	32, // 19: switchboard.partners.v1.Reward.reward_value:type_name -> switchboard.api.v1.Decimal
+	32, // 20: switchboard.partners.v1.Reward.partner_percent:type_name -> switchboard.api.v1.Decimal
+	33, // 21: switchboard.partners.v1.Reward.created_at:type_name -> google.protobuf.Timestamp
+	26, // 22: switchboard.partners.v1.ListRewardsResponse.rewards:type_name -> switchboard.partners.v1.Reward
+	32, // 23: switchboard.partners.v1.Payout.value:type_name -> switchboard.api.v1.Decimal
+	33, // 24: switchboard.partners.v1.Payout.created_at:type_name -> google.protobuf.Timestamp
+	29, // 25: switchboard.partners.v1.ListPayoutsResponse.payouts:type_name -> switchboard.partners.v1.Payout
+	0,  // 26: switchboard.partners.v1.PartnersService.GetProfile:input_type -> switchboard.partners.v1.GetProfileRequest
+	4,  // 27: switchboard.partners.v1.PartnersService.ListPartnerCompanies:input_type -> switchboard.partners.v1.ListPartnerCompaniesRequest
+	6,  // 28: switchboard.partners.v1.PartnersService.GetPartnerCompany:input_type -> switchboard.partners.v1.GetPartnerCompanyRequest
+	7,  // 29: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:input_type -> switchboard.partners.v1.UpdatePartnerCompanyNoteRequest
+	8,  // 30: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:input_type -> switchboard.partners.v1.UpdatePartnerCompanyRequest
+	9,  // 31: switchboard.partners.v1.PartnersService.CreateClient:input_type -> switchboard.partners.v1.CreateClientRequest
+	10, // 32: switchboard.partners.v1.PartnersService.ListClientSubscriptions:input_type -> switchboard.partners.v1.ListClientSubscriptionsRequest
+	14, // 33: switchboard.partners.v1.PartnersService.ChangeClientSize:input_type -> switchboard.partners.v1.ChangeClientSizeRequest
+	15, // 34: switchboard.partners.v1.PartnersService.ChangeClientPlan:input_type -> switchboard.partners.v1.ChangeClientPlanRequest
+	16, // 35: switchboard.partners.v1.PartnersService.GrantClientAdvance:input_type -> switchboard.partners.v1.GrantClientAdvanceRequest
+	17, // 36: switchboard.partners.v1.PartnersService.ListClientRequisites:input_type -> switchboard.partners.v1.ListClientRequisitesRequest
+	19, // 37: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:input_type -> switchboard.partners.v1.CreatePartnerRequisiteRequest
+	21, // 38: switchboard.partners.v1.PartnersService.ListPartnerRequisites:input_type -> switchboard.partners.v1.ListPartnerRequisitesRequest
+	23, // 39: switchboard.partners.v1.PartnersService.GetBalance:input_type -> switchboard.partners.v1.GetBalanceRequest
+	25, // 40: switchboard.partners.v1.PartnersService.ListRewards:input_type -> switchboard.partners.v1.ListRewardsRequest
+	28, // 41: switchboard.partners.v1.PartnersService.ListPayouts:input_type -> switchboard.partners.v1.ListPayoutsRequest
+	31, // 42: switchboard.partners.v1.PartnersService.CreatePayout:input_type -> switchboard.partners.v1.CreatePayoutRequest
+	2,  // 43: switchboard.partners.v1.PartnersService.GetProfile:output_type -> switchboard.partners.v1.Profile
+	5,  // 44: switchboard.partners.v1.PartnersService.ListPartnerCompanies:output_type -> switchboard.partners.v1.ListPartnerCompaniesResponse
+	3,  // 45: switchboard.partners.v1.PartnersService.GetPartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
+	37, // 46: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:output_type -> google.protobuf.Empty
+	3,  // 47: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
+	38, // 48: switchboard.partners.v1.PartnersService.CreateClient:output_type -> switchboard.identity.v1.Company
+	13, // 49: switchboard.partners.v1.PartnersService.ListClientSubscriptions:output_type -> switchboard.partners.v1.ListClientSubscriptionsResponse
+	39, // 50: switchboard.partners.v1.PartnersService.ChangeClientSize:output_type -> switchboard.billing.v1.ChangeResult
+	39, // 51: switchboard.partners.v1.PartnersService.ChangeClientPlan:output_type -> switchboard.billing.v1.ChangeResult
+	12, // 52: switchboard.partners.v1.PartnersService.GrantClientAdvance:output_type -> switchboard.partners.v1.ClientSubscription
+	18, // 53: switchboard.partners.v1.PartnersService.ListClientRequisites:output_type -> switchboard.partners.v1.ListClientRequisitesResponse
+	20, // 54: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:output_type -> switchboard.partners.v1.PartnerRequisite
+	22, // 55: switchboard.partners.v1.PartnersService.ListPartnerRequisites:output_type -> switchboard.partners.v1.ListPartnerRequisitesResponse
+	24, // 56: switchboard.partners.v1.PartnersService.GetBalance:output_type -> switchboard.partners.v1.Balance
+	27, // 57: switchboard.partners.v1.PartnersService.ListRewards:output_type -> switchboard.partners.v1.ListRewardsResponse
+	30, // 58: switchboard.partners.v1.PartnersService.ListPayouts:output_type -> switchboard.partners.v1.ListPayoutsResponse
+	29, // 59: switchboard.partners.v1.PartnersService.CreatePayout:output_type -> switchboard.partners.v1.Payout
+	43, // [43:60] is the sub-list for method output_type
+	26, // [26:43] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_partners_v1_partners_proto_init() }
@@ -1970,13 +2633,17 @@ func file_switchboard_partners_v1_partners_proto_init() {
 	file_switchboard_partners_v1_partners_proto_msgTypes[15].OneofWrappers = []any{}
 	file_switchboard_partners_v1_partners_proto_msgTypes[19].OneofWrappers = []any{}
 	file_switchboard_partners_v1_partners_proto_msgTypes[20].OneofWrappers = []any{}
+	file_switchboard_partners_v1_partners_proto_msgTypes[25].OneofWrappers = []any{}
+	file_switchboard_partners_v1_partners_proto_msgTypes[26].OneofWrappers = []any{}
+	file_switchboard_partners_v1_partners_proto_msgTypes[29].OneofWrappers = []any{}
+	file_switchboard_partners_v1_partners_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_partners_v1_partners_proto_rawDesc), len(file_switchboard_partners_v1_partners_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,10 @@ const (
 	PartnersService_ListClientRequisites_FullMethodName     = "/switchboard.partners.v1.PartnersService/ListClientRequisites"
 	PartnersService_CreatePartnerRequisite_FullMethodName   = "/switchboard.partners.v1.PartnersService/CreatePartnerRequisite"
 	PartnersService_ListPartnerRequisites_FullMethodName    = "/switchboard.partners.v1.PartnersService/ListPartnerRequisites"
+	PartnersService_GetBalance_FullMethodName               = "/switchboard.partners.v1.PartnersService/GetBalance"
+	PartnersService_ListRewards_FullMethodName              = "/switchboard.partners.v1.PartnersService/ListRewards"
+	PartnersService_ListPayouts_FullMethodName              = "/switchboard.partners.v1.PartnersService/ListPayouts"
+	PartnersService_CreatePayout_FullMethodName             = "/switchboard.partners.v1.PartnersService/CreatePayout"
 )
 
 // PartnersServiceClient is the client API for PartnersService service.
@@ -118,6 +122,24 @@ type PartnersServiceClient interface {
 	CreatePartnerRequisite(ctx context.Context, in *CreatePartnerRequisiteRequest, opts ...grpc.CallOption) (*PartnerRequisite, error)
 	// The partner's requisites, oldest first, as a bare array.
 	ListPartnerRequisites(ctx context.Context, in *ListPartnerRequisitesRequest, opts ...grpc.CallOption) (*ListPartnerRequisitesResponse, error)
+	// The partner's balance: its rewards less its payouts (those not
+	// REJECTED) less what its partner invoices hold.
+	GetBalance(ctx context.Context, in *GetBalanceRequest, opts ...grpc.CallOption) (*Balance, error)
+	// The partner's rewards, newest period first, then by id: one row per
+	// month, client, kind, subscription type, period and percent, added to
+	// by each paid invoice of the client.
+	ListRewards(ctx context.Context, in *ListRewardsRequest, opts ...grpc.CallOption) (*ListRewardsResponse, error)
+	// The partner's payouts, newest first, as a bare array.
+	ListPayouts(ctx context.Context, in *ListPayoutsRequest, opts ...grpc.CallOption) (*ListPayoutsResponse, error)
+	// Requests a payout of the whole balance to one of the partner's
+	// requisites (status CREATED until the operator pays or rejects it).
+	//
+	// Errors: 404 error 31004 PARTNER_REQUISITE_NOT_FOUND; 400 error 31005
+	// PARTNER_REQUISITE_INCOMPLETE (no bic or current_account); 409 error
+	// 31001 PARTNER_PAYOUT_LOCKED (a CREATED payout exists); 400 error 31000
+	// PARTNER_PAYOUT_INSUFFICIENT_BALANCE (below the minimum, 1000.00 by
+	// default).
+	CreatePayout(ctx context.Context, in *CreatePayoutRequest, opts ...grpc.CallOption) (*Payout, error)
 }
 
 type partnersServiceClient struct {
@@ -258,6 +280,46 @@ func (c *partnersServiceClient) ListPartnerRequisites(ctx context.Context, in *L
 	return out, nil
 }
 
+func (c *partnersServiceClient) GetBalance(ctx context.Context, in *GetBalanceRequest, opts ...grpc.CallOption) (*Balance, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Balance)
+	err := c.cc.Invoke(ctx, PartnersService_GetBalance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *partnersServiceClient) ListRewards(ctx context.Context, in *ListRewardsRequest, opts ...grpc.CallOption) (*ListRewardsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRewardsResponse)
+	err := c.cc.Invoke(ctx, PartnersService_ListRewards_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *partnersServiceClient) ListPayouts(ctx context.Context, in *ListPayoutsRequest, opts ...grpc.CallOption) (*ListPayoutsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPayoutsResponse)
+	err := c.cc.Invoke(ctx, PartnersService_ListPayouts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *partnersServiceClient) CreatePayout(ctx context.Context, in *CreatePayoutRequest, opts ...grpc.CallOption) (*Payout, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Payout)
+	err := c.cc.Invoke(ctx, PartnersService_CreatePayout_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PartnersServiceServer is the server API for PartnersService service.
 // All implementations must embed UnimplementedPartnersServiceServer
 // for forward compatibility.
@@ -339,6 +401,24 @@ type PartnersServiceServer interface {
 	CreatePartnerRequisite(context.Context, *CreatePartnerRequisiteRequest) (*PartnerRequisite, error)
 	// The partner's requisites, oldest first, as a bare array.
 	ListPartnerRequisites(context.Context, *ListPartnerRequisitesRequest) (*ListPartnerRequisitesResponse, error)
+	// The partner's balance: its rewards less its payouts (those not
+	// REJECTED) less what its partner invoices hold.
+	GetBalance(context.Context, *GetBalanceRequest) (*Balance, error)
+	// The partner's rewards, newest period first, then by id: one row per
+	// month, client, kind, subscription type, period and percent, added to
+	// by each paid invoice of the client.
+	ListRewards(context.Context, *ListRewardsRequest) (*ListRewardsResponse, error)
+	// The partner's payouts, newest first, as a bare array.
+	ListPayouts(context.Context, *ListPayoutsRequest) (*ListPayoutsResponse, error)
+	// Requests a payout of the whole balance to one of the partner's
+	// requisites (status CREATED until the operator pays or rejects it).
+	//
+	// Errors: 404 error 31004 PARTNER_REQUISITE_NOT_FOUND; 400 error 31005
+	// PARTNER_REQUISITE_INCOMPLETE (no bic or current_account); 409 error
+	// 31001 PARTNER_PAYOUT_LOCKED (a CREATED payout exists); 400 error 31000
+	// PARTNER_PAYOUT_INSUFFICIENT_BALANCE (below the minimum, 1000.00 by
+	// default).
+	CreatePayout(context.Context, *CreatePayoutRequest) (*Payout, error)
 	mustEmbedUnimplementedPartnersServiceServer()
 }
 
@@ -387,6 +467,18 @@ func (UnimplementedPartnersServiceServer) CreatePartnerRequisite(context.Context
 }
 func (UnimplementedPartnersServiceServer) ListPartnerRequisites(context.Context, *ListPartnerRequisitesRequest) (*ListPartnerRequisitesResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListPartnerRequisites not implemented")
+}
+func (UnimplementedPartnersServiceServer) GetBalance(context.Context, *GetBalanceRequest) (*Balance, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetBalance not implemented")
+}
+func (UnimplementedPartnersServiceServer) ListRewards(context.Context, *ListRewardsRequest) (*ListRewardsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListRewards not implemented")
+}
+func (UnimplementedPartnersServiceServer) ListPayouts(context.Context, *ListPayoutsRequest) (*ListPayoutsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListPayouts not implemented")
+}
+func (UnimplementedPartnersServiceServer) CreatePayout(context.Context, *CreatePayoutRequest) (*Payout, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreatePayout not implemented")
 }
 func (UnimplementedPartnersServiceServer) mustEmbedUnimplementedPartnersServiceServer() {}
 func (UnimplementedPartnersServiceServer) testEmbeddedByValue()                         {}
@@ -643,6 +735,78 @@ func _PartnersService_ListPartnerRequisites_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PartnersService_GetBalance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBalanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PartnersServiceServer).GetBalance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PartnersService_GetBalance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PartnersServiceServer).GetBalance(ctx, req.(*GetBalanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PartnersService_ListRewards_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRewardsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PartnersServiceServer).ListRewards(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PartnersService_ListRewards_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PartnersServiceServer).ListRewards(ctx, req.(*ListRewardsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PartnersService_ListPayouts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPayoutsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PartnersServiceServer).ListPayouts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PartnersService_ListPayouts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PartnersServiceServer).ListPayouts(ctx, req.(*ListPayoutsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PartnersService_CreatePayout_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreatePayoutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PartnersServiceServer).CreatePayout(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PartnersService_CreatePayout_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PartnersServiceServer).CreatePayout(ctx, req.(*CreatePayoutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PartnersService_ServiceDesc is the grpc.ServiceDesc for PartnersService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -701,6 +865,22 @@ var PartnersService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListPartnerRequisites",
 			Handler:    _PartnersService_ListPartnerRequisites_Handler,
+		},
+		{
+			MethodName: "GetBalance",
+			Handler:    _PartnersService_GetBalance_Handler,
+		},
+		{
+			MethodName: "ListRewards",
+			Handler:    _PartnersService_ListRewards_Handler,
+		},
+		{
+			MethodName: "ListPayouts",
+			Handler:    _PartnersService_ListPayouts_Handler,
+		},
+		{
+			MethodName: "CreatePayout",
+			Handler:    _PartnersService_CreatePayout_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
