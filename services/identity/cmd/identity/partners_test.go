@@ -187,7 +187,7 @@ func TestPartnerClientWhenMailCanBeSent(t *testing.T) {
 		s     settings
 		extra map[string]string
 	}{
-		"smtp":      {s: settings{SMTPURL: "smtp://mail.example.com:25"}},
+		"smtp":      {s: settings{SMTPURL: "smtp://mail.example.com:25", MailFrom: "noreply@example.com"}},
 		"test mode": {extra: map[string]string{"SWITCHBOARD_SANDBOX": "true"}},
 	} {
 		t.Run(name, func(t *testing.T) {
