@@ -160,17 +160,18 @@ func (s *Service) SetPaymentsLocked(ctx context.Context, partnerID, companyID in
 }
 
 // CreateClient creates a partner-type client with its owner, after the
-// rules that need no other service: the owner's name (26002) and a phone
-// that normalises to E.164 (422).
+// rules that need no other service, in the design's order: a phone that
+// normalises to E.164 (422, with the body's other 422s), then the owner's
+// name (26002).
 func (s *Service) CreateClient(ctx context.Context, c NewClient) (*identityv1.Company, error) {
-	if !domain.NameValid(c.Name) {
-		return nil, apierr.UserNameInvalid.E()
-	}
 	e164, err := phone.Normalize(c.Phone, s.cfg.DefaultRegion)
 	if err != nil {
 		return nil, apierr.Field(apierr.Body("phone"), "value_error", "Value error, %q is not a valid phone number", c.Phone)
 	}
 	c.Phone = e164
+	if !domain.NameValid(c.Name) {
+		return nil, apierr.UserNameInvalid.E()
+	}
 	st, err := s.settings(ctx, c.PartnerID)
 	if err != nil {
 		return nil, err
