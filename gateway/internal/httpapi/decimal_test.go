@@ -1,6 +1,15 @@
 package httpapi
 
-import "testing"
+import (
+	"testing"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	_ "switchboard.dev/proto/switchboard/gatewaytest/v1"
+	_ "switchboard.dev/proto/switchboard/identity/v1"
+	_ "switchboard.dev/proto/switchboard/partners/v1"
+)
 
 func TestPlainDecimal(t *testing.T) {
 	for in, want := range map[string]string{
@@ -22,6 +31,24 @@ func TestPlainDecimal(t *testing.T) {
 	for _, bad := range []string{"", "-", "1.", ".5", "01", "1e2", "1,5", "+1", "NaN"} {
 		if decimalLiteral(bad) {
 			t.Errorf("decimalLiteral(%q) = true", bad)
+		}
+	}
+}
+
+func TestNullableValue(t *testing.T) {
+	// gatewaytest's `extra` is an optional google.protobuf.Value; identity's
+	// member role a required one.
+	for name, want := range map[protoreflect.FullName]bool{
+		"switchboard.gatewaytest.v1.Thing.extra":                       true,
+		"switchboard.identity.v1.CreateMemberRequest.role":             false,
+		"switchboard.partners.v1.UpdatePartnerRequest.clients_per_day": true,
+	} {
+		d, err := protoregistry.GlobalFiles.FindDescriptorByName(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := nullableValue(d.(protoreflect.FieldDescriptor)); got != want {
+			t.Errorf("nullableValue(%s) = %v, want %v", name, got, want)
 		}
 	}
 }

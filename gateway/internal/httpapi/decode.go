@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -398,7 +399,17 @@ func decodeMessage(m protoreflect.Message, v any, loc []any) *DecodeError {
 			key = fd.JSONName()
 			raw, present = obj[key]
 		}
-		if !present || raw == nil {
+		if !present {
+			continue
+		}
+		if raw == nil {
+			// A null is no value, except in an optional
+			// google.protobuf.Value, which holds any JSON: there it is the
+			// null, told apart from a key left out (a PATCH setting a field
+			// back to its default). A required one still needs a value.
+			if nullableValue(fd) {
+				m.Set(fd, protoreflect.ValueOfMessage(structpb.NewNullValue().ProtoReflect()))
+			}
 			continue
 		}
 		floc := at(loc, key)
@@ -709,4 +720,15 @@ func plainDecimal(num string) (string, bool) {
 		out = "-" + out
 	}
 	return out, true
+}
+
+// nullableValue reports a singular google.protobuf.Value field without the
+// `required` rule: a JSON null in it is kept as the null.
+func nullableValue(fd protoreflect.FieldDescriptor) bool {
+	md := fd.Message()
+	if md == nil || fd.IsList() || fd.IsMap() || md.FullName() != "google.protobuf.Value" {
+		return false
+	}
+	rules, _ := proto.GetExtension(fd.Options(), validate.E_Field).(*validate.FieldRules)
+	return !rules.GetRequired()
 }
