@@ -16,6 +16,7 @@ import (
 
 	"switchboard.dev/pkg/cbr"
 	"switchboard.dev/pkg/netguard"
+	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/robokassa"
 	"switchboard.dev/pkg/server"
@@ -24,6 +25,7 @@ import (
 	"switchboard.dev/services/billing/internal/adapters/announce"
 	"switchboard.dev/services/billing/internal/adapters/connections"
 	"switchboard.dev/services/billing/internal/adapters/identity"
+	"switchboard.dev/services/billing/internal/adapters/partners"
 	"switchboard.dev/services/billing/internal/adapters/payments"
 	"switchboard.dev/services/billing/internal/adapters/postgres"
 	"switchboard.dev/services/billing/internal/adapters/rates"
@@ -37,6 +39,9 @@ type settings struct {
 	// Where the connections service listens: it owns subscription
 	// membership.
 	ConnectionsAddr string `env:"SWITCHBOARD_CONNECTIONS_ADDR" envDefault:"127.0.0.1:9102"`
+	// Where the partners service listens: billing's events (invoice
+	// statuses, business dialogs opened) go there through the outbox.
+	PartnersAddr string `env:"SWITCHBOARD_PARTNERS_ADDR" envDefault:"127.0.0.1:9108"`
 	// Test period of a subscription created by the first connection of its
 	// type.
 	TestPeriod time.Duration `env:"SWITCHBOARD_TEST_PERIOD" envDefault:"72h"`
@@ -116,6 +121,15 @@ func spec(s settings) (service.Spec, error) {
 			if err != nil {
 				return nil, err
 			}
+			// Billing's events (topic "partners") reach the partner
+			// programme through the outbox: written with each change, they
+			// wait while partners is down. The client connects lazily.
+			partnersConn, err := server.DialInternal(s.PartnersAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			relay := outbox.New(d.DB, d.Log, outbox.Options{}).Route(app.EventsTopic, partners.New(partnersConn))
+			d.Background("outbox relay", relay.Run)
 			repo := postgres.New(d.DB)
 			companies := peers.NewCompanies(identityConn)
 			cfg := app.Config{

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
+	partnersv1 "switchboard.dev/proto/switchboard/partners/v1"
 	"switchboard.dev/services/billing/migrations"
 )
 
@@ -54,6 +57,35 @@ func (identityPeer) CheckCompanies(_ context.Context, req *identityv1.CheckCompa
 	return out, nil
 }
 
+// partnersPeer is a partners service that keeps the events billing's
+// relay hands it, with the internal token each batch came with.
+type partnersPeer struct {
+	partnersv1.UnimplementedPartnersInternalServiceServer
+	mu     sync.Mutex
+	events []*partnersv1.BillingEvent
+	tokens []string
+}
+
+func (p *partnersPeer) IngestBillingEvents(ctx context.Context, req *partnersv1.IngestBillingEventsRequest) (*partnersv1.IngestBillingEventsResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	md, _ := metadata.FromIncomingContext(ctx)
+	p.tokens = append(p.tokens, md.Get(auth.HeaderInternalToken)...)
+	p.events = append(p.events, req.GetEvents()...)
+	return &partnersv1.IngestBillingEventsResponse{Applied: int32(len(req.GetEvents()))}, nil
+}
+
+// received are the event types received so far, and the tokens.
+func (p *partnersPeer) received() ([]string, []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var types []string
+	for _, e := range p.events {
+		types = append(types, fmt.Sprintf("%d %s %t", e.GetCompanyId(), e.GetEventType(), e.GetPayload().GetFields()["at"].GetStringValue() != ""))
+	}
+	return types, append([]string(nil), p.tokens...)
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	addr, err := freeport.Addr()
@@ -74,6 +106,8 @@ func TestServiceWiring(t *testing.T) {
 	peer := grpc.NewServer()
 	connectionsv1.RegisterConnectionsInternalServiceServer(peer, connectionsPeer{})
 	identityv1.RegisterIdentityInternalServiceServer(peer, identityPeer{})
+	partners := &partnersPeer{}
+	partnersv1.RegisterPartnersInternalServiceServer(peer, partners)
 	go peer.Serve(lis) //nolint:errcheck // ends with Stop
 	t.Cleanup(peer.Stop)
 
@@ -86,6 +120,7 @@ func TestServiceWiring(t *testing.T) {
 		"SWITCHBOARD_ADMIN_TOKEN":      "operator",
 		"SWITCHBOARD_CONNECTIONS_ADDR": lis.Addr().String(),
 		"SWITCHBOARD_TEST_PERIOD":      "1h",
+		"SWITCHBOARD_PARTNERS_ADDR":    lis.Addr().String(),
 		// Internal and operator calls only: no API key is checked, and
 		// identity is asked only which companies exist.
 		"SWITCHBOARD_IDENTITY_ADDR": lis.Addr().String(),
@@ -208,6 +243,15 @@ func TestServiceWiring(t *testing.T) {
 	e, ok = apierr.FromError(err)
 	require.True(t, ok, "%v", err)
 	require.Equal(t, int32(401), e.Code)
+	// The dialog taken is an outbox event, which the relay hands to the
+	// partners service (SWITCHBOARD_PARTNERS_ADDR) with the internal token.
+	require.Eventually(t, func() bool {
+		types, _ := partners.received()
+		return len(types) > 0
+	}, 30*time.Second, 10*time.Millisecond)
+	types, tokens := partners.received()
+	require.Equal(t, []string{"3 waba_dialogs.opened true"}, types)
+	require.Equal(t, []string{"internal"}, tokens)
 
 	// The partner programme's calls.
 	companies, err := internal.GetCompaniesBilling(callCtx, &billingv1.GetCompaniesBillingRequest{CompanyIds: []int64{4, 3}})

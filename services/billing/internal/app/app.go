@@ -53,8 +53,11 @@ type Repository interface {
 	// (company, key): a key that already took answers taken with the
 	// balance that take left, and takes nothing. A take that finds the
 	// balance at or below 0 records nothing and answers the balance now.
-	// Concurrent takes never take more than the balance held.
-	TakeWabaDialog(ctx context.Context, companyID int64, key string) (taken bool, balance int64, err error)
+	// Concurrent takes never take more than the balance held. A take
+	// that takes writes the outbox event EventWabaDialogOpened
+	// (DialogOpenedEvent(companyID, at)) in its transaction; one that
+	// answers an earlier take, or takes nothing, writes none.
+	TakeWabaDialog(ctx context.Context, companyID int64, key string, at time.Time) (taken bool, balance int64, err error)
 
 	CreateRequisite(ctx context.Context, q domain.Requisite) (domain.Requisite, error)
 	// Requisites of a company, oldest first.

@@ -432,11 +432,15 @@ func (s *Service) Requisites(ctx context.Context, companyID int64) ([]domain.Req
 }
 
 // statusEvent is the outbox payload of an invoice taking its status: what
-// the partner programme needs to reward, hold and notify.
+// the partner programme needs to reward, hold and notify. Each item's
+// amount_after_percent_discounts is its reward base (partners.md "Rewards,
+// balance"): the amount after the percent discounts, with any part a
+// partner's balance pays still counted in it.
 func statusEvent(inv domain.Invoice, previous string, at time.Time) map[string]any {
 	items := make([]map[string]any, 0, len(inv.Items))
 	for _, it := range inv.Items {
-		item := map[string]any{"type": it.Kind, "amount": it.Total().String()}
+		item := map[string]any{"type": it.Kind, "amount": it.Total().String(),
+			"amount_after_percent_discounts": afterPercentDiscounts(it).String()}
 		if it.Kind == domain.ItemSubscription {
 			item["subscription_id"] = it.SubscriptionID
 			item["subscription_type"] = it.SubscriptionType
@@ -472,4 +476,16 @@ func sortedSubscriptionIDs(inv domain.Invoice) []int64 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// afterPercentDiscounts is the item's amount after its percent discounts
+// only: each part's undiscounted value (amount + discount, whatever took
+// it off) discounted again by its percents, which ignores the flat part a
+// partner's balance pays.
+func afterPercentDiscounts(it domain.InvoiceItem) decimal.Decimal {
+	part := func(a domain.Amount) decimal.Decimal { return domain.Discounted(a.Undiscounted(), a.Discounts).Amount }
+	if it.Kind == domain.ItemSubscription {
+		return part(it.TopUp).Add(part(it.Upgrade))
+	}
+	return part(it.TopUp)
 }

@@ -325,8 +325,10 @@ func TestCreateInvoicePreviewMatchesStored(t *testing.T) {
 	items := e.Payload["items"].([]any)
 	require.Len(t, items, 2)
 	require.Equal(t, map[string]any{"type": "SUBSCRIPTION", "subscription_id": float64(sub.ID),
-		"subscription_type": string(whatsapp), "period_months": float64(3), "amount": "17644.66"}, items[0])
-	require.Equal(t, map[string]any{"type": "WABA_DIALOGS", "count": float64(7), "amount": "35"}, items[1])
+		"subscription_type": string(whatsapp), "period_months": float64(3), "amount": "17644.66",
+		"amount_after_percent_discounts": "17644.66"}, items[0])
+	require.Equal(t, map[string]any{"type": "WABA_DIALOGS", "count": float64(7), "amount": "35",
+		"amount_after_percent_discounts": "35"}, items[1])
 
 	// Read back, it is what CreateInvoice answered.
 	got, err := b.svc.GetInvoice(ctx, 1, stored.ID)

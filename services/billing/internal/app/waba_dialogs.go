@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"switchboard.dev/pkg/apierr"
@@ -75,7 +76,9 @@ type Take struct {
 // session of the messaging service, only when the balance is above 0.
 // It is idempotent per (company, key): the same key again answers the same
 // and takes nothing more. A call that takes nothing leaves no trace, so a
-// retry with the same key after a top-up may take.
+// retry with the same key after a top-up may take. Each dialog taken is
+// an outbox event EventWabaDialogOpened, in the take's transaction: the
+// partner programme counts the dialogs a client opens in a month.
 func (s *Service) TakeWabaDialog(ctx context.Context, companyID int64, key string) (Take, error) {
 	if companyID <= 0 {
 		return Take{}, apierr.Field(apierr.Body("company_id"), "greater_than", "company_id must be positive")
@@ -94,9 +97,19 @@ func (s *Service) TakeWabaDialog(ctx context.Context, companyID int64, key strin
 	case strings.ContainsRune(key, 0):
 		return Take{}, apierr.Field(apierr.Body("idempotency_key"), "string_nul", "idempotency_key must not contain NUL")
 	}
-	taken, balance, err := s.repo.TakeWabaDialog(ctx, companyID, key)
+	taken, balance, err := s.repo.TakeWabaDialog(ctx, companyID, key, s.now())
 	if err != nil {
 		return Take{}, err
 	}
 	return Take{Taken: taken, Balance: balance}, nil
+}
+
+// EventWabaDialogOpened is the event of a business dialog taken: the
+// company opened one.
+const EventWabaDialogOpened = "waba_dialogs.opened"
+
+// DialogOpenedEvent is the outbox payload of EventWabaDialogOpened; the
+// partner programme counts it in the UTC month of at.
+func DialogOpenedEvent(companyID int64, at time.Time) map[string]any {
+	return map[string]any{"company_id": companyID, "at": at.UTC().Format(time.RFC3339Nano)}
 }

@@ -379,3 +379,48 @@ func TestTakesAndAddsInterleave(t *testing.T) {
 	require.Equal(t, int64(1+n-count), e.balance(t, 12))
 	require.Equal(t, count, e.takeRows(t, 12))
 }
+
+// openedEvents are the outbox's waba_dialogs.opened events of a company,
+// as "company_id at" in the order written.
+func (e env) openedEvents(t *testing.T, company int64) []string {
+	t.Helper()
+	rows, err := e.db.Query(context.Background(), `
+		SELECT topic, event_type, payload->>'company_id', payload->>'at' FROM outbox
+		WHERE company_id = $1 AND event_type = $2 ORDER BY seq`, company, app.EventWabaDialogOpened)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var topic, typ, id, at string
+		require.NoError(t, rows.Scan(&topic, &typ, &id, &at))
+		require.Equal(t, app.EventsTopic, topic)
+		out = append(out, id+" "+at)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestTakeWabaDialogWritesOpenedEvent: each dialog taken is one
+// waba_dialogs.opened event at the service's clock, for the partner
+// programme; a take that takes nothing, or answers an earlier take,
+// writes none.
+func TestTakeWabaDialogWritesOpenedEvent(t *testing.T) {
+	e := newEnv(t)
+	first := time.Date(2026, 1, 31, 23, 59, 59, 999999000, time.UTC)
+	e.clock.Set(first)
+
+	require.False(t, e.take(t, 21, "m-1").Taken)
+	require.Empty(t, e.openedEvents(t, 21), "nothing taken, nothing opened")
+
+	e.add(t, 21, 2)
+	require.True(t, e.take(t, 21, "m-1").Taken)
+	e.clock.Advance(time.Microsecond) // the next month
+	require.True(t, e.take(t, 21, "m-1").Taken, "the same key answers the first take")
+	require.True(t, e.take(t, 21, "m-2").Taken)
+	require.False(t, e.take(t, 21, "m-3").Taken, "the balance is spent")
+	require.Equal(t, []string{
+		"21 2026-01-31T23:59:59.999999Z",
+		"21 2026-02-01T00:00:00Z",
+	}, e.openedEvents(t, 21))
+	require.Empty(t, e.openedEvents(t, 22))
+}

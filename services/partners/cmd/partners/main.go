@@ -1,11 +1,14 @@
 // Command partners serves the partner programme: partner companies'
 // profiles, clients and their subscriptions, the partners' requisites and
-// settings, and test mode's mailbox.
+// settings, their rewards (from billing's events), balances and payouts,
+// and test mode's mailbox.
 package main
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/shopspring/decimal"
 	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/mail"
@@ -28,14 +31,21 @@ type settings struct {
 	ClientsPerDay int32 `env:"SWITCHBOARD_PARTNER_CLIENTS_PER_DAY" envDefault:"20"`
 	// Region of phones written without a country code.
 	DefaultRegion string `env:"SWITCHBOARD_DEFAULT_REGION" envDefault:"RU"`
+	// The least balance a payout takes, in roubles.
+	PayoutMin string `env:"SWITCHBOARD_PARTNER_PAYOUT_MIN" envDefault:"1000.00"`
 }
 
 func main() {
 	var s settings
-	service.Main(&s, func() (service.Spec, error) { return spec(s), nil })
+	service.Main(&s, func() (service.Spec, error) { return spec(s) })
 }
 
-func spec(s settings) service.Spec {
+// spec checks the settings and describes the service.
+func spec(s settings) (service.Spec, error) {
+	payoutMin, err := decimal.NewFromString(s.PayoutMin)
+	if err != nil || !payoutMin.IsPositive() || !payoutMin.Equal(payoutMin.Round(2)) {
+		return service.Spec{}, fmt.Errorf("config: SWITCHBOARD_PARTNER_PAYOUT_MIN %q is not a positive amount with at most two decimals", s.PayoutMin)
+	}
 	return service.Spec{
 		Name:        "partners",
 		DefaultAddr: "127.0.0.1:9108",
@@ -63,11 +73,12 @@ func spec(s settings) service.Spec {
 					DefaultCommissions:   app.DefaultCommissions(),
 					DefaultClientsPerDay: s.ClientsPerDay,
 					DefaultRegion:        s.DefaultRegion,
+					PayoutMin:            payoutMin,
 					Log:                  d.Log,
 				})
 			return registrar{grpcport.New(a)}, nil
 		},
-	}
+	}, nil
 }
 
 type registrar struct{ srv *grpcport.Server }
@@ -76,4 +87,6 @@ func (r registrar) Register(s *grpc.Server) {
 	partnersv1.RegisterPartnersServiceServer(s, r.srv)
 	partnersv1.RegisterPartnersOperatorServiceServer(s, r.srv)
 	partnersv1.RegisterPartnersSandboxServiceServer(s, r.srv)
+	// Billing's outbox relay hands its events here (internal token).
+	partnersv1.RegisterPartnersInternalServiceServer(s, r.srv)
 }

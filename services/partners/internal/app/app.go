@@ -1,9 +1,11 @@
 // Package app holds the partner programme's use cases. Identity owns the
 // partners, their promo codes and their clients; billing owns the
 // clients' subscriptions, requisites and money; this service owns the
-// partner's settings, notes and requisites, and joins the rest for the
-// partner's views. The rules of subscriptions are billing's: the partner's
-// routes reach them through billing's internal API, never a copy.
+// partner's settings, notes and requisites, its rewards (counted from
+// billing's events: IngestBillingEvents), balance and payouts, and joins
+// the rest for the partner's views. The rules of subscriptions are
+// billing's: the partner's routes reach them through billing's internal
+// API, never a copy.
 package app
 
 import (
@@ -36,6 +38,58 @@ type Repository interface {
 	CreateRequisite(ctx context.Context, r domain.Requisite) (domain.Requisite, error)
 	// Requisites of a partner, oldest first.
 	Requisites(ctx context.Context, partnerID int64) ([]domain.Requisite, error)
+
+	// Ingest runs fn in one transaction, serialised with every other
+	// ingest: all of a batch of billing events is stored and applied, or
+	// nothing.
+	Ingest(ctx context.Context, fn func(IngestTx) error) error
+	// Totals are the sums of the partner's balance.
+	Totals(ctx context.Context, partnerID int64) (domain.Totals, error)
+	// Rewards of a partner, newest period first, then by id.
+	Rewards(ctx context.Context, partnerID int64, f domain.RewardFilter) ([]domain.Reward, error)
+	// Payouts of a partner, newest first.
+	Payouts(ctx context.Context, partnerID int64) ([]domain.Payout, error)
+	// PayoutTx runs fn in one transaction holding the partner's payout
+	// lock: parallel requests of one partner run one after the other.
+	PayoutTx(ctx context.Context, partnerID int64, fn func(PayoutTx) error) error
+	// UpdatePayout runs update on any partner's payout locked FOR UPDATE
+	// and stores what it left; domain.ErrNotFound for an unknown id.
+	UpdatePayout(ctx context.Context, id int64, update func(*domain.Payout) error) (domain.Payout, error)
+}
+
+// IngestTx is the transaction of one batch of billing events.
+type IngestTx interface {
+	// RecordEvent stores the event once: false when it was stored before
+	// (it is then not applied again).
+	RecordEvent(ctx context.Context, ev BillingEvent) (bool, error)
+	// Settings answers found false for a partner without its own.
+	Settings(ctx context.Context, partnerID int64) (domain.Settings, bool, error)
+	// LockReward answers the row of key locked FOR UPDATE, first made
+	// (empty, created at at) when there is none.
+	LockReward(ctx context.Context, key domain.RewardKey, at time.Time) (domain.Reward, error)
+	// SaveReward stores a locked row's sums.
+	SaveReward(ctx context.Context, r domain.Reward) error
+	// AddDialogsOpened counts n more dialogs of the company in the month
+	// and answers the month's count.
+	AddDialogsOpened(ctx context.Context, companyID int64, period string, n int64) (int64, error)
+	// DialogsOpened is the company's count of the month (0 without one).
+	DialogsOpened(ctx context.Context, companyID int64, period string) (int64, error)
+	// SetDialogSpendings sets the spendings of every dialogs reward of the
+	// company in the month.
+	SetDialogSpendings(ctx context.Context, companyID int64, period string, spendings decimal.Decimal) error
+}
+
+// PayoutTx is the transaction of one partner's payout request.
+type PayoutTx interface {
+	// Requisite is one of the partner's; domain.ErrNotFound for an unknown
+	// one or another partner's.
+	Requisite(ctx context.Context, id int64) (domain.Requisite, error)
+	// HasCreatedPayout reports a CREATED payout of the partner.
+	HasCreatedPayout(ctx context.Context) (bool, error)
+	// Totals are the sums of the partner's balance.
+	Totals(ctx context.Context) (domain.Totals, error)
+	// InsertPayout stores p and answers it as stored.
+	InsertPayout(ctx context.Context, p domain.Payout) (domain.Payout, error)
 }
 
 // PartnerInfo is identity's data of a partner company.
@@ -117,6 +171,12 @@ type Config struct {
 	DefaultClientsPerDay int32
 	// DefaultRegion of phones written without a country code.
 	DefaultRegion string
+	// PayoutMin is the least balance a payout takes; zero means
+	// DefaultPayoutMin.
+	PayoutMin decimal.Decimal
+	// DialogPrice is a business dialog's price, for the dialogs rewards'
+	// spendings; zero means DefaultDialogPrice.
+	DialogPrice decimal.Decimal
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger
@@ -143,10 +203,22 @@ func New(repo Repository, ident Identity, billing Billing, conns Connections, ma
 	if cfg.DefaultRegion == "" {
 		cfg.DefaultRegion = "RU"
 	}
+	if cfg.PayoutMin.IsZero() {
+		cfg.PayoutMin = DefaultPayoutMin()
+	}
+	if cfg.DialogPrice.IsZero() {
+		cfg.DialogPrice = DefaultDialogPrice()
+	}
 	return &Service{repo: repo, ident: ident, billing: billing, conns: conns, mailbox: mailbox, cfg: cfg}
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
+
+// DefaultPayoutMin is SWITCHBOARD_PARTNER_PAYOUT_MIN's default: 1000.00.
+func DefaultPayoutMin() decimal.Decimal { return decimal.RequireFromString("1000.00") }
+
+// DefaultDialogPrice is billing's price of a business dialog: 5.00.
+func DefaultDialogPrice() decimal.Decimal { return decimal.RequireFromString("5.00") }
 
 // DefaultCommissions are the configuration's: 20, 10, 10.
 func DefaultCommissions() domain.Commissions {

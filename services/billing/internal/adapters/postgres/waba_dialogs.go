@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/pkg/postgres"
+	"switchboard.dev/services/billing/internal/app"
 	"switchboard.dev/services/billing/internal/domain"
 )
 
@@ -94,11 +97,14 @@ var errNothingTaken = errors.New("no dialog to take")
 //     takes queue on the balance row and each re-checks the condition on
 //     the row as the previous one left it, so no more are taken than there
 //     were;
-//  3. store the balance the take left with the key.
+//  3. store the balance the take left with the key;
+//  4. write the outbox event app.EventWabaDialogOpened at at, so the
+//     dialog and its event commit together (a take that answers an
+//     earlier one, or finds nothing, writes none).
 //
 // Locks are taken in that order (key, then balance row), and a caller
 // waiting on a key holds no balance lock, so takes cannot deadlock.
-func (r *Repo) TakeWabaDialog(ctx context.Context, companyID int64, key string) (bool, int64, error) {
+func (r *Repo) TakeWabaDialog(ctx context.Context, companyID int64, key string, at time.Time) (bool, int64, error) {
 	var b int64
 	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
@@ -130,7 +136,7 @@ func (r *Repo) TakeWabaDialog(ctx context.Context, companyID int64, key string) 
 			WHERE company_id = $1 AND idempotency_key = $2`, companyID, key, b); err != nil {
 			return fmt.Errorf("record waba dialog take: %w", err)
 		}
-		return nil
+		return outbox.Write(ctx, tx, app.EventsTopic, companyID, app.EventWabaDialogOpened, app.DialogOpenedEvent(companyID, at))
 	})
 	if errors.Is(err, errNothingTaken) {
 		now, err := balance(ctx, r.db, companyID)

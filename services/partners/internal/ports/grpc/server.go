@@ -24,11 +24,13 @@ import (
 	"switchboard.dev/services/partners/internal/domain"
 )
 
-// Server implements the public, operator and sandbox partners services.
+// Server implements the public, operator, sandbox and internal partners
+// services.
 type Server struct {
 	partnersv1.UnimplementedPartnersServiceServer
 	partnersv1.UnimplementedPartnersOperatorServiceServer
 	partnersv1.UnimplementedPartnersSandboxServiceServer
+	partnersv1.UnimplementedPartnersInternalServiceServer
 	app *app.Service
 }
 
@@ -36,6 +38,7 @@ var (
 	_ partnersv1.PartnersServiceServer         = (*Server)(nil)
 	_ partnersv1.PartnersOperatorServiceServer = (*Server)(nil)
 	_ partnersv1.PartnersSandboxServiceServer  = (*Server)(nil)
+	_ partnersv1.PartnersInternalServiceServer = (*Server)(nil)
 )
 
 // New wraps the use cases.
