@@ -708,6 +708,171 @@ func (x *GetCompaniesBillingResponse) GetCompanies() []*CompanyBillingSummary {
 	return nil
 }
 
+type ListCompaniesInvoicesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 10000: a partner's clients.
+	CompanyIds    []int64 `protobuf:"varint,1,rep,packed,name=company_ids,json=companyIds,proto3" json:"company_ids,omitempty"`
+	Limit         int32   `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset        int32   `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCompaniesInvoicesRequest) Reset() {
+	*x = ListCompaniesInvoicesRequest{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCompaniesInvoicesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCompaniesInvoicesRequest) ProtoMessage() {}
+
+func (x *ListCompaniesInvoicesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCompaniesInvoicesRequest.ProtoReflect.Descriptor instead.
+func (*ListCompaniesInvoicesRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListCompaniesInvoicesRequest) GetCompanyIds() []int64 {
+	if x != nil {
+		return x.CompanyIds
+	}
+	return nil
+}
+
+func (x *ListCompaniesInvoicesRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListCompaniesInvoicesRequest) GetOffset() int32 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+type CompanyInvoice struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Invoice       *Invoice               `protobuf:"bytes,2,opt,name=invoice,proto3" json:"invoice,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompanyInvoice) Reset() {
+	*x = CompanyInvoice{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompanyInvoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompanyInvoice) ProtoMessage() {}
+
+func (x *CompanyInvoice) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompanyInvoice.ProtoReflect.Descriptor instead.
+func (*CompanyInvoice) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CompanyInvoice) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CompanyInvoice) GetInvoice() *Invoice {
+	if x != nil {
+		return x.Invoice
+	}
+	return nil
+}
+
+type ListCompaniesInvoicesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	Invoices      []*CompanyInvoice      `protobuf:"bytes,2,rep,name=invoices,proto3" json:"invoices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCompaniesInvoicesResponse) Reset() {
+	*x = ListCompaniesInvoicesResponse{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCompaniesInvoicesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCompaniesInvoicesResponse) ProtoMessage() {}
+
+func (x *ListCompaniesInvoicesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCompaniesInvoicesResponse.ProtoReflect.Descriptor instead.
+func (*ListCompaniesInvoicesResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListCompaniesInvoicesResponse) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ListCompaniesInvoicesResponse) GetInvoices() []*CompanyInvoice {
+	if x != nil {
+		return x.Invoices
+	}
+	return nil
+}
+
 var File_switchboard_billing_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
@@ -768,8 +933,19 @@ const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"\rsubscriptions\x18\x02 \x03(\v2(.switchboard.billing.v1.SubscriptionInfoR\rsubscriptions\x120\n" +
 	"\x14waba_dialogs_balance\x18\x03 \x01(\x03R\x12wabaDialogsBalance\"j\n" +
 	"\x1bGetCompaniesBillingResponse\x12K\n" +
-	"\tcompanies\x18\x01 \x03(\v2-.switchboard.billing.v1.CompanyBillingSummaryR\tcompanies2\xa6\n" +
+	"\tcompanies\x18\x01 \x03(\v2-.switchboard.billing.v1.CompanyBillingSummaryR\tcompanies\"\x8c\x01\n" +
+	"\x1cListCompaniesInvoicesRequest\x12*\n" +
+	"\vcompany_ids\x18\x01 \x03(\x03B\t\xbaH\x06\x92\x01\x03\x10\x90NR\n" +
+	"companyIds\x12\x1f\n" +
+	"\x05limit\x18\x02 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01R\x05limit\x12\x1f\n" +
+	"\x06offset\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\x06offset\"j\n" +
+	"\x0eCompanyInvoice\x12\x1d\n" +
 	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x129\n" +
+	"\ainvoice\x18\x02 \x01(\v2\x1f.switchboard.billing.v1.InvoiceR\ainvoice\"y\n" +
+	"\x1dListCompaniesInvoicesResponse\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count\x12B\n" +
+	"\binvoices\x18\x02 \x03(\v2&.switchboard.billing.v1.CompanyInvoiceR\binvoices2\xad\v\n" +
 	"\x16BillingInternalService\x12q\n" +
 	"\x12EnsureSubscription\x121.switchboard.billing.v1.EnsureSubscriptionRequest\x1a(.switchboard.billing.v1.SubscriptionInfo\x12u\n" +
 	"\x10GetSubscriptions\x12/.switchboard.billing.v1.GetSubscriptionsRequest\x1a0.switchboard.billing.v1.GetSubscriptionsResponse\x12~\n" +
@@ -781,7 +957,8 @@ const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"\x12ChangePlanInternal\x12).switchboard.billing.v1.ChangePlanRequest\x1a$.switchboard.billing.v1.ChangeResult\x12i\n" +
 	"\x14GrantAdvanceInternal\x12+.switchboard.billing.v1.GrantAdvanceRequest\x1a$.switchboard.billing.v1.Subscription\x12v\n" +
 	"\x15ListCompanyRequisites\x12-.switchboard.billing.v1.ListRequisitesRequest\x1a..switchboard.billing.v1.ListRequisitesResponse\x12~\n" +
-	"\x13GetCompaniesBilling\x122.switchboard.billing.v1.GetCompaniesBillingRequest\x1a3.switchboard.billing.v1.GetCompaniesBillingResponse\x1a\x04\xd0\xf3\x18\x03B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
+	"\x13GetCompaniesBilling\x122.switchboard.billing.v1.GetCompaniesBillingRequest\x1a3.switchboard.billing.v1.GetCompaniesBillingResponse\x12\x84\x01\n" +
+	"\x15ListCompaniesInvoices\x124.switchboard.billing.v1.ListCompaniesInvoicesRequest\x1a5.switchboard.billing.v1.ListCompaniesInvoicesResponse\x1a\x04\xd0\xf3\x18\x03B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
 
 var (
 	file_switchboard_billing_v1_internal_proto_rawDescOnce sync.Once
@@ -795,69 +972,77 @@ func file_switchboard_billing_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_billing_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_billing_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_switchboard_billing_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_switchboard_billing_v1_internal_proto_goTypes = []any{
-	(*SubscriptionInfo)(nil),             // 0: switchboard.billing.v1.SubscriptionInfo
-	(*EnsureSubscriptionRequest)(nil),    // 1: switchboard.billing.v1.EnsureSubscriptionRequest
-	(*GetSubscriptionsRequest)(nil),      // 2: switchboard.billing.v1.GetSubscriptionsRequest
-	(*GetSubscriptionsResponse)(nil),     // 3: switchboard.billing.v1.GetSubscriptionsResponse
-	(*CheckConnectionPaidRequest)(nil),   // 4: switchboard.billing.v1.CheckConnectionPaidRequest
-	(*CheckConnectionPaidResponse)(nil),  // 5: switchboard.billing.v1.CheckConnectionPaidResponse
-	(*GetWabaDialogsBalanceRequest)(nil), // 6: switchboard.billing.v1.GetWabaDialogsBalanceRequest
-	(*TakeWabaDialogRequest)(nil),        // 7: switchboard.billing.v1.TakeWabaDialogRequest
-	(*TakeWabaDialogResponse)(nil),       // 8: switchboard.billing.v1.TakeWabaDialogResponse
-	(*GetCompaniesBillingRequest)(nil),   // 9: switchboard.billing.v1.GetCompaniesBillingRequest
-	(*CompanyBillingSummary)(nil),        // 10: switchboard.billing.v1.CompanyBillingSummary
-	(*GetCompaniesBillingResponse)(nil),  // 11: switchboard.billing.v1.GetCompaniesBillingResponse
-	(SubscriptionPlan)(0),                // 12: switchboard.billing.v1.SubscriptionPlan
-	(*timestamppb.Timestamp)(nil),        // 13: google.protobuf.Timestamp
-	(*ListSubscriptionsRequest)(nil),     // 14: switchboard.billing.v1.ListSubscriptionsRequest
-	(*ChangeSizeRequest)(nil),            // 15: switchboard.billing.v1.ChangeSizeRequest
-	(*ChangePlanRequest)(nil),            // 16: switchboard.billing.v1.ChangePlanRequest
-	(*GrantAdvanceRequest)(nil),          // 17: switchboard.billing.v1.GrantAdvanceRequest
-	(*ListRequisitesRequest)(nil),        // 18: switchboard.billing.v1.ListRequisitesRequest
-	(*WabaDialogsBalance)(nil),           // 19: switchboard.billing.v1.WabaDialogsBalance
-	(*ListSubscriptionsResponse)(nil),    // 20: switchboard.billing.v1.ListSubscriptionsResponse
-	(*ChangeResult)(nil),                 // 21: switchboard.billing.v1.ChangeResult
-	(*Subscription)(nil),                 // 22: switchboard.billing.v1.Subscription
-	(*ListRequisitesResponse)(nil),       // 23: switchboard.billing.v1.ListRequisitesResponse
+	(*SubscriptionInfo)(nil),              // 0: switchboard.billing.v1.SubscriptionInfo
+	(*EnsureSubscriptionRequest)(nil),     // 1: switchboard.billing.v1.EnsureSubscriptionRequest
+	(*GetSubscriptionsRequest)(nil),       // 2: switchboard.billing.v1.GetSubscriptionsRequest
+	(*GetSubscriptionsResponse)(nil),      // 3: switchboard.billing.v1.GetSubscriptionsResponse
+	(*CheckConnectionPaidRequest)(nil),    // 4: switchboard.billing.v1.CheckConnectionPaidRequest
+	(*CheckConnectionPaidResponse)(nil),   // 5: switchboard.billing.v1.CheckConnectionPaidResponse
+	(*GetWabaDialogsBalanceRequest)(nil),  // 6: switchboard.billing.v1.GetWabaDialogsBalanceRequest
+	(*TakeWabaDialogRequest)(nil),         // 7: switchboard.billing.v1.TakeWabaDialogRequest
+	(*TakeWabaDialogResponse)(nil),        // 8: switchboard.billing.v1.TakeWabaDialogResponse
+	(*GetCompaniesBillingRequest)(nil),    // 9: switchboard.billing.v1.GetCompaniesBillingRequest
+	(*CompanyBillingSummary)(nil),         // 10: switchboard.billing.v1.CompanyBillingSummary
+	(*GetCompaniesBillingResponse)(nil),   // 11: switchboard.billing.v1.GetCompaniesBillingResponse
+	(*ListCompaniesInvoicesRequest)(nil),  // 12: switchboard.billing.v1.ListCompaniesInvoicesRequest
+	(*CompanyInvoice)(nil),                // 13: switchboard.billing.v1.CompanyInvoice
+	(*ListCompaniesInvoicesResponse)(nil), // 14: switchboard.billing.v1.ListCompaniesInvoicesResponse
+	(SubscriptionPlan)(0),                 // 15: switchboard.billing.v1.SubscriptionPlan
+	(*timestamppb.Timestamp)(nil),         // 16: google.protobuf.Timestamp
+	(*Invoice)(nil),                       // 17: switchboard.billing.v1.Invoice
+	(*ListSubscriptionsRequest)(nil),      // 18: switchboard.billing.v1.ListSubscriptionsRequest
+	(*ChangeSizeRequest)(nil),             // 19: switchboard.billing.v1.ChangeSizeRequest
+	(*ChangePlanRequest)(nil),             // 20: switchboard.billing.v1.ChangePlanRequest
+	(*GrantAdvanceRequest)(nil),           // 21: switchboard.billing.v1.GrantAdvanceRequest
+	(*ListRequisitesRequest)(nil),         // 22: switchboard.billing.v1.ListRequisitesRequest
+	(*WabaDialogsBalance)(nil),            // 23: switchboard.billing.v1.WabaDialogsBalance
+	(*ListSubscriptionsResponse)(nil),     // 24: switchboard.billing.v1.ListSubscriptionsResponse
+	(*ChangeResult)(nil),                  // 25: switchboard.billing.v1.ChangeResult
+	(*Subscription)(nil),                  // 26: switchboard.billing.v1.Subscription
+	(*ListRequisitesResponse)(nil),        // 27: switchboard.billing.v1.ListRequisitesResponse
 }
 var file_switchboard_billing_v1_internal_proto_depIdxs = []int32{
-	12, // 0: switchboard.billing.v1.SubscriptionInfo.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	13, // 1: switchboard.billing.v1.SubscriptionInfo.test_until:type_name -> google.protobuf.Timestamp
-	13, // 2: switchboard.billing.v1.SubscriptionInfo.paid_until:type_name -> google.protobuf.Timestamp
+	15, // 0: switchboard.billing.v1.SubscriptionInfo.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	16, // 1: switchboard.billing.v1.SubscriptionInfo.test_until:type_name -> google.protobuf.Timestamp
+	16, // 2: switchboard.billing.v1.SubscriptionInfo.paid_until:type_name -> google.protobuf.Timestamp
 	0,  // 3: switchboard.billing.v1.GetSubscriptionsResponse.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
-	13, // 4: switchboard.billing.v1.CheckConnectionPaidResponse.paid_until:type_name -> google.protobuf.Timestamp
-	13, // 5: switchboard.billing.v1.CheckConnectionPaidResponse.test_until:type_name -> google.protobuf.Timestamp
+	16, // 4: switchboard.billing.v1.CheckConnectionPaidResponse.paid_until:type_name -> google.protobuf.Timestamp
+	16, // 5: switchboard.billing.v1.CheckConnectionPaidResponse.test_until:type_name -> google.protobuf.Timestamp
 	0,  // 6: switchboard.billing.v1.CompanyBillingSummary.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
 	10, // 7: switchboard.billing.v1.GetCompaniesBillingResponse.companies:type_name -> switchboard.billing.v1.CompanyBillingSummary
-	1,  // 8: switchboard.billing.v1.BillingInternalService.EnsureSubscription:input_type -> switchboard.billing.v1.EnsureSubscriptionRequest
-	2,  // 9: switchboard.billing.v1.BillingInternalService.GetSubscriptions:input_type -> switchboard.billing.v1.GetSubscriptionsRequest
-	4,  // 10: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:input_type -> switchboard.billing.v1.CheckConnectionPaidRequest
-	6,  // 11: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:input_type -> switchboard.billing.v1.GetWabaDialogsBalanceRequest
-	7,  // 12: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:input_type -> switchboard.billing.v1.TakeWabaDialogRequest
-	14, // 13: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:input_type -> switchboard.billing.v1.ListSubscriptionsRequest
-	15, // 14: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:input_type -> switchboard.billing.v1.ChangeSizeRequest
-	16, // 15: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:input_type -> switchboard.billing.v1.ChangePlanRequest
-	17, // 16: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:input_type -> switchboard.billing.v1.GrantAdvanceRequest
-	18, // 17: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:input_type -> switchboard.billing.v1.ListRequisitesRequest
-	9,  // 18: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:input_type -> switchboard.billing.v1.GetCompaniesBillingRequest
-	0,  // 19: switchboard.billing.v1.BillingInternalService.EnsureSubscription:output_type -> switchboard.billing.v1.SubscriptionInfo
-	3,  // 20: switchboard.billing.v1.BillingInternalService.GetSubscriptions:output_type -> switchboard.billing.v1.GetSubscriptionsResponse
-	5,  // 21: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:output_type -> switchboard.billing.v1.CheckConnectionPaidResponse
-	19, // 22: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:output_type -> switchboard.billing.v1.WabaDialogsBalance
-	8,  // 23: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:output_type -> switchboard.billing.v1.TakeWabaDialogResponse
-	20, // 24: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:output_type -> switchboard.billing.v1.ListSubscriptionsResponse
-	21, // 25: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:output_type -> switchboard.billing.v1.ChangeResult
-	21, // 26: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:output_type -> switchboard.billing.v1.ChangeResult
-	22, // 27: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:output_type -> switchboard.billing.v1.Subscription
-	23, // 28: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:output_type -> switchboard.billing.v1.ListRequisitesResponse
-	11, // 29: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:output_type -> switchboard.billing.v1.GetCompaniesBillingResponse
-	19, // [19:30] is the sub-list for method output_type
-	8,  // [8:19] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	17, // 8: switchboard.billing.v1.CompanyInvoice.invoice:type_name -> switchboard.billing.v1.Invoice
+	13, // 9: switchboard.billing.v1.ListCompaniesInvoicesResponse.invoices:type_name -> switchboard.billing.v1.CompanyInvoice
+	1,  // 10: switchboard.billing.v1.BillingInternalService.EnsureSubscription:input_type -> switchboard.billing.v1.EnsureSubscriptionRequest
+	2,  // 11: switchboard.billing.v1.BillingInternalService.GetSubscriptions:input_type -> switchboard.billing.v1.GetSubscriptionsRequest
+	4,  // 12: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:input_type -> switchboard.billing.v1.CheckConnectionPaidRequest
+	6,  // 13: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:input_type -> switchboard.billing.v1.GetWabaDialogsBalanceRequest
+	7,  // 14: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:input_type -> switchboard.billing.v1.TakeWabaDialogRequest
+	18, // 15: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:input_type -> switchboard.billing.v1.ListSubscriptionsRequest
+	19, // 16: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:input_type -> switchboard.billing.v1.ChangeSizeRequest
+	20, // 17: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:input_type -> switchboard.billing.v1.ChangePlanRequest
+	21, // 18: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:input_type -> switchboard.billing.v1.GrantAdvanceRequest
+	22, // 19: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:input_type -> switchboard.billing.v1.ListRequisitesRequest
+	9,  // 20: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:input_type -> switchboard.billing.v1.GetCompaniesBillingRequest
+	12, // 21: switchboard.billing.v1.BillingInternalService.ListCompaniesInvoices:input_type -> switchboard.billing.v1.ListCompaniesInvoicesRequest
+	0,  // 22: switchboard.billing.v1.BillingInternalService.EnsureSubscription:output_type -> switchboard.billing.v1.SubscriptionInfo
+	3,  // 23: switchboard.billing.v1.BillingInternalService.GetSubscriptions:output_type -> switchboard.billing.v1.GetSubscriptionsResponse
+	5,  // 24: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:output_type -> switchboard.billing.v1.CheckConnectionPaidResponse
+	23, // 25: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:output_type -> switchboard.billing.v1.WabaDialogsBalance
+	8,  // 26: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:output_type -> switchboard.billing.v1.TakeWabaDialogResponse
+	24, // 27: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:output_type -> switchboard.billing.v1.ListSubscriptionsResponse
+	25, // 28: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:output_type -> switchboard.billing.v1.ChangeResult
+	25, // 29: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:output_type -> switchboard.billing.v1.ChangeResult
+	26, // 30: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:output_type -> switchboard.billing.v1.Subscription
+	27, // 31: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:output_type -> switchboard.billing.v1.ListRequisitesResponse
+	11, // 32: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:output_type -> switchboard.billing.v1.GetCompaniesBillingResponse
+	14, // 33: switchboard.billing.v1.BillingInternalService.ListCompaniesInvoices:output_type -> switchboard.billing.v1.ListCompaniesInvoicesResponse
+	22, // [22:34] is the sub-list for method output_type
+	10, // [10:22] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_billing_v1_internal_proto_init() }
@@ -873,7 +1058,7 @@ func file_switchboard_billing_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_billing_v1_internal_proto_rawDesc), len(file_switchboard_billing_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

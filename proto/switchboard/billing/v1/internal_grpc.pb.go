@@ -30,6 +30,7 @@ const (
 	BillingInternalService_GrantAdvanceInternal_FullMethodName     = "/switchboard.billing.v1.BillingInternalService/GrantAdvanceInternal"
 	BillingInternalService_ListCompanyRequisites_FullMethodName    = "/switchboard.billing.v1.BillingInternalService/ListCompanyRequisites"
 	BillingInternalService_GetCompaniesBilling_FullMethodName      = "/switchboard.billing.v1.BillingInternalService/GetCompaniesBilling"
+	BillingInternalService_ListCompaniesInvoices_FullMethodName    = "/switchboard.billing.v1.BillingInternalService/ListCompaniesInvoices"
 )
 
 // BillingInternalServiceClient is the client API for BillingInternalService service.
@@ -71,6 +72,9 @@ type BillingInternalServiceClient interface {
 	// For each of the given companies: its subscriptions and its business
 	// dialog balance (a partner's list of clients).
 	GetCompaniesBilling(ctx context.Context, in *GetCompaniesBillingRequest, opts ...grpc.CallOption) (*GetCompaniesBillingResponse, error)
+	// The stored invoices of the given companies, newest first, with how
+	// many there are (a partner's list of its clients' payments).
+	ListCompaniesInvoices(ctx context.Context, in *ListCompaniesInvoicesRequest, opts ...grpc.CallOption) (*ListCompaniesInvoicesResponse, error)
 }
 
 type billingInternalServiceClient struct {
@@ -191,6 +195,16 @@ func (c *billingInternalServiceClient) GetCompaniesBilling(ctx context.Context, 
 	return out, nil
 }
 
+func (c *billingInternalServiceClient) ListCompaniesInvoices(ctx context.Context, in *ListCompaniesInvoicesRequest, opts ...grpc.CallOption) (*ListCompaniesInvoicesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCompaniesInvoicesResponse)
+	err := c.cc.Invoke(ctx, BillingInternalService_ListCompaniesInvoices_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BillingInternalServiceServer is the server API for BillingInternalService service.
 // All implementations must embed UnimplementedBillingInternalServiceServer
 // for forward compatibility.
@@ -230,6 +244,9 @@ type BillingInternalServiceServer interface {
 	// For each of the given companies: its subscriptions and its business
 	// dialog balance (a partner's list of clients).
 	GetCompaniesBilling(context.Context, *GetCompaniesBillingRequest) (*GetCompaniesBillingResponse, error)
+	// The stored invoices of the given companies, newest first, with how
+	// many there are (a partner's list of its clients' payments).
+	ListCompaniesInvoices(context.Context, *ListCompaniesInvoicesRequest) (*ListCompaniesInvoicesResponse, error)
 	mustEmbedUnimplementedBillingInternalServiceServer()
 }
 
@@ -272,6 +289,9 @@ func (UnimplementedBillingInternalServiceServer) ListCompanyRequisites(context.C
 }
 func (UnimplementedBillingInternalServiceServer) GetCompaniesBilling(context.Context, *GetCompaniesBillingRequest) (*GetCompaniesBillingResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetCompaniesBilling not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) ListCompaniesInvoices(context.Context, *ListCompaniesInvoicesRequest) (*ListCompaniesInvoicesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListCompaniesInvoices not implemented")
 }
 func (UnimplementedBillingInternalServiceServer) mustEmbedUnimplementedBillingInternalServiceServer() {
 }
@@ -493,6 +513,24 @@ func _BillingInternalService_GetCompaniesBilling_Handler(srv interface{}, ctx co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BillingInternalService_ListCompaniesInvoices_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCompaniesInvoicesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).ListCompaniesInvoices(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_ListCompaniesInvoices_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).ListCompaniesInvoices(ctx, req.(*ListCompaniesInvoicesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // BillingInternalService_ServiceDesc is the grpc.ServiceDesc for BillingInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -543,6 +581,10 @@ var BillingInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetCompaniesBilling",
 			Handler:    _BillingInternalService_GetCompaniesBilling_Handler,
+		},
+		{
+			MethodName: "ListCompaniesInvoices",
+			Handler:    _BillingInternalService_ListCompaniesInvoices_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -2220,6 +2220,305 @@ func (x *CreatePayoutRequest) GetRequisiteId() int64 {
 	return 0
 }
 
+type ListPaymentsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// One client only (a company that is no client of the partner: none).
+	PartnerCompanyId *int64 `protobuf:"varint,2,opt,name=partner_company_id,json=partnerCompanyId,proto3,oneof" json:"partner_company_id,omitempty"`
+	// partner or referral.
+	PartnerCompanyType *string `protobuf:"bytes,3,opt,name=partner_company_type,json=partnerCompanyType,proto3,oneof" json:"partner_company_type,omitempty"`
+	// 1..100, 100 when absent.
+	Limit         *int32 `protobuf:"varint,4,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Offset        *int32 `protobuf:"varint,5,opt,name=offset,proto3,oneof" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPaymentsRequest) Reset() {
+	*x = ListPaymentsRequest{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPaymentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPaymentsRequest) ProtoMessage() {}
+
+func (x *ListPaymentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPaymentsRequest.ProtoReflect.Descriptor instead.
+func (*ListPaymentsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ListPaymentsRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *ListPaymentsRequest) GetPartnerCompanyId() int64 {
+	if x != nil && x.PartnerCompanyId != nil {
+		return *x.PartnerCompanyId
+	}
+	return 0
+}
+
+func (x *ListPaymentsRequest) GetPartnerCompanyType() string {
+	if x != nil && x.PartnerCompanyType != nil {
+		return *x.PartnerCompanyType
+	}
+	return ""
+}
+
+func (x *ListPaymentsRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListPaymentsRequest) GetOffset() int32 {
+	if x != nil && x.Offset != nil {
+		return *x.Offset
+	}
+	return 0
+}
+
+// A client's invoice as its partner sees it.
+type Payment struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         *int64                 `protobuf:"varint,1,opt,name=id,proto3,oneof" json:"id,omitempty"`
+	Preview    bool                   `protobuf:"varint,2,opt,name=preview,proto3" json:"preview,omitempty"`
+	Status     *v11.InvoiceStatus     `protobuf:"varint,3,opt,name=status,proto3,enum=switchboard.billing.v1.InvoiceStatus,oneof" json:"status,omitempty"`
+	Lifetime   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=lifetime,proto3" json:"lifetime,omitempty"`
+	Summary    *v11.InvoiceSummary    `protobuf:"bytes,5,opt,name=summary,proto3" json:"summary,omitempty"`
+	Amount     *v1.Decimal            `protobuf:"bytes,6,opt,name=amount,proto3" json:"amount,omitempty"`
+	Currency   string                 `protobuf:"bytes,7,opt,name=currency,proto3" json:"currency,omitempty"`
+	PaymentUrl *string                `protobuf:"bytes,8,opt,name=payment_url,json=paymentUrl,proto3,oneof" json:"payment_url,omitempty"`
+	PreviewUrl *string                `protobuf:"bytes,9,opt,name=preview_url,json=previewUrl,proto3,oneof" json:"preview_url,omitempty"`
+	ActUrl     *string                `protobuf:"bytes,10,opt,name=act_url,json=actUrl,proto3,oneof" json:"act_url,omitempty"`
+	Receipt    *v11.Receipt           `protobuf:"bytes,11,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The client.
+	CompanyId   int64  `protobuf:"varint,13,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	CompanyName string `protobuf:"bytes,14,opt,name=company_name,json=companyName,proto3" json:"company_name,omitempty"`
+	// What the client pays.
+	ClientAmount *v1.Decimal `protobuf:"bytes,15,opt,name=client_amount,json=clientAmount,proto3" json:"client_amount,omitempty"`
+	// client (its own invoice) or partner.
+	Payer         string `protobuf:"bytes,16,opt,name=payer,proto3" json:"payer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Payment) Reset() {
+	*x = Payment{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Payment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Payment) ProtoMessage() {}
+
+func (x *Payment) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Payment.ProtoReflect.Descriptor instead.
+func (*Payment) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *Payment) GetId() int64 {
+	if x != nil && x.Id != nil {
+		return *x.Id
+	}
+	return 0
+}
+
+func (x *Payment) GetPreview() bool {
+	if x != nil {
+		return x.Preview
+	}
+	return false
+}
+
+func (x *Payment) GetStatus() v11.InvoiceStatus {
+	if x != nil && x.Status != nil {
+		return *x.Status
+	}
+	return v11.InvoiceStatus(0)
+}
+
+func (x *Payment) GetLifetime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Lifetime
+	}
+	return nil
+}
+
+func (x *Payment) GetSummary() *v11.InvoiceSummary {
+	if x != nil {
+		return x.Summary
+	}
+	return nil
+}
+
+func (x *Payment) GetAmount() *v1.Decimal {
+	if x != nil {
+		return x.Amount
+	}
+	return nil
+}
+
+func (x *Payment) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *Payment) GetPaymentUrl() string {
+	if x != nil && x.PaymentUrl != nil {
+		return *x.PaymentUrl
+	}
+	return ""
+}
+
+func (x *Payment) GetPreviewUrl() string {
+	if x != nil && x.PreviewUrl != nil {
+		return *x.PreviewUrl
+	}
+	return ""
+}
+
+func (x *Payment) GetActUrl() string {
+	if x != nil && x.ActUrl != nil {
+		return *x.ActUrl
+	}
+	return ""
+}
+
+func (x *Payment) GetReceipt() *v11.Receipt {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
+func (x *Payment) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Payment) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *Payment) GetCompanyName() string {
+	if x != nil {
+		return x.CompanyName
+	}
+	return ""
+}
+
+func (x *Payment) GetClientAmount() *v1.Decimal {
+	if x != nil {
+		return x.ClientAmount
+	}
+	return nil
+}
+
+func (x *Payment) GetPayer() string {
+	if x != nil {
+		return x.Payer
+	}
+	return ""
+}
+
+type ListPaymentsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	Payments      []*Payment             `protobuf:"bytes,2,rep,name=payments,proto3" json:"payments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPaymentsResponse) Reset() {
+	*x = ListPaymentsResponse{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPaymentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPaymentsResponse) ProtoMessage() {}
+
+func (x *ListPaymentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPaymentsResponse.ProtoReflect.Descriptor instead.
+func (*ListPaymentsResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ListPaymentsResponse) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ListPaymentsResponse) GetPayments() []*Payment {
+	if x != nil {
+		return x.Payments
+	}
+	return nil
+}
+
 var File_switchboard_partners_v1_partners_proto protoreflect.FileDescriptor
 
 const file_switchboard_partners_v1_partners_proto_rawDesc = "" +
@@ -2455,7 +2754,49 @@ const file_switchboard_partners_v1_partners_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12.\n" +
 	"\frequisite_id\x18\x02 \x01(\x03B\x06\xbaH\x03\xc8\x01\x01H\x00R\vrequisiteId\x88\x01\x01B\x0f\n" +
-	"\r_requisite_id2\xb9\x1d\n" +
+	"\r_requisite_id\"\xc9\x02\n" +
+	"\x13ListPaymentsRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x121\n" +
+	"\x12partner_company_id\x18\x02 \x01(\x03H\x00R\x10partnerCompanyId\x88\x01\x01\x12O\n" +
+	"\x14partner_company_type\x18\x03 \x01(\tB\x18\xbaH\x15r\x13R\apartnerR\breferralH\x01R\x12partnerCompanyType\x88\x01\x01\x12$\n" +
+	"\x05limit\x18\x04 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01H\x02R\x05limit\x88\x01\x01\x12$\n" +
+	"\x06offset\x18\x05 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00H\x03R\x06offset\x88\x01\x01B\x15\n" +
+	"\x13_partner_company_idB\x17\n" +
+	"\x15_partner_company_typeB\b\n" +
+	"\x06_limitB\t\n" +
+	"\a_offset\"\xff\x05\n" +
+	"\aPayment\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\x03H\x00R\x02id\x88\x01\x01\x12\x18\n" +
+	"\apreview\x18\x02 \x01(\bR\apreview\x12B\n" +
+	"\x06status\x18\x03 \x01(\x0e2%.switchboard.billing.v1.InvoiceStatusH\x01R\x06status\x88\x01\x01\x126\n" +
+	"\blifetime\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blifetime\x12@\n" +
+	"\asummary\x18\x05 \x01(\v2&.switchboard.billing.v1.InvoiceSummaryR\asummary\x123\n" +
+	"\x06amount\x18\x06 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x06amount\x12\x1a\n" +
+	"\bcurrency\x18\a \x01(\tR\bcurrency\x12$\n" +
+	"\vpayment_url\x18\b \x01(\tH\x02R\n" +
+	"paymentUrl\x88\x01\x01\x12$\n" +
+	"\vpreview_url\x18\t \x01(\tH\x03R\n" +
+	"previewUrl\x88\x01\x01\x12\x1c\n" +
+	"\aact_url\x18\n" +
+	" \x01(\tH\x04R\x06actUrl\x88\x01\x01\x129\n" +
+	"\areceipt\x18\v \x01(\v2\x1f.switchboard.billing.v1.ReceiptR\areceipt\x129\n" +
+	"\n" +
+	"created_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\r \x01(\x03R\tcompanyId\x12!\n" +
+	"\fcompany_name\x18\x0e \x01(\tR\vcompanyName\x12@\n" +
+	"\rclient_amount\x18\x0f \x01(\v2\x1b.switchboard.api.v1.DecimalR\fclientAmount\x12\x14\n" +
+	"\x05payer\x18\x10 \x01(\tR\x05payerB\x05\n" +
+	"\x03_idB\t\n" +
+	"\a_statusB\x0e\n" +
+	"\f_payment_urlB\x0e\n" +
+	"\f_preview_urlB\n" +
+	"\n" +
+	"\b_act_url\"j\n" +
+	"\x14ListPaymentsResponse\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count\x12<\n" +
+	"\bpayments\x18\x02 \x03(\v2 .switchboard.partners.v1.PaymentR\bpayments2\xff\x1e\n" +
 	"\x0fPartnersService\x12\x9f\x01\n" +
 	"\n" +
 	"GetProfile\x12*.switchboard.partners.v1.GetProfileRequest\x1a .switchboard.partners.v1.Profile\"C\xca\xf3\x18\f\n" +
@@ -2463,7 +2804,9 @@ const file_switchboard_partners_v1_partners_proto_rawDesc = "" +
 	"\x14ListPartnerCompanies\x124.switchboard.partners.v1.ListPartnerCompaniesRequest\x1a5.switchboard.partners.v1.ListPartnerCompaniesResponse\"M\xca\xf3\x18\f\n" +
 	"\bpartners8\x01\x82\xd3\xe4\x93\x027\x125/v2/companies/{company_id}/partners/partner_companies\x12\xd3\x01\n" +
 	"\x11GetPartnerCompany\x121.switchboard.partners.v1.GetPartnerCompanyRequest\x1a'.switchboard.partners.v1.PartnerCompany\"b\xca\xf3\x18\f\n" +
-	"\bpartners8\x01\x82\xd3\xe4\x93\x02L\x12J/v2/companies/{company_id}/partners/partner_companies/{partner_company_id}\x12\xd8\x01\n" +
+	"\bpartners8\x01\x82\xd3\xe4\x93\x02L\x12J/v2/companies/{company_id}/partners/partner_companies/{partner_company_id}\x12\xc3\x01\n" +
+	"\fListPayments\x12,.switchboard.partners.v1.ListPaymentsRequest\x1a-.switchboard.partners.v1.ListPaymentsResponse\"V\xca\xf3\x18\f\n" +
+	"\bpartners8\x01\x82\xd3\xe4\x93\x02@\x12>/v2/companies/{company_id}/partners/partner_companies/payments\x12\xd8\x01\n" +
 	"\x18UpdatePartnerCompanyNote\x128.switchboard.partners.v1.UpdatePartnerCompanyNoteRequest\x1a\x16.google.protobuf.Empty\"j\xca\xf3\x18\f\n" +
 	"\bpartners8\x01\x82\xd3\xe4\x93\x02T:\x01*\x1aO/v2/companies/{company_id}/partners/partner_companies/{partner_company_id}/note\x12\xdc\x01\n" +
 	"\x14UpdatePartnerCompany\x124.switchboard.partners.v1.UpdatePartnerCompanyRequest\x1a'.switchboard.partners.v1.PartnerCompany\"e\xca\xf3\x18\f\n" +
@@ -2508,7 +2851,7 @@ func file_switchboard_partners_v1_partners_proto_rawDescGZIP() []byte {
 	return file_switchboard_partners_v1_partners_proto_rawDescData
 }
 
-var file_switchboard_partners_v1_partners_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_switchboard_partners_v1_partners_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_switchboard_partners_v1_partners_proto_goTypes = []any{
 	(*GetProfileRequest)(nil),               // 0: switchboard.partners.v1.GetProfileRequest
 	(*Commissions)(nil),                     // 1: switchboard.partners.v1.Commissions
@@ -2542,81 +2885,97 @@ var file_switchboard_partners_v1_partners_proto_goTypes = []any{
 	(*Payout)(nil),                          // 29: switchboard.partners.v1.Payout
 	(*ListPayoutsResponse)(nil),             // 30: switchboard.partners.v1.ListPayoutsResponse
 	(*CreatePayoutRequest)(nil),             // 31: switchboard.partners.v1.CreatePayoutRequest
-	(*v1.Decimal)(nil),                      // 32: switchboard.api.v1.Decimal
-	(*timestamppb.Timestamp)(nil),           // 33: google.protobuf.Timestamp
-	(v11.SubscriptionPlan)(0),               // 34: switchboard.billing.v1.SubscriptionPlan
-	(*v11.Advance)(nil),                     // 35: switchboard.billing.v1.Advance
-	(*v11.Requisite)(nil),                   // 36: switchboard.billing.v1.Requisite
-	(*emptypb.Empty)(nil),                   // 37: google.protobuf.Empty
-	(*v12.Company)(nil),                     // 38: switchboard.identity.v1.Company
-	(*v11.ChangeResult)(nil),                // 39: switchboard.billing.v1.ChangeResult
+	(*ListPaymentsRequest)(nil),             // 32: switchboard.partners.v1.ListPaymentsRequest
+	(*Payment)(nil),                         // 33: switchboard.partners.v1.Payment
+	(*ListPaymentsResponse)(nil),            // 34: switchboard.partners.v1.ListPaymentsResponse
+	(*v1.Decimal)(nil),                      // 35: switchboard.api.v1.Decimal
+	(*timestamppb.Timestamp)(nil),           // 36: google.protobuf.Timestamp
+	(v11.SubscriptionPlan)(0),               // 37: switchboard.billing.v1.SubscriptionPlan
+	(*v11.Advance)(nil),                     // 38: switchboard.billing.v1.Advance
+	(*v11.Requisite)(nil),                   // 39: switchboard.billing.v1.Requisite
+	(v11.InvoiceStatus)(0),                  // 40: switchboard.billing.v1.InvoiceStatus
+	(*v11.InvoiceSummary)(nil),              // 41: switchboard.billing.v1.InvoiceSummary
+	(*v11.Receipt)(nil),                     // 42: switchboard.billing.v1.Receipt
+	(*emptypb.Empty)(nil),                   // 43: google.protobuf.Empty
+	(*v12.Company)(nil),                     // 44: switchboard.identity.v1.Company
+	(*v11.ChangeResult)(nil),                // 45: switchboard.billing.v1.ChangeResult
 }
 var file_switchboard_partners_v1_partners_proto_depIdxs = []int32{
-	32, // 0: switchboard.partners.v1.Commissions.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
-	32, // 1: switchboard.partners.v1.Commissions.referral_commission_percent:type_name -> switchboard.api.v1.Decimal
-	32, // 2: switchboard.partners.v1.Commissions.waba_dialogs_commission_percent:type_name -> switchboard.api.v1.Decimal
+	35, // 0: switchboard.partners.v1.Commissions.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
+	35, // 1: switchboard.partners.v1.Commissions.referral_commission_percent:type_name -> switchboard.api.v1.Decimal
+	35, // 2: switchboard.partners.v1.Commissions.waba_dialogs_commission_percent:type_name -> switchboard.api.v1.Decimal
 	1,  // 3: switchboard.partners.v1.Profile.commissions:type_name -> switchboard.partners.v1.Commissions
-	33, // 4: switchboard.partners.v1.PartnerCompany.paid_until:type_name -> google.protobuf.Timestamp
-	33, // 5: switchboard.partners.v1.PartnerCompany.test_until:type_name -> google.protobuf.Timestamp
+	36, // 4: switchboard.partners.v1.PartnerCompany.paid_until:type_name -> google.protobuf.Timestamp
+	36, // 5: switchboard.partners.v1.PartnerCompany.test_until:type_name -> google.protobuf.Timestamp
 	3,  // 6: switchboard.partners.v1.ListPartnerCompaniesResponse.partner_companies:type_name -> switchboard.partners.v1.PartnerCompany
 	11, // 7: switchboard.partners.v1.ClientSubscription.connections:type_name -> switchboard.partners.v1.ClientConnection
-	34, // 8: switchboard.partners.v1.ClientSubscription.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	33, // 9: switchboard.partners.v1.ClientSubscription.test_until:type_name -> google.protobuf.Timestamp
-	33, // 10: switchboard.partners.v1.ClientSubscription.paid_until:type_name -> google.protobuf.Timestamp
-	35, // 11: switchboard.partners.v1.ClientSubscription.advance:type_name -> switchboard.billing.v1.Advance
+	37, // 8: switchboard.partners.v1.ClientSubscription.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	36, // 9: switchboard.partners.v1.ClientSubscription.test_until:type_name -> google.protobuf.Timestamp
+	36, // 10: switchboard.partners.v1.ClientSubscription.paid_until:type_name -> google.protobuf.Timestamp
+	38, // 11: switchboard.partners.v1.ClientSubscription.advance:type_name -> switchboard.billing.v1.Advance
 	12, // 12: switchboard.partners.v1.ListClientSubscriptionsResponse.subscriptions:type_name -> switchboard.partners.v1.ClientSubscription
-	34, // 13: switchboard.partners.v1.ChangeClientPlanRequest.new_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	36, // 14: switchboard.partners.v1.ListClientRequisitesResponse.requisites:type_name -> switchboard.billing.v1.Requisite
+	37, // 13: switchboard.partners.v1.ChangeClientPlanRequest.new_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	39, // 14: switchboard.partners.v1.ListClientRequisitesResponse.requisites:type_name -> switchboard.billing.v1.Requisite
 	20, // 15: switchboard.partners.v1.ListPartnerRequisitesResponse.requisites:type_name -> switchboard.partners.v1.PartnerRequisite
-	32, // 16: switchboard.partners.v1.Balance.balance:type_name -> switchboard.api.v1.Decimal
-	32, // 17: switchboard.partners.v1.Reward.period_topups_value:type_name -> switchboard.api.v1.Decimal
-	32, // 18: switchboard.partners.v1.Reward.period_spendings_value:type_name -> switchboard.api.v1.Decimal
-	32, // 19: switchboard.partners.v1.Reward.reward_value:type_name -> switchboard.api.v1.Decimal
-	32, // 20: switchboard.partners.v1.Reward.partner_percent:type_name -> switchboard.api.v1.Decimal
-	33, // 21: switchboard.partners.v1.Reward.created_at:type_name -> google.protobuf.Timestamp
+	35, // 16: switchboard.partners.v1.Balance.balance:type_name -> switchboard.api.v1.Decimal
+	35, // 17: switchboard.partners.v1.Reward.period_topups_value:type_name -> switchboard.api.v1.Decimal
+	35, // 18: switchboard.partners.v1.Reward.period_spendings_value:type_name -> switchboard.api.v1.Decimal
+	35, // 19: switchboard.partners.v1.Reward.reward_value:type_name -> switchboard.api.v1.Decimal
+	35, // 20: switchboard.partners.v1.Reward.partner_percent:type_name -> switchboard.api.v1.Decimal
+	36, // 21: switchboard.partners.v1.Reward.created_at:type_name -> google.protobuf.Timestamp
 	26, // 22: switchboard.partners.v1.ListRewardsResponse.rewards:type_name -> switchboard.partners.v1.Reward
-	32, // 23: switchboard.partners.v1.Payout.value:type_name -> switchboard.api.v1.Decimal
-	33, // 24: switchboard.partners.v1.Payout.created_at:type_name -> google.protobuf.Timestamp
+	35, // 23: switchboard.partners.v1.Payout.value:type_name -> switchboard.api.v1.Decimal
+	36, // 24: switchboard.partners.v1.Payout.created_at:type_name -> google.protobuf.Timestamp
 	29, // 25: switchboard.partners.v1.ListPayoutsResponse.payouts:type_name -> switchboard.partners.v1.Payout
-	0,  // 26: switchboard.partners.v1.PartnersService.GetProfile:input_type -> switchboard.partners.v1.GetProfileRequest
-	4,  // 27: switchboard.partners.v1.PartnersService.ListPartnerCompanies:input_type -> switchboard.partners.v1.ListPartnerCompaniesRequest
-	6,  // 28: switchboard.partners.v1.PartnersService.GetPartnerCompany:input_type -> switchboard.partners.v1.GetPartnerCompanyRequest
-	7,  // 29: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:input_type -> switchboard.partners.v1.UpdatePartnerCompanyNoteRequest
-	8,  // 30: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:input_type -> switchboard.partners.v1.UpdatePartnerCompanyRequest
-	9,  // 31: switchboard.partners.v1.PartnersService.CreateClient:input_type -> switchboard.partners.v1.CreateClientRequest
-	10, // 32: switchboard.partners.v1.PartnersService.ListClientSubscriptions:input_type -> switchboard.partners.v1.ListClientSubscriptionsRequest
-	14, // 33: switchboard.partners.v1.PartnersService.ChangeClientSize:input_type -> switchboard.partners.v1.ChangeClientSizeRequest
-	15, // 34: switchboard.partners.v1.PartnersService.ChangeClientPlan:input_type -> switchboard.partners.v1.ChangeClientPlanRequest
-	16, // 35: switchboard.partners.v1.PartnersService.GrantClientAdvance:input_type -> switchboard.partners.v1.GrantClientAdvanceRequest
-	17, // 36: switchboard.partners.v1.PartnersService.ListClientRequisites:input_type -> switchboard.partners.v1.ListClientRequisitesRequest
-	19, // 37: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:input_type -> switchboard.partners.v1.CreatePartnerRequisiteRequest
-	21, // 38: switchboard.partners.v1.PartnersService.ListPartnerRequisites:input_type -> switchboard.partners.v1.ListPartnerRequisitesRequest
-	23, // 39: switchboard.partners.v1.PartnersService.GetBalance:input_type -> switchboard.partners.v1.GetBalanceRequest
-	25, // 40: switchboard.partners.v1.PartnersService.ListRewards:input_type -> switchboard.partners.v1.ListRewardsRequest
-	28, // 41: switchboard.partners.v1.PartnersService.ListPayouts:input_type -> switchboard.partners.v1.ListPayoutsRequest
-	31, // 42: switchboard.partners.v1.PartnersService.CreatePayout:input_type -> switchboard.partners.v1.CreatePayoutRequest
-	2,  // 43: switchboard.partners.v1.PartnersService.GetProfile:output_type -> switchboard.partners.v1.Profile
-	5,  // 44: switchboard.partners.v1.PartnersService.ListPartnerCompanies:output_type -> switchboard.partners.v1.ListPartnerCompaniesResponse
-	3,  // 45: switchboard.partners.v1.PartnersService.GetPartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
-	37, // 46: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:output_type -> google.protobuf.Empty
-	3,  // 47: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
-	38, // 48: switchboard.partners.v1.PartnersService.CreateClient:output_type -> switchboard.identity.v1.Company
-	13, // 49: switchboard.partners.v1.PartnersService.ListClientSubscriptions:output_type -> switchboard.partners.v1.ListClientSubscriptionsResponse
-	39, // 50: switchboard.partners.v1.PartnersService.ChangeClientSize:output_type -> switchboard.billing.v1.ChangeResult
-	39, // 51: switchboard.partners.v1.PartnersService.ChangeClientPlan:output_type -> switchboard.billing.v1.ChangeResult
-	12, // 52: switchboard.partners.v1.PartnersService.GrantClientAdvance:output_type -> switchboard.partners.v1.ClientSubscription
-	18, // 53: switchboard.partners.v1.PartnersService.ListClientRequisites:output_type -> switchboard.partners.v1.ListClientRequisitesResponse
-	20, // 54: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:output_type -> switchboard.partners.v1.PartnerRequisite
-	22, // 55: switchboard.partners.v1.PartnersService.ListPartnerRequisites:output_type -> switchboard.partners.v1.ListPartnerRequisitesResponse
-	24, // 56: switchboard.partners.v1.PartnersService.GetBalance:output_type -> switchboard.partners.v1.Balance
-	27, // 57: switchboard.partners.v1.PartnersService.ListRewards:output_type -> switchboard.partners.v1.ListRewardsResponse
-	30, // 58: switchboard.partners.v1.PartnersService.ListPayouts:output_type -> switchboard.partners.v1.ListPayoutsResponse
-	29, // 59: switchboard.partners.v1.PartnersService.CreatePayout:output_type -> switchboard.partners.v1.Payout
-	43, // [43:60] is the sub-list for method output_type
-	26, // [26:43] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	40, // 26: switchboard.partners.v1.Payment.status:type_name -> switchboard.billing.v1.InvoiceStatus
+	36, // 27: switchboard.partners.v1.Payment.lifetime:type_name -> google.protobuf.Timestamp
+	41, // 28: switchboard.partners.v1.Payment.summary:type_name -> switchboard.billing.v1.InvoiceSummary
+	35, // 29: switchboard.partners.v1.Payment.amount:type_name -> switchboard.api.v1.Decimal
+	42, // 30: switchboard.partners.v1.Payment.receipt:type_name -> switchboard.billing.v1.Receipt
+	36, // 31: switchboard.partners.v1.Payment.created_at:type_name -> google.protobuf.Timestamp
+	35, // 32: switchboard.partners.v1.Payment.client_amount:type_name -> switchboard.api.v1.Decimal
+	33, // 33: switchboard.partners.v1.ListPaymentsResponse.payments:type_name -> switchboard.partners.v1.Payment
+	0,  // 34: switchboard.partners.v1.PartnersService.GetProfile:input_type -> switchboard.partners.v1.GetProfileRequest
+	4,  // 35: switchboard.partners.v1.PartnersService.ListPartnerCompanies:input_type -> switchboard.partners.v1.ListPartnerCompaniesRequest
+	6,  // 36: switchboard.partners.v1.PartnersService.GetPartnerCompany:input_type -> switchboard.partners.v1.GetPartnerCompanyRequest
+	32, // 37: switchboard.partners.v1.PartnersService.ListPayments:input_type -> switchboard.partners.v1.ListPaymentsRequest
+	7,  // 38: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:input_type -> switchboard.partners.v1.UpdatePartnerCompanyNoteRequest
+	8,  // 39: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:input_type -> switchboard.partners.v1.UpdatePartnerCompanyRequest
+	9,  // 40: switchboard.partners.v1.PartnersService.CreateClient:input_type -> switchboard.partners.v1.CreateClientRequest
+	10, // 41: switchboard.partners.v1.PartnersService.ListClientSubscriptions:input_type -> switchboard.partners.v1.ListClientSubscriptionsRequest
+	14, // 42: switchboard.partners.v1.PartnersService.ChangeClientSize:input_type -> switchboard.partners.v1.ChangeClientSizeRequest
+	15, // 43: switchboard.partners.v1.PartnersService.ChangeClientPlan:input_type -> switchboard.partners.v1.ChangeClientPlanRequest
+	16, // 44: switchboard.partners.v1.PartnersService.GrantClientAdvance:input_type -> switchboard.partners.v1.GrantClientAdvanceRequest
+	17, // 45: switchboard.partners.v1.PartnersService.ListClientRequisites:input_type -> switchboard.partners.v1.ListClientRequisitesRequest
+	19, // 46: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:input_type -> switchboard.partners.v1.CreatePartnerRequisiteRequest
+	21, // 47: switchboard.partners.v1.PartnersService.ListPartnerRequisites:input_type -> switchboard.partners.v1.ListPartnerRequisitesRequest
+	23, // 48: switchboard.partners.v1.PartnersService.GetBalance:input_type -> switchboard.partners.v1.GetBalanceRequest
+	25, // 49: switchboard.partners.v1.PartnersService.ListRewards:input_type -> switchboard.partners.v1.ListRewardsRequest
+	28, // 50: switchboard.partners.v1.PartnersService.ListPayouts:input_type -> switchboard.partners.v1.ListPayoutsRequest
+	31, // 51: switchboard.partners.v1.PartnersService.CreatePayout:input_type -> switchboard.partners.v1.CreatePayoutRequest
+	2,  // 52: switchboard.partners.v1.PartnersService.GetProfile:output_type -> switchboard.partners.v1.Profile
+	5,  // 53: switchboard.partners.v1.PartnersService.ListPartnerCompanies:output_type -> switchboard.partners.v1.ListPartnerCompaniesResponse
+	3,  // 54: switchboard.partners.v1.PartnersService.GetPartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
+	34, // 55: switchboard.partners.v1.PartnersService.ListPayments:output_type -> switchboard.partners.v1.ListPaymentsResponse
+	43, // 56: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:output_type -> google.protobuf.Empty
+	3,  // 57: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
+	44, // 58: switchboard.partners.v1.PartnersService.CreateClient:output_type -> switchboard.identity.v1.Company
+	13, // 59: switchboard.partners.v1.PartnersService.ListClientSubscriptions:output_type -> switchboard.partners.v1.ListClientSubscriptionsResponse
+	45, // 60: switchboard.partners.v1.PartnersService.ChangeClientSize:output_type -> switchboard.billing.v1.ChangeResult
+	45, // 61: switchboard.partners.v1.PartnersService.ChangeClientPlan:output_type -> switchboard.billing.v1.ChangeResult
+	12, // 62: switchboard.partners.v1.PartnersService.GrantClientAdvance:output_type -> switchboard.partners.v1.ClientSubscription
+	18, // 63: switchboard.partners.v1.PartnersService.ListClientRequisites:output_type -> switchboard.partners.v1.ListClientRequisitesResponse
+	20, // 64: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:output_type -> switchboard.partners.v1.PartnerRequisite
+	22, // 65: switchboard.partners.v1.PartnersService.ListPartnerRequisites:output_type -> switchboard.partners.v1.ListPartnerRequisitesResponse
+	24, // 66: switchboard.partners.v1.PartnersService.GetBalance:output_type -> switchboard.partners.v1.Balance
+	27, // 67: switchboard.partners.v1.PartnersService.ListRewards:output_type -> switchboard.partners.v1.ListRewardsResponse
+	30, // 68: switchboard.partners.v1.PartnersService.ListPayouts:output_type -> switchboard.partners.v1.ListPayoutsResponse
+	29, // 69: switchboard.partners.v1.PartnersService.CreatePayout:output_type -> switchboard.partners.v1.Payout
+	52, // [52:70] is the sub-list for method output_type
+	34, // [34:52] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_partners_v1_partners_proto_init() }
@@ -2637,13 +2996,15 @@ func file_switchboard_partners_v1_partners_proto_init() {
 	file_switchboard_partners_v1_partners_proto_msgTypes[26].OneofWrappers = []any{}
 	file_switchboard_partners_v1_partners_proto_msgTypes[29].OneofWrappers = []any{}
 	file_switchboard_partners_v1_partners_proto_msgTypes[31].OneofWrappers = []any{}
+	file_switchboard_partners_v1_partners_proto_msgTypes[32].OneofWrappers = []any{}
+	file_switchboard_partners_v1_partners_proto_msgTypes[33].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_partners_v1_partners_proto_rawDesc), len(file_switchboard_partners_v1_partners_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -177,6 +177,59 @@ func local_request_PartnersService_GetPartnerCompany_0(ctx context.Context, mars
 	return msg, metadata, err
 }
 
+var filter_PartnersService_ListPayments_0 = &utilities.DoubleArray{Encoding: map[string]int{"company_id": 0}, Base: []int{1, 1, 0}, Check: []int{0, 1, 2}}
+
+func request_PartnersService_ListPayments_0(ctx context.Context, marshaler runtime.Marshaler, client PartnersServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListPaymentsRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	val, ok := pathParams["company_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "company_id")
+	}
+	protoReq.CompanyId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "company_id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_PartnersService_ListPayments_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := client.ListPayments(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_PartnersService_ListPayments_0(ctx context.Context, marshaler runtime.Marshaler, server PartnersServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListPaymentsRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["company_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "company_id")
+	}
+	protoReq.CompanyId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "company_id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_PartnersService_ListPayments_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.ListPayments(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_PartnersService_UpdatePartnerCompanyNote_0(ctx context.Context, marshaler runtime.Marshaler, client PartnersServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq UpdatePartnerCompanyNoteRequest
@@ -1011,6 +1064,26 @@ func RegisterPartnersServiceHandlerServer(ctx context.Context, mux *runtime.Serv
 		}
 		forward_PartnersService_GetPartnerCompany_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_PartnersService_ListPayments_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/switchboard.partners.v1.PartnersService/ListPayments", runtime.WithHTTPPathPattern("/v2/companies/{company_id}/partners/partner_companies/payments"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_PartnersService_ListPayments_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_PartnersService_ListPayments_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPut, pattern_PartnersService_UpdatePartnerCompanyNote_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1382,6 +1455,23 @@ func RegisterPartnersServiceHandlerClient(ctx context.Context, mux *runtime.Serv
 		}
 		forward_PartnersService_GetPartnerCompany_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_PartnersService_ListPayments_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/switchboard.partners.v1.PartnersService/ListPayments", runtime.WithHTTPPathPattern("/v2/companies/{company_id}/partners/partner_companies/payments"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_PartnersService_ListPayments_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_PartnersService_ListPayments_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPut, pattern_PartnersService_UpdatePartnerCompanyNote_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1663,6 +1753,7 @@ var (
 	pattern_PartnersService_GetProfile_0               = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4}, []string{"v2", "companies", "company_id", "partners", "profile"}, ""))
 	pattern_PartnersService_ListPartnerCompanies_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4}, []string{"v2", "companies", "company_id", "partners", "partner_companies"}, ""))
 	pattern_PartnersService_GetPartnerCompany_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5}, []string{"v2", "companies", "company_id", "partners", "partner_companies", "partner_company_id"}, ""))
+	pattern_PartnersService_ListPayments_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 2, 5}, []string{"v2", "companies", "company_id", "partners", "partner_companies", "payments"}, ""))
 	pattern_PartnersService_UpdatePartnerCompanyNote_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"v2", "companies", "company_id", "partners", "partner_companies", "partner_company_id", "note"}, ""))
 	pattern_PartnersService_UpdatePartnerCompany_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5}, []string{"v2", "companies", "company_id", "partners", "partner_companies", "partner_company_id"}, ""))
 	pattern_PartnersService_CreateClient_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4}, []string{"v2", "companies", "company_id", "partners", "clients"}, ""))
@@ -1683,6 +1774,7 @@ var (
 	forward_PartnersService_GetProfile_0               = runtime.ForwardResponseMessage
 	forward_PartnersService_ListPartnerCompanies_0     = runtime.ForwardResponseMessage
 	forward_PartnersService_GetPartnerCompany_0        = runtime.ForwardResponseMessage
+	forward_PartnersService_ListPayments_0             = runtime.ForwardResponseMessage
 	forward_PartnersService_UpdatePartnerCompanyNote_0 = runtime.ForwardResponseMessage
 	forward_PartnersService_UpdatePartnerCompany_0     = runtime.ForwardResponseMessage
 	forward_PartnersService_CreateClient_0             = runtime.ForwardResponseMessage

@@ -25,6 +25,7 @@ const (
 	PartnersService_GetProfile_FullMethodName               = "/switchboard.partners.v1.PartnersService/GetProfile"
 	PartnersService_ListPartnerCompanies_FullMethodName     = "/switchboard.partners.v1.PartnersService/ListPartnerCompanies"
 	PartnersService_GetPartnerCompany_FullMethodName        = "/switchboard.partners.v1.PartnersService/GetPartnerCompany"
+	PartnersService_ListPayments_FullMethodName             = "/switchboard.partners.v1.PartnersService/ListPayments"
 	PartnersService_UpdatePartnerCompanyNote_FullMethodName = "/switchboard.partners.v1.PartnersService/UpdatePartnerCompanyNote"
 	PartnersService_UpdatePartnerCompany_FullMethodName     = "/switchboard.partners.v1.PartnersService/UpdatePartnerCompany"
 	PartnersService_CreateClient_FullMethodName             = "/switchboard.partners.v1.PartnersService/CreateClient"
@@ -63,6 +64,9 @@ type PartnersServiceClient interface {
 	//
 	// Errors: 404 error 31002 PARTNER_COMPANY_NOT_FOUND.
 	GetPartnerCompany(ctx context.Context, in *GetPartnerCompanyRequest, opts ...grpc.CallOption) (*PartnerCompany, error)
+	// The stored invoices of the partner's clients, newest first (a
+	// client's own invoices: payer client, client_amount the amount).
+	ListPayments(ctx context.Context, in *ListPaymentsRequest, opts ...grpc.CallOption) (*ListPaymentsResponse, error)
 	// Sets the partner's note on a client ("" is kept as "").
 	//
 	// Errors: 404 error 31002 PARTNER_COMPANY_NOT_FOUND.
@@ -174,6 +178,16 @@ func (c *partnersServiceClient) GetPartnerCompany(ctx context.Context, in *GetPa
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PartnerCompany)
 	err := c.cc.Invoke(ctx, PartnersService_GetPartnerCompany_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *partnersServiceClient) ListPayments(ctx context.Context, in *ListPaymentsRequest, opts ...grpc.CallOption) (*ListPaymentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPaymentsResponse)
+	err := c.cc.Invoke(ctx, PartnersService_ListPayments_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -342,6 +356,9 @@ type PartnersServiceServer interface {
 	//
 	// Errors: 404 error 31002 PARTNER_COMPANY_NOT_FOUND.
 	GetPartnerCompany(context.Context, *GetPartnerCompanyRequest) (*PartnerCompany, error)
+	// The stored invoices of the partner's clients, newest first (a
+	// client's own invoices: payer client, client_amount the amount).
+	ListPayments(context.Context, *ListPaymentsRequest) (*ListPaymentsResponse, error)
 	// Sets the partner's note on a client ("" is kept as "").
 	//
 	// Errors: 404 error 31002 PARTNER_COMPANY_NOT_FOUND.
@@ -437,6 +454,9 @@ func (UnimplementedPartnersServiceServer) ListPartnerCompanies(context.Context, 
 }
 func (UnimplementedPartnersServiceServer) GetPartnerCompany(context.Context, *GetPartnerCompanyRequest) (*PartnerCompany, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetPartnerCompany not implemented")
+}
+func (UnimplementedPartnersServiceServer) ListPayments(context.Context, *ListPaymentsRequest) (*ListPaymentsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListPayments not implemented")
 }
 func (UnimplementedPartnersServiceServer) UpdatePartnerCompanyNote(context.Context, *UpdatePartnerCompanyNoteRequest) (*emptypb.Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method UpdatePartnerCompanyNote not implemented")
@@ -551,6 +571,24 @@ func _PartnersService_GetPartnerCompany_Handler(srv interface{}, ctx context.Con
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(PartnersServiceServer).GetPartnerCompany(ctx, req.(*GetPartnerCompanyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PartnersService_ListPayments_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPaymentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PartnersServiceServer).ListPayments(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PartnersService_ListPayments_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PartnersServiceServer).ListPayments(ctx, req.(*ListPaymentsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -825,6 +863,10 @@ var PartnersService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetPartnerCompany",
 			Handler:    _PartnersService_GetPartnerCompany_Handler,
+		},
+		{
+			MethodName: "ListPayments",
+			Handler:    _PartnersService_ListPayments_Handler,
 		},
 		{
 			MethodName: "UpdatePartnerCompanyNote",

@@ -66,8 +66,9 @@ type Repository interface {
 	Requisite(ctx context.Context, companyID, id int64) (domain.Requisite, error)
 	// Invoice answers domain.ErrNotFound for another company's.
 	Invoice(ctx context.Context, companyID, id int64) (domain.Invoice, error)
-	// Invoices of a company, newest first, and how many it has in all.
-	Invoices(ctx context.Context, companyID int64, limit, offset int32) ([]domain.Invoice, int64, error)
+	// Invoices of the companies, newest first, and how many they have in
+	// all.
+	Invoices(ctx context.Context, companyIDs []int64, limit, offset int32) ([]domain.Invoice, int64, error)
 	// DueInvoices are ids of new invoices whose lifetime ended by now.
 	DueInvoices(ctx context.Context, now time.Time, limit int) ([]int64, error)
 	// SandboxRate is the test-mode rate of a company: found false without

@@ -406,7 +406,16 @@ func planError(err error, loc []any, plan domain.Plan, typ domain.SubscriptionTy
 
 // ListInvoices answers the company's stored invoices, newest first.
 func (s *Service) ListInvoices(ctx context.Context, companyID int64, limit, offset int32) ([]domain.Invoice, int64, error) {
-	return s.repo.Invoices(ctx, companyID, limit, offset)
+	return s.repo.Invoices(ctx, []int64{companyID}, limit, offset)
+}
+
+// CompaniesInvoices answers the stored invoices of several companies,
+// newest first (a partner's view of its clients' payments).
+func (s *Service) CompaniesInvoices(ctx context.Context, companyIDs []int64, limit, offset int32) ([]domain.Invoice, int64, error) {
+	if len(companyIDs) == 0 {
+		return []domain.Invoice{}, 0, nil
+	}
+	return s.repo.Invoices(ctx, companyIDs, limit, offset)
 }
 
 // GetInvoice answers one of the company's invoices.

@@ -143,6 +143,8 @@ type Billing interface {
 	ChangePlan(ctx context.Context, r *billingv1.ChangePlanRequest) (*billingv1.ChangeResult, error)
 	GrantAdvance(ctx context.Context, r *billingv1.GrantAdvanceRequest) (*billingv1.Subscription, error)
 	Requisites(ctx context.Context, companyID int64) ([]*billingv1.Requisite, error)
+	// Invoices of the companies, newest first, and their count.
+	Invoices(ctx context.Context, companyIDs []int64, limit, offset int32) ([]*billingv1.CompanyInvoice, int64, error)
 }
 
 // Connection is what a partner sees of a client's connection.

@@ -129,6 +129,9 @@ func (noBilling) GrantAdvance(context.Context, *billingv1.GrantAdvanceRequest) (
 func (noBilling) Requisites(context.Context, int64) ([]*billingv1.Requisite, error) {
 	return nil, errNoPeer
 }
+func (noBilling) Invoices(context.Context, []int64, int32, int32) ([]*billingv1.CompanyInvoice, int64, error) {
+	return nil, 0, errNoPeer
+}
 
 type noConnections struct{}
 

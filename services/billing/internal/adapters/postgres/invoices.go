@@ -86,13 +86,13 @@ func (r *Repo) Invoice(ctx context.Context, companyID, id int64) (domain.Invoice
 }
 
 // Invoices implements app.Repository.
-func (r *Repo) Invoices(ctx context.Context, companyID int64, limit, offset int32) ([]domain.Invoice, int64, error) {
+func (r *Repo) Invoices(ctx context.Context, companyIDs []int64, limit, offset int32) ([]domain.Invoice, int64, error) {
 	var count int64
-	if err := r.db.QueryRow(ctx, `SELECT count(*) FROM invoices WHERE company_id = $1`, companyID).Scan(&count); err != nil {
+	if err := r.db.QueryRow(ctx, `SELECT count(*) FROM invoices WHERE company_id = ANY($1)`, companyIDs).Scan(&count); err != nil {
 		return nil, 0, fmt.Errorf("count invoices: %w", err)
 	}
-	rows, err := r.db.Query(ctx, `SELECT `+invoiceCols+` FROM invoices WHERE company_id = $1
-		ORDER BY id DESC LIMIT $2 OFFSET $3`, companyID, limit, offset)
+	rows, err := r.db.Query(ctx, `SELECT `+invoiceCols+` FROM invoices WHERE company_id = ANY($1)
+		ORDER BY id DESC LIMIT $2 OFFSET $3`, companyIDs, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list invoices: %w", err)
 	}

@@ -77,3 +77,16 @@ func (s *Server) GetCompaniesBilling(ctx context.Context, req *billingv1.GetComp
 	}
 	return out, nil
 }
+
+// ListCompaniesInvoices implements billingv1.BillingInternalServiceServer.
+func (s *Server) ListCompaniesInvoices(ctx context.Context, req *billingv1.ListCompaniesInvoicesRequest) (*billingv1.ListCompaniesInvoicesResponse, error) {
+	list, count, err := s.app.CompaniesInvoices(ctx, req.GetCompanyIds(), req.GetLimit(), req.GetOffset())
+	if err != nil {
+		return nil, err
+	}
+	out := &billingv1.ListCompaniesInvoicesResponse{Count: count, Invoices: make([]*billingv1.CompanyInvoice, 0, len(list))}
+	for _, inv := range list {
+		out.Invoices = append(out.Invoices, &billingv1.CompanyInvoice{CompanyId: inv.CompanyID, Invoice: InvoicePB(inv)})
+	}
+	return out, nil
+}

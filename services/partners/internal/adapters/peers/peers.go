@@ -173,6 +173,15 @@ func (b Billing) Requisites(ctx context.Context, companyID int64) ([]*billingv1.
 	return resp.GetRequisites(), nil
 }
 
+// Invoices implements app.Billing.
+func (b Billing) Invoices(ctx context.Context, companyIDs []int64, limit, offset int32) ([]*billingv1.CompanyInvoice, int64, error) {
+	resp, err := b.api.ListCompaniesInvoices(ctx, &billingv1.ListCompaniesInvoicesRequest{CompanyIds: companyIDs, Limit: limit, Offset: offset})
+	if err != nil {
+		return nil, 0, apierr.FromPeer("billing", "ListCompaniesInvoices", err)
+	}
+	return resp.GetInvoices(), resp.GetCount(), nil
+}
+
 // Connections implements app.Connections.
 type Connections struct {
 	api connectionsv1.ConnectionsInternalServiceClient

@@ -290,3 +290,26 @@ func (s *Server) ListMailbox(ctx context.Context, req *partnersv1.ListMailboxReq
 	}
 	return out, nil
 }
+
+// ListPayments implements partnersv1.PartnersServiceServer.
+func (s *Server) ListPayments(ctx context.Context, req *partnersv1.ListPaymentsRequest) (*partnersv1.ListPaymentsResponse, error) {
+	f := app.PaymentsFilter{ClientID: req.PartnerCompanyId, ClientType: req.PartnerCompanyType, Limit: 100, Offset: req.GetOffset()}
+	if req.Limit != nil {
+		f.Limit = req.GetLimit()
+	}
+	list, count, err := s.app.Payments(ctx, req.GetCompanyId(), f)
+	if err != nil {
+		return nil, err
+	}
+	out := &partnersv1.ListPaymentsResponse{Count: count, Payments: make([]*partnersv1.Payment, 0, len(list))}
+	for _, p := range list {
+		inv := p.Invoice
+		out.Payments = append(out.Payments, &partnersv1.Payment{
+			Id: inv.Id, Preview: inv.GetPreview(), Status: inv.Status, Lifetime: inv.GetLifetime(), Summary: inv.GetSummary(),
+			Amount: inv.GetAmount(), Currency: inv.GetCurrency(), PaymentUrl: inv.PaymentUrl, PreviewUrl: inv.PreviewUrl,
+			ActUrl: inv.ActUrl, Receipt: inv.GetReceipt(), CreatedAt: inv.GetCreatedAt(),
+			CompanyId: p.CompanyID, CompanyName: p.CompanyName, ClientAmount: inv.GetAmount(), Payer: p.Payer,
+		})
+	}
+	return out, nil
+}
