@@ -1,0 +1,316 @@
+package e2e
+
+// The partners service killed (SIGKILL) while billing's relay hands it
+// payments: every paid invoice still makes exactly its reward, since
+// billing keeps each event in its outbox until partners has applied it,
+// and partners applies each event once (by its id) in the transaction
+// that records it.
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// ptkInvoice is a stored, unpaid invoice of a client.
+type ptkInvoice struct {
+	id     any
+	client company
+}
+
+// ptkClients makes n referral clients of pt, each with an invoice of 1,
+// 2, 4, ... dialogs (perClient of them, stored, not paid): each client's
+// invoices add up to 5 × (2^perClient - 1), and a lost or doubled one
+// shows in its sum. It answers the clients and the invoices, interleaved
+// by client.
+func ptkClients(t *testing.T, pt ptPartner, label string, n, perClient int) ([]company, []ptkInvoice) {
+	t.Helper()
+	clients := make([]company, n)
+	for i := range clients {
+		clients[i] = ptClient(t, pt.ReferralCode, p("%s %d", label, i))
+	}
+	var invoices []ptkInvoice
+	for j := range perClient {
+		for _, c := range clients {
+			inv := bmOK(t, bmInvoice(t, c, bmStored(bmCardRU(nil, bmDialogsItem(1<<j)))))
+			require.Equal(t, "new", inv["status"])
+			invoices = append(invoices, ptkInvoice{id: inv["id"], client: c})
+		}
+	}
+	return clients, invoices
+}
+
+// ptkRows are the rewards pt should have of the clients: one
+// WABA_DIALOGS_REWARD row each (10 %), topups 5 × (2^perClient - 1).
+func ptkRows(clients []company, label string, perClient int) []map[string]any {
+	topups := int64(5 * ((1 << perClient) - 1))
+	rows := make([]map[string]any, len(clients))
+	for i, c := range clients {
+		// topups × 10 / 100: 127.5, 7.5 (exact as float64 literals).
+		rows[i] = ptfDialogsReward(c, p("%s %d", label, i), topups, 0, float64(topups)/10, 10, anyTime)
+	}
+	return rows
+}
+
+// ptkPay pays an invoice in the sandbox (for goroutines: no assertions).
+func ptkPay(inv ptkInvoice) error {
+	r, err := tryCall("POST", p("/sandbox/v1/invoices/%v/pay", inv.id), nil, operator()...)
+	if err == nil && r.Status != 200 {
+		err = fmt.Errorf("pay invoice %v: %d %s", inv.id, r.Status, r.Body)
+	}
+	return err
+}
+
+// ptkRelayFailures counts the lines of billing's log where its relay
+// failed to hand the partners topic over.
+func ptkRelayFailures() int {
+	n := 0
+	for _, line := range strings.Split(stack.Log("billing"), "\n") {
+		if strings.Contains(line, `"msg":"outbox: relay failed, will retry"`) && strings.Contains(line, `"topic":"partners"`) {
+			n++
+		}
+	}
+	return n
+}
+
+// ptkWaiting counts the paid-invoice events of the companies that billing
+// has not handed over yet.
+func ptkWaiting(t *testing.T, db *pgx.Conn, clients []company) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRow(context.Background(), `
+		SELECT count(*) FROM outbox WHERE topic = 'partners' AND published_at IS NULL
+		  AND event_type = 'invoices.status_changed' AND payload->>'status' = 'paid' AND company_id = ANY($1)`,
+		ptkIDs(clients)).Scan(&n))
+	return n
+}
+
+func ptkIDs(clients []company) []int64 {
+	ids := make([]int64, len(clients))
+	for i, c := range clients {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
+// ptkTopups is Σ period_topups_value of the partner's rewards.
+func ptkTopups(t *testing.T, pt ptPartner) *big.Rat {
+	t.Helper()
+	sum := new(big.Rat)
+	r := api(t, "GET", ptfRewardsPath(pt, ""), nil, key(pt.Key)...)
+	if r.Status != 200 {
+		return sum
+	}
+	list, _ := r.JSON(t)["rewards"].([]any)
+	for _, row := range list {
+		sum = bmAdd(sum, bmDec(t, row.(map[string]any)["period_topups_value"]))
+	}
+	return sum
+}
+
+// TestPartnerKillNine: partners is killed (kill -9) while the invoices of
+// referral clients are being paid, then started again: every paid
+// invoice makes exactly its reward (each client's row sums its invoices,
+// none lost, none doubled); every event sent again (as after a crash
+// between partners' commit and billing's mark) changes nothing. Then
+// partners is killed before a batch is paid: the events wait in billing's
+// outbox (its relay fails and retries) and arrive once partners is back.
+//
+// Not parallel: it stops a service of the shared stack. Go runs the
+// sequential tests before it releases the parallel ones, so no other test
+// sees partners down.
+func TestPartnerKillNine(t *testing.T) {
+	ptfAwayFromMonthEnd()
+	began := time.Now()
+	pt := ptNewPartner(t, "Kill Nine")
+	billingDB := serviceDB(t, "billing")
+	down := false
+	kill := func() {
+		t.Helper()
+		require.NoError(t, stack.KillService("partners"))
+		down = true
+	}
+	start := func() {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		require.NoError(t, stack.StartService(ctx, "partners"))
+		down = false
+	}
+	t.Cleanup(func() {
+		if down {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := stack.StartService(ctx, "partners"); err != nil {
+				t.Errorf("start partners again: %v", err)
+			}
+		}
+	})
+
+	// 1. 4 clients × 8 invoices (1..128 dialogs: 255 × 5.00 = 1275 each,
+	// reward 127.50), paid by 8 payers in three parts: the first third
+	// at once; once partners has applied some of it, the second third,
+	// and partners is killed as soon as one of those is paid, while the
+	// others are being paid; the last third waits for the kill, so that
+	// some are surely paid while partners is down.
+	const label, perClient = "Kill Client", 8
+	clients, invoices := ptkClients(t, pt, label, 4, perClient)
+	total := len(invoices)
+	third := total / 3
+	gateB, gateC := make(chan struct{}), make(chan struct{})
+	paidCh := make(chan struct{}, total)
+	jobs := make(chan int, total)
+	for i := range total {
+		jobs <- i
+	}
+	close(jobs)
+	errs := make([]error, total)
+	var paid atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				switch {
+				case i >= 2*third:
+					<-gateC
+				case i >= third:
+					<-gateB
+				}
+				errs[i] = ptkPay(invoices[i])
+				paid.Add(1)
+				paidCh <- struct{}{}
+			}
+		}()
+	}
+	release := func() {
+		for _, g := range []chan struct{}{gateB, gateC} {
+			select {
+			case <-g:
+			default:
+				close(g)
+			}
+		}
+	}
+	defer func() { release(); wg.Wait() }()
+	for range third {
+		<-paidCh
+	}
+	// Partners has applied some of the first third.
+	require.Eventually(t, func() bool { return ptkTopups(t, pt).Sign() > 0 }, ptfWait, tick, "no reward before the kill")
+	close(gateB)
+	<-paidCh
+	kill()
+	t.Logf("partners killed with %d of %d invoices paid, %d of the paid events not handed over",
+		paid.Load(), total, ptkWaiting(t, billingDB, clients))
+	close(gateC)
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	// At least the third paid after the kill waits in billing's outbox.
+	waiting := ptkWaiting(t, billingDB, clients)
+	require.GreaterOrEqual(t, waiting, total-2*third, "the events paid while partners is down wait")
+	t.Logf("%d paid events wait for partners", waiting)
+	start()
+	rows := ptkRows(clients, label, perClient)
+	ptkAwaitRows(t, pt, clients, rows)
+	// Σ reward_value: 4 × 127.50 = 510.
+	requireJSON(t, ptfBalance(t, pt), 200, map[string]any{"balance": 510})
+	require.Eventually(t, func() bool { return ptkWaiting(t, billingDB, clients) == 0 }, ptfWait, tick, "every paid event was handed over")
+
+	// A crash between partners' commit and billing's mark sends a batch
+	// again: every event of these clients is sent again, and nothing
+	// changes.
+	ctx := context.Background()
+	tag, err := billingDB.Exec(ctx, `UPDATE outbox SET published_at = NULL
+		WHERE topic = 'partners' AND company_id = ANY($1)`, ptkIDs(clients))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, tag.RowsAffected(), int64(total))
+	_, err = billingDB.Exec(ctx, `SELECT pg_notify('outbox', 'partners')`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return ptkWaiting(t, billingDB, clients) == 0 }, ptfWait, tick, "the events were not sent again")
+	ptkAwaitRows(t, pt, clients, rows)
+	requireJSON(t, ptfBalance(t, pt), 200, map[string]any{"balance": 510})
+
+	// 2. Partners is down before a batch: 2 more clients × 4 invoices
+	// (1..8 dialogs: 15 × 5.00 = 75 each, reward 7.50).
+	const label2, perClient2 = "Kill Later", 4
+	later, batch := ptkClients(t, pt, label2, 2, perClient2)
+	failed := ptkRelayFailures()
+	kill()
+	for _, inv := range batch {
+		require.NoError(t, ptkPay(inv))
+	}
+	// The relay tried partners and failed; the events wait.
+	require.Eventually(t, func() bool { return ptkRelayFailures() > failed }, ptfWait, tick,
+		"billing's relay never tried partners")
+	require.Equal(t, len(batch), ptkWaiting(t, billingDB, later), "the paid events wait in billing's outbox")
+	start()
+	rows2 := ptkRows(later, label2, perClient2)
+	ptkAwaitRows(t, pt, append(append([]company{}, clients...), later...), append(append([]map[string]any{}, rows...), rows2...))
+	// 510 + 2 × 7.50 = 525.
+	requireJSON(t, ptfBalance(t, pt), 200, map[string]any{"balance": 525})
+	require.Eventually(t, func() bool { return ptkWaiting(t, billingDB, later) == 0 }, ptfWait, tick, "every paid event was handed over")
+	t.Logf("took %s", time.Since(began).Round(time.Millisecond))
+}
+
+// ptkAwaitRows polls the partner's rewards until they are the rows (one
+// per client, in any order) and checks them exactly then; it answers the
+// list.
+func ptkAwaitRows(t *testing.T, pt ptPartner, clients []company, rows []map[string]any) []any {
+	t.Helper()
+	byClient := map[float64]map[string]any{}
+	for i, c := range clients {
+		byClient[float64(c.ID)] = rows[i]
+	}
+	// The list in the order it has, once every client's row is there.
+	ordered := func(got any) []any {
+		list, _ := got.(map[string]any)["rewards"].([]any)
+		out := make([]any, 0, len(list))
+		for _, r := range list {
+			m, _ := r.(map[string]any)
+			id, _ := m["company_id"].(float64)
+			if w, ok := byClient[id]; ok {
+				out = append(out, w)
+			} else {
+				out = append(out, map[string]any{"unexpected": m})
+			}
+		}
+		return out
+	}
+	var r response
+	var want []any
+	for deadline := time.Now().Add(ptfWait); ; time.Sleep(tick) {
+		r = api(t, "GET", ptfRewardsPath(pt, ""), nil, key(pt.Key)...)
+		var got any
+		if r.Status == 200 && jsonUnmarshal(r.Body, &got) == nil {
+			want = ordered(got)
+			if len(want) == len(rows) && ptfMatches(map[string]any{"rewards": want}, got) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	require.Len(t, want, len(rows), "%s", r.Body)
+	got := requireJSON(t, r, 200, map[string]any{"rewards": want}).(map[string]any)
+	// Σ reward_value is the sum of the expected values.
+	sum, exp := bmR("0"), bmR("0")
+	for i, row := range got["rewards"].([]any) {
+		sum = bmAdd(sum, bmDec(t, row.(map[string]any)["reward_value"]))
+		exp = bmAdd(exp, bmDec(t, want[i].(map[string]any)["reward_value"]))
+	}
+	require.Zero(t, sum.Cmp(exp), "Σ reward_value %s, want %s", bmStr(sum), bmStr(exp))
+	return got["rewards"].([]any)
+}
