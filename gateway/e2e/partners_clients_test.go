@@ -228,6 +228,13 @@ func TestPartnerClientsDailyCap(t *testing.T) {
 	pt := ptNewPartner(t, "Cap Partner")
 	requireJSON(t, ptOperator(t, pt.ID, map[string]any{"clients_per_day": 3}), 200, ptSettings(pt.ID, ptCommissions(20, 10, 10), 3))
 
+	// Companies the operator signs up with the partner's codes are its
+	// clients, but not its calls: they do not count.
+	for i := 0; i < 4; i++ {
+		ptClient(t, pt.Code, p("Operator Client %d", i))
+		ptClient(t, pt.ReferralCode, p("Operator Referral %d", i))
+	}
+
 	// Refusals first: none counts.
 	for i := 0; i < 4; i++ {
 		requireBody(t, ptNameInvalid, ptCreateClient(t, pt, ptNewClientBody("Bad|Name", ptEmail(t, "cap.refused"), "Cap Co", "+79991234567")))
@@ -279,7 +286,8 @@ func TestPartnerClientsDailyCap(t *testing.T) {
 	}
 	// Ids grow with creation: the list is by id.
 	sort.Slice(items, func(a, b int) bool { return items[a]["id"].(int64) < items[b]["id"].(int64) })
-	requireJSON(t, ptList(t, pt, ""), 200, ptPage(3, items...))
+	requireJSON(t, ptList(t, pt, "query=Cap+Co"), 200, ptPage(3, items...))
+	require.EqualValues(t, 11, ptList(t, pt, "").JSON(t)["count"], "the 8 the operator made, and the 3")
 
 	// Over the cap: 26002 still comes first; the cap before 26001.
 	requireBody(t, ptNameInvalid, ptCreateClient(t, pt, ptNewClientBody("Bad|Name", ptEmail(t, "cap.after"), "Cap Co", "+79991234567")))
@@ -297,10 +305,9 @@ func TestPartnerClientsDailyCap(t *testing.T) {
 	// 0: none at all.
 	requireJSON(t, ptOperator(t, pt.ID, map[string]any{"clients_per_day": 0}), 200, ptSettings(pt.ID, ptCommissions(20, 10, 10), 0))
 	requireBody(t, ptDailyLimit, ptCreateClient(t, pt, ptNewClientBody("Ann", ptEmail(t, "cap.zero"), "Cap Zero", "+79991234567")))
-	require.EqualValues(t, 4, ptList(t, pt, "").JSON(t)["count"])
+	require.EqualValues(t, 12, ptList(t, pt, "").JSON(t)["count"])
 
-	// null: back to the default (20), of which 4 are used today (see
-	// TestPartnerOperatorSettings: the gateway drops the null).
+	// null: back to the default (20), of which 4 are used today.
 	t.Run("clients_per_day null", func(t *testing.T) {
 		requireJSON(t, ptOperator(t, pt.ID, map[string]any{"clients_per_day": nil}), 200, ptSettings(pt.ID, ptCommissions(20, 10, 10), nil))
 		require.Equal(t, 200, ptCreateClient(t, pt, ptNewClientBody("Ann", ptEmail(t, "cap.default"), "Cap Default", "+79991234567")).Status)

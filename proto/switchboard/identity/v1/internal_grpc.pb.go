@@ -71,8 +71,9 @@ type IdentityInternalServiceClient interface {
 	// Creates, in one transaction, a user (login email) owning as
 	// ADMINISTRATOR a new company linked to the partner as a partner-type
 	// client, and queues the mail with the user's temporary password. At
-	// most max_per_day clients of a partner per UTC day (400 31008, counted
-	// under a lock, so parallel calls keep it); an email a user already has
+	// most max_per_day clients created this way by a partner per UTC day
+	// (the operator's sign-ups with its codes do not count; 400 31008,
+	// counted under a lock, so parallel calls keep it); an email a user already has
 	// (case ignored) is 409 26001; no way to deliver mail (no SMTP and not
 	// test mode) is 503, before anything is written.
 	CreatePartnerClient(ctx context.Context, in *CreatePartnerClientRequest, opts ...grpc.CallOption) (*Company, error)
@@ -217,8 +218,9 @@ type IdentityInternalServiceServer interface {
 	// Creates, in one transaction, a user (login email) owning as
 	// ADMINISTRATOR a new company linked to the partner as a partner-type
 	// client, and queues the mail with the user's temporary password. At
-	// most max_per_day clients of a partner per UTC day (400 31008, counted
-	// under a lock, so parallel calls keep it); an email a user already has
+	// most max_per_day clients created this way by a partner per UTC day
+	// (the operator's sign-ups with its codes do not count; 400 31008,
+	// counted under a lock, so parallel calls keep it); an email a user already has
 	// (case ignored) is 409 26001; no way to deliver mail (no SMTP and not
 	// test mode) is 503, before anything is written.
 	CreatePartnerClient(context.Context, *CreatePartnerClientRequest) (*Company, error)

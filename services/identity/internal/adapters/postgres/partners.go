@@ -57,9 +57,11 @@ func resolvePromoCode(ctx context.Context, q queryer, code string) (domain.Promo
 	return pc, miss(err)
 }
 
-func insertClientLink(ctx context.Context, tx pgx.Tx, companyID, partnerID int64, typ domain.ClientType, at time.Time) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO partner_clients (company_id, partner_company_id, client_type, created_at)
-		VALUES ($1, $2, $3, $4)`, companyID, partnerID, string(typ), at); err != nil {
+// insertClientLink links a client; byPartner: the partner created it
+// (its daily cap counts it).
+func insertClientLink(ctx context.Context, tx pgx.Tx, companyID, partnerID int64, typ domain.ClientType, at time.Time, byPartner bool) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO partner_clients (company_id, partner_company_id, client_type, created_at, created_by_partner)
+		VALUES ($1, $2, $3, $4, $5)`, companyID, partnerID, string(typ), at, byPartner); err != nil {
 		return fmt.Errorf("insert partner client: %w", err)
 	}
 	return nil
@@ -137,8 +139,10 @@ func (r *Repo) CreatePartnerClient(ctx context.Context, in app.NewPartnerClient)
 			return domain.ErrNotFound
 		}
 		var today int
+		// The clients the partner created itself that UTC day (the
+		// operator's sign-ups with its code are not its calls).
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM partner_clients
-			WHERE partner_company_id = $1 AND created_at >= $2 AND created_at < $3`,
+			WHERE partner_company_id = $1 AND created_by_partner AND created_at >= $2 AND created_at < $3`,
 			in.PartnerCompanyID, in.DayStart, in.DayEnd).Scan(&today); err != nil {
 			return fmt.Errorf("count partner clients: %w", err)
 		}
@@ -173,7 +177,7 @@ func (r *Repo) CreatePartnerClient(ctx context.Context, in app.NewPartnerClient)
 		if err := setOwner(ctx, tx, companyID, userID, in.Roles); err != nil {
 			return err
 		}
-		if err := insertClientLink(ctx, tx, companyID, in.PartnerCompanyID, domain.ClientPartner, in.Now); err != nil {
+		if err := insertClientLink(ctx, tx, companyID, in.PartnerCompanyID, domain.ClientPartner, in.Now, true); err != nil {
 			return err
 		}
 		if err := mail.Enqueue(ctx, tx, in.Mail); err != nil {

@@ -95,7 +95,7 @@ func (r *Repo) CreateCompany(ctx context.Context, in app.NewCompany) (app.Compan
 			}
 		}
 		if link != nil {
-			if err := insertClientLink(ctx, tx, out.Company.ID, link.PartnerCompanyID, link.ClientType, in.LinkedAt); err != nil {
+			if err := insertClientLink(ctx, tx, out.Company.ID, link.PartnerCompanyID, link.ClientType, in.LinkedAt, false); err != nil {
 				return err
 			}
 		}
