@@ -81,8 +81,9 @@ type PartnersServiceClient interface {
 	// Creates a client: a user (login email) owning, as ADMINISTRATOR, a new
 	// company (Europe/Moscow, RUB) of partner type, and mails the user a
 	// temporary password (subject "Your Switchboard account"). At most
-	// clients_per_day new clients a UTC day (20 unless the operator set
-	// another); refused calls do not count.
+	// clients_per_day clients created this way a UTC day (20 unless the
+	// operator set another); refused calls, and companies that sign up with
+	// the partner's codes, do not count.
 	//
 	// Errors: 400 error 26002 USER_NAME_INVALID (name holds a control
 	// character or one of < > & " $ % ! # ? § ; * ~ / \ | ^ = [ ] { } ( ));
@@ -373,8 +374,9 @@ type PartnersServiceServer interface {
 	// Creates a client: a user (login email) owning, as ADMINISTRATOR, a new
 	// company (Europe/Moscow, RUB) of partner type, and mails the user a
 	// temporary password (subject "Your Switchboard account"). At most
-	// clients_per_day new clients a UTC day (20 unless the operator set
-	// another); refused calls do not count.
+	// clients_per_day clients created this way a UTC day (20 unless the
+	// operator set another); refused calls, and companies that sign up with
+	// the partner's codes, do not count.
 	//
 	// Errors: 400 error 26002 USER_NAME_INVALID (name holds a control
 	// character or one of < > & " $ % ! # ? § ; * ~ / \ | ^ = [ ] { } ( ));
