@@ -327,7 +327,7 @@ func (s *Service) companyBilling(ctx context.Context, companyID int64, st Settin
 // SetSandboxRate sets the rate a keepz connection's company gets in test
 // mode; nil makes it unavailable.
 func (s *Service) SetSandboxRate(ctx context.Context, connectionID int64, rate *decimal.Decimal) (*decimal.Decimal, error) {
-	if rate != nil && (!rate.IsPositive() || rate.Exponent() < -4 && !rate.Equal(rate.Round(4))) {
+	if rate != nil && (!rate.IsPositive() || !rate.Equal(rate.Round(4))) {
 		return nil, valueError(apierr.Body("rate"), "rate must be a number above 0 with at most 4 decimals")
 	}
 	ref, err := s.conns.Connection(ctx, connectionID)
@@ -336,10 +336,6 @@ func (s *Service) SetSandboxRate(ctx context.Context, connectionID int64, rate *
 	}
 	if ref.Type != "keepz" {
 		return nil, apierr.ConnectionNotFound.Msg("connection %d is not a keepz connection", connectionID)
-	}
-	if rate != nil {
-		r := rate.Round(4)
-		rate = &r
 	}
 	return rate, s.repo.SetSandboxRate(ctx, ref.CompanyID, connectionID, rate)
 }

@@ -426,11 +426,8 @@ func (s *Service) GetInvoice(ctx context.Context, companyID, id int64) (domain.I
 
 // CreateRequisite stores the company's requisites.
 func (s *Service) CreateRequisite(ctx context.Context, q domain.Requisite) (domain.Requisite, error) {
-	switch {
-	case len(q.TIN) == 10 && q.KPP == nil:
+	if len(q.TIN) == 10 && q.KPP == nil {
 		return q, missing("kpp")
-	case len(q.TIN) == 12 && q.KPP != nil && *q.KPP == "":
-		q.KPP = nil
 	}
 	return s.repo.CreateRequisite(ctx, q)
 }

@@ -9,14 +9,13 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/protoapi"
 	"switchboard.dev/pkg/robokassa"
 	apiv1 "switchboard.dev/proto/switchboard/api/v1"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	"switchboard.dev/services/billing/internal/app"
 	"switchboard.dev/services/billing/internal/domain"
 )
-
-func dec(d decimal.Decimal) *apiv1.Decimal { return &apiv1.Decimal{Value: d.String()} }
 
 var methodPB = map[string]billingv1.PaymentMethod{
 	domain.MethodCardRU:         billingv1.PaymentMethod_PAYMENT_METHOD_CARD_RU,
@@ -59,15 +58,15 @@ func requisitePB(q *domain.Requisite) *billingv1.Requisite {
 
 func amountPB(a domain.Amount) *billingv1.DiscountedAmount {
 	return &billingv1.DiscountedAmount{
-		Amount:   dec(a.Amount),
-		Discount: dec(a.Discount),
+		Amount:   protoapi.Decimal(a.Amount),
+		Discount: protoapi.Decimal(a.Discount),
 		Discounts: &billingv1.Discounts{
-			PeriodDiscountPercent:      dec(a.Discounts.Period),
-			QuantityDiscountPercent:    dec(a.Discounts.Quantity),
-			PromoDiscountPercent:       dec(a.Discounts.Promo),
-			PartnerDiscountPercent:     dec(a.Discounts.Partner),
-			TestPeriodDiscountPercent:  dec(a.Discounts.TestPeriod),
-			PartnerBalanceDiscountFlat: dec(a.Discounts.PartnerBalanceFlat),
+			PeriodDiscountPercent:      protoapi.Decimal(a.Discounts.Period),
+			QuantityDiscountPercent:    protoapi.Decimal(a.Discounts.Quantity),
+			PromoDiscountPercent:       protoapi.Decimal(a.Discounts.Promo),
+			PartnerDiscountPercent:     protoapi.Decimal(a.Discounts.Partner),
+			TestPeriodDiscountPercent:  protoapi.Decimal(a.Discounts.TestPeriod),
+			PartnerBalanceDiscountFlat: protoapi.Decimal(a.Discounts.PartnerBalanceFlat),
 		},
 	}
 }
@@ -78,8 +77,8 @@ func InvoicePB(inv domain.Invoice) *billingv1.Invoice {
 		PaymentMethod:          methodPB[inv.PaymentMethod],
 		PeriodMonths:           inv.PeriodMonths,
 		PromoCode:              inv.PromoCode,
-		TotalDiscount:          dec(inv.TotalDiscount()),
-		PartnerDiscountPercent: dec(inv.PartnerDiscountPercent),
+		TotalDiscount:          protoapi.Decimal(inv.TotalDiscount()),
+		PartnerDiscountPercent: protoapi.Decimal(inv.PartnerDiscountPercent),
 		CompanyRequisite:       requisitePB(inv.Requisite),
 	}
 	if p, ok := providerPB[inv.CardProvider]; ok {
@@ -87,8 +86,8 @@ func InvoicePB(inv domain.Invoice) *billingv1.Invoice {
 	}
 	if c := inv.Charge; c != nil {
 		sum.ChargeCurrency = &c.Currency
-		sum.ChargeAmount = dec(c.Amount)
-		sum.ConversionRate = dec(c.Rate)
+		sum.ChargeAmount = protoapi.Decimal(c.Amount)
+		sum.ConversionRate = protoapi.Decimal(c.Rate)
 		sum.ConversionRateDate = &c.RateDate
 	}
 	for _, it := range inv.Items {
@@ -110,11 +109,11 @@ func InvoicePB(inv domain.Invoice) *billingv1.Invoice {
 			item.Item = &billingv1.InvoiceSummaryItem_WabaDialogs{WabaDialogs: &billingv1.WabaDialogsSummaryItem{
 				Type:  billingv1.InvoiceItemType_INVOICE_ITEM_TYPE_WABA_DIALOGS,
 				Count: it.Count,
-				Price: dec(it.Price),
+				Price: protoapi.Decimal(it.Price),
 				TopUpAmount: &billingv1.DialogsAmount{
-					Amount:    dec(it.TopUp.Amount),
-					Discount:  dec(it.TopUp.Discount),
-					Discounts: &billingv1.DialogsDiscounts{PartnerBalanceDiscountFlat: dec(it.TopUp.Discounts.PartnerBalanceFlat)},
+					Amount:    protoapi.Decimal(it.TopUp.Amount),
+					Discount:  protoapi.Decimal(it.TopUp.Discount),
+					Discounts: &billingv1.DialogsDiscounts{PartnerBalanceDiscountFlat: protoapi.Decimal(it.TopUp.Discounts.PartnerBalanceFlat)},
 				},
 			}}
 		}
@@ -123,13 +122,13 @@ func InvoicePB(inv domain.Invoice) *billingv1.Invoice {
 	receipt := &billingv1.Receipt{Items: make([]*billingv1.ReceiptItem, 0, len(inv.Receipt))}
 	for _, l := range inv.Receipt {
 		receipt.Items = append(receipt.Items, &billingv1.ReceiptItem{
-			Name: l.Name, Quantity: l.Quantity, Price: dec(l.Price), Vat: "none", TaxValue: dec(decimal.Zero),
+			Name: l.Name, Quantity: l.Quantity, Price: protoapi.Decimal(l.Price), Vat: "none", TaxValue: protoapi.Decimal(decimal.Zero),
 		})
 	}
 	out := &billingv1.Invoice{
 		Preview:  inv.ID == 0,
 		Summary:  sum,
-		Amount:   dec(inv.Amount),
+		Amount:   protoapi.Decimal(inv.Amount),
 		Currency: domain.Currency,
 		Receipt:  receipt,
 	}

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"switchboard.dev/pkg/protoapi"
 	partnersv1 "switchboard.dev/proto/switchboard/partners/v1"
 	"switchboard.dev/services/partners/internal/app"
 	"switchboard.dev/services/partners/internal/domain"
@@ -18,14 +19,14 @@ func (s *Server) GetBalance(ctx context.Context, req *partnersv1.GetBalanceReque
 	if err != nil {
 		return nil, err
 	}
-	return &partnersv1.Balance{Balance: dec(t.Balance())}, nil
+	return &partnersv1.Balance{Balance: protoapi.Decimal(t.Balance())}, nil
 }
 
 func rewardPB(r domain.Reward) *partnersv1.Reward {
 	return &partnersv1.Reward{
 		Id: r.ID, Period: r.Period, CompanyId: r.CompanyID, CompanyName: r.CompanyName, RewardType: r.Type,
-		PeriodTopupsValue: dec(r.Topups), PeriodSpendingsValue: dec(r.Spendings), RewardValue: dec(r.Value),
-		PartnerPercent: dec(r.Percent), SubscriptionType: r.SubscriptionType, PeriodMonths: r.PeriodMonths,
+		PeriodTopupsValue: protoapi.Decimal(r.Topups), PeriodSpendingsValue: protoapi.Decimal(r.Spendings), RewardValue: protoapi.Decimal(r.Value),
+		PartnerPercent: protoapi.Decimal(r.Percent), SubscriptionType: r.SubscriptionType, PeriodMonths: r.PeriodMonths,
 		CreatedAt: timestamppb.New(r.CreatedAt),
 	}
 }
@@ -45,7 +46,7 @@ func (s *Server) ListRewards(ctx context.Context, req *partnersv1.ListRewardsReq
 
 func payoutPB(p domain.Payout) *partnersv1.Payout {
 	return &partnersv1.Payout{
-		Id: p.ID, Status: p.Status, PayoutType: p.Type, Value: dec(p.Value), RequisiteId: p.RequisiteID,
+		Id: p.ID, Status: p.Status, PayoutType: p.Type, Value: protoapi.Decimal(p.Value), RequisiteId: p.RequisiteID,
 		Comment: p.Comment, CreatedAt: timestamppb.New(p.CreatedAt),
 	}
 }

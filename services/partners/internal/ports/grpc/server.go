@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/protoapi"
 	apiv1 "switchboard.dev/proto/switchboard/api/v1"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
@@ -44,8 +45,6 @@ var (
 // New wraps the use cases.
 func New(a *app.Service) *Server { return &Server{app: a} }
 
-func dec(d decimal.Decimal) *apiv1.Decimal { return &apiv1.Decimal{Value: d.String()} }
-
 func ts(t *time.Time) *timestamppb.Timestamp {
 	if t == nil {
 		return nil
@@ -55,9 +54,9 @@ func ts(t *time.Time) *timestamppb.Timestamp {
 
 func commissionsPB(c domain.Commissions) *partnersv1.Commissions {
 	return &partnersv1.Commissions{
-		PartnerCommissionPercent:     dec(c.Partner),
-		ReferralCommissionPercent:    dec(c.Referral),
-		WabaDialogsCommissionPercent: dec(c.WabaDialogs),
+		PartnerCommissionPercent:     protoapi.Decimal(c.Partner),
+		ReferralCommissionPercent:    protoapi.Decimal(c.Referral),
+		WabaDialogsCommissionPercent: protoapi.Decimal(c.WabaDialogs),
 	}
 }
 
