@@ -466,9 +466,15 @@ func statusEvent(inv domain.Invoice, previous string, at time.Time) map[string]a
 		"status":          inv.Status,
 		"previous_status": prev,
 		"amount":          inv.Amount.String(),
-		"payment_method":  inv.PaymentMethod,
-		"items":           items,
-		"at":              at.Format(time.RFC3339Nano),
+		// currency, payer and client_amount are what a partner's
+		// payment_status notification reports (partners.md): a company's
+		// own invoice is paid by it, its client_amount the amount.
+		"currency":       domain.Currency,
+		"payer":          "client",
+		"client_amount":  inv.Amount.String(),
+		"payment_method": inv.PaymentMethod,
+		"items":          items,
+		"at":             at.Format(time.RFC3339Nano),
 	}
 }
 
