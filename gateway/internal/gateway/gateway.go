@@ -97,6 +97,8 @@ func backends(cfg Config) []backend {
 			partnersv1.RegisterPartnersServiceHandler,
 			partnersv1.RegisterPartnersOperatorServiceHandler,
 			partnersv1.RegisterPartnersSandboxServiceHandler,
+			partnersv1.RegisterPartnerNotificationsServiceHandler,
+			partnersv1.RegisterPartnerNotificationsSandboxServiceHandler,
 		}},
 	}
 }

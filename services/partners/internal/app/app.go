@@ -77,6 +77,8 @@ type IngestTx interface {
 	// SetDialogSpendings sets the spendings of every dialogs reward of the
 	// company in the month.
 	SetDialogSpendings(ctx context.Context, companyID int64, period string, spendings decimal.Decimal) error
+	// NotifyTx queues payment_status notifications (notify.go).
+	NotifyTx
 }
 
 // PayoutTx is the transaction of one partner's payout request.
@@ -182,6 +184,8 @@ type Config struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger
+	// Notify configures notification channels (notify.go).
+	Notify NotifyConfig
 }
 
 // Service is the use cases.

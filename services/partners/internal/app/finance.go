@@ -75,8 +75,9 @@ func (d decoded) paid() bool { return d.invoice != nil && d.invoice.Status == do
 
 // IngestBillingEvents stores and applies a batch of billing's events in
 // one transaction, each once (by its id): a batch sent again applies
-// nothing twice. It answers how many were new. The partners of the paid
-// invoices' clients are asked of identity before the transaction.
+// nothing twice, and queues no notification twice. It answers how many
+// were new. The partners of the invoices' clients are asked of identity
+// before the transaction.
 func (s *Service) IngestBillingEvents(ctx context.Context, events []BillingEvent) (int, error) {
 	batch := make([]decoded, len(events))
 	links := map[int64]clientLink{}
@@ -86,7 +87,9 @@ func (s *Service) IngestBillingEvents(ctx context.Context, events []BillingEvent
 			return 0, err
 		}
 		batch[i] = d
-		if !d.paid() {
+		// Every invoice status may be notified (notify.go); paid ones
+		// are rewarded too.
+		if d.invoice == nil {
 			continue
 		}
 		if _, ok := links[d.CompanyID]; ok {
@@ -102,6 +105,7 @@ func (s *Service) IngestBillingEvents(ctx context.Context, events []BillingEvent
 	err := s.repo.Ingest(ctx, func(tx IngestTx) error {
 		applied = 0
 		commissions := map[int64]domain.Commissions{}
+		names := map[int64]map[int64]string{}
 		for _, d := range batch {
 			fresh, err := tx.RecordEvent(ctx, d.BillingEvent)
 			if err != nil {
@@ -111,6 +115,11 @@ func (s *Service) IngestBillingEvents(ctx context.Context, events []BillingEvent
 				continue
 			}
 			applied++
+			if d.invoice != nil {
+				if err := s.notifyStatus(ctx, tx, d, links[d.CompanyID], names); err != nil {
+					return err
+				}
+			}
 			switch {
 			case d.paid():
 				if err := s.reward(ctx, tx, d, links[d.CompanyID], commissions); err != nil {
