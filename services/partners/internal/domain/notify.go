@@ -175,8 +175,12 @@ type PaymentStatus struct {
 	ChangedAt      time.Time       `json:"changed_at"`
 }
 
+// TextTimeLayout is a time in a notification's text: as the API writes
+// times (UTC, microseconds).
+const TextTimeLayout = "2006-01-02T15:04:05.000000Z"
+
 // Text is the payload as a message: one `key: value` line each, in the
-// payload's order; a null is "null", a time RFC 3339 in UTC.
+// payload's order, as the API writes them; a null is "null".
 func (p PaymentStatus) Text() string {
 	prev := "null"
 	if p.PreviousStatus != nil {
@@ -194,7 +198,7 @@ func (p PaymentStatus) Text() string {
 		"client_amount: " + p.ClientAmount.String(),
 		"currency: " + p.Currency,
 		"payer: " + p.Payer,
-		"changed_at: " + p.ChangedAt.UTC().Format(time.RFC3339),
+		"changed_at: " + p.ChangedAt.UTC().Format(TextTimeLayout),
 	}
 	return strings.Join(lines, "\n")
 }

@@ -30,6 +30,7 @@ func scanChannel(row pgx.Row) (domain.Channel, error) {
 	if err != nil {
 		return c, fmt.Errorf("scan notification channel: %w", err)
 	}
+	c.Created = c.Created.UTC()
 	for _, f := range []struct {
 		from *string
 		to   *string
