@@ -1,10 +1,11 @@
 package e2e
 
 // The partners service killed (SIGKILL) while billing's relay hands it
-// payments: every paid invoice still makes exactly its reward, since
+// payments: every paid invoice still makes exactly its reward, and every
+// status of every invoice exactly one payment_status notification, since
 // billing keeps each event in its outbox until partners has applied it,
 // and partners applies each event once (by its id) in the transaction
-// that records it.
+// that records it, queueing its notifications in that transaction.
 
 import (
 	"context"
@@ -31,12 +32,18 @@ type ptkInvoice struct {
 // invoices add up to 5 × (2^perClient - 1), and a lost or doubled one
 // shows in its sum. It answers the clients and the invoices, interleaved
 // by client.
-func ptkClients(t *testing.T, pt ptPartner, label string, n, perClient int) ([]company, []ptkInvoice) {
+//
+// A whatsapp notification channel of pt lists the clients before their
+// invoices are made; its id is answered too.
+func ptkClients(t *testing.T, pt ptPartner, label string, n, perClient int) ([]company, []ptkInvoice, any) {
 	t.Helper()
 	clients := make([]company, n)
 	for i := range clients {
 		clients[i] = ptClient(t, pt.ReferralCode, p("%s %d", label, i))
 	}
+	channel := requireJSON(t, pnCreate(t, pt, map[string]any{"type": "whatsapp", "name": label,
+		"whatsapp": map[string]any{"phone": "+79990002233"}, "params": pnParams(ptkIDs(clients)...)}), 200,
+		pnChannel(anyID, label, "whatsapp", map[string]any{"phone": "+79990002233"}, pnParams(ptkIDs(clients)...))).(map[string]any)["id"]
 	var invoices []ptkInvoice
 	for j := range perClient {
 		for _, c := range clients {
@@ -45,7 +52,32 @@ func ptkClients(t *testing.T, pt ptPartner, label string, n, perClient int) ([]c
 			invoices = append(invoices, ptkInvoice{id: inv["id"], client: c})
 		}
 	}
-	return clients, invoices
+	return clients, invoices, channel
+}
+
+// ptkNotified waits until the channel has two notifications of each
+// invoice and checks it has exactly those: new, then paid, each once.
+func ptkNotified(t *testing.T, channel any, invoices []ptkInvoice) {
+	t.Helper()
+	var got []any
+	for deadline := time.Now().Add(ptfWait); time.Now().Before(deadline); time.Sleep(tick) {
+		got = nil
+		r := pnSent(t, channel)
+		if r.Status == 200 && jsonUnmarshal(r.Body, &got) == nil && len(got) >= 2*len(invoices) {
+			break
+		}
+	}
+	seen := map[string][]string{}
+	for _, n := range got {
+		pl := n.(map[string]any)["payload"].(map[string]any)
+		id := fmt.Sprint(pl["invoice_id"])
+		seen[id] = append(seen[id], pl["status"].(string))
+	}
+	want := map[string][]string{}
+	for _, inv := range invoices {
+		want[fmt.Sprint(inv.id)] = []string{"new", "paid"}
+	}
+	require.Equal(t, want, seen, "each invoice's new and paid notified once, in order")
 }
 
 // ptkRows are the rewards pt should have of the clients: one
@@ -119,7 +151,8 @@ func ptkTopups(t *testing.T, pt ptPartner) *big.Rat {
 // TestPartnerKillNine: partners is killed (kill -9) while the invoices of
 // referral clients are being paid, then started again: every paid
 // invoice makes exactly its reward (each client's row sums its invoices,
-// none lost, none doubled); every event sent again (as after a crash
+// none lost, none doubled) and the notification channel listing the
+// clients gets each invoice's new and paid once; every event sent again (as after a crash
 // between partners' commit and billing's mark) changes nothing. Then
 // partners is killed before a batch is paid: the events wait in billing's
 // outbox (its relay fails and retries) and arrive once partners is back.
@@ -162,7 +195,7 @@ func TestPartnerKillNine(t *testing.T) {
 	// others are being paid; the last third waits for the kill, so that
 	// some are surely paid while partners is down.
 	const label, perClient = "Kill Client", 8
-	clients, invoices := ptkClients(t, pt, label, 4, perClient)
+	clients, invoices, channel := ptkClients(t, pt, label, 4, perClient)
 	total := len(invoices)
 	third := total / 3
 	gateB, gateC := make(chan struct{}), make(chan struct{})
@@ -227,6 +260,7 @@ func TestPartnerKillNine(t *testing.T) {
 	// Σ reward_value: 4 × 127.50 = 510.
 	requireJSON(t, ptfBalance(t, pt), 200, map[string]any{"balance": 510})
 	require.Eventually(t, func() bool { return ptkWaiting(t, billingDB, clients) == 0 }, ptfWait, tick, "every paid event was handed over")
+	ptkNotified(t, channel, invoices)
 
 	// A crash between partners' commit and billing's mark sends a batch
 	// again: every event of these clients is sent again, and nothing
@@ -241,11 +275,14 @@ func TestPartnerKillNine(t *testing.T) {
 	require.Eventually(t, func() bool { return ptkWaiting(t, billingDB, clients) == 0 }, ptfWait, tick, "the events were not sent again")
 	ptkAwaitRows(t, pt, clients, rows)
 	requireJSON(t, ptfBalance(t, pt), 200, map[string]any{"balance": 510})
+	// Nothing notified again (the worker's pause is a second).
+	time.Sleep(2 * time.Second)
+	ptkNotified(t, channel, invoices)
 
 	// 2. Partners is down before a batch: 2 more clients × 4 invoices
 	// (1..8 dialogs: 15 × 5.00 = 75 each, reward 7.50).
 	const label2, perClient2 = "Kill Later", 4
-	later, batch := ptkClients(t, pt, label2, 2, perClient2)
+	later, batch, channel2 := ptkClients(t, pt, label2, 2, perClient2)
 	failed := ptkRelayFailures()
 	kill()
 	for _, inv := range batch {
@@ -261,6 +298,8 @@ func TestPartnerKillNine(t *testing.T) {
 	// 510 + 2 × 7.50 = 525.
 	requireJSON(t, ptfBalance(t, pt), 200, map[string]any{"balance": 525})
 	require.Eventually(t, func() bool { return ptkWaiting(t, billingDB, later) == 0 }, ptfWait, tick, "every paid event was handed over")
+	ptkNotified(t, channel2, batch)
+	ptkNotified(t, channel, invoices)
 	t.Logf("took %s", time.Since(began).Round(time.Millisecond))
 }
 
