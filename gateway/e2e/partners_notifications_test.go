@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/pkg/telegrambot/telegramtest"
 )
 
 // pnPath is the partner's channels path.
@@ -344,4 +346,100 @@ func pnAwaitSentAnyOrder(t *testing.T, id any, want []map[string]any) []any {
 		last = at
 	}
 	return got
+}
+
+// The partners' notification bot of the real-mode stack tgPolling, on its
+// fake Bot API.
+const (
+	pnBotToken = "424242:partner-notify-bot-token-0123456789"
+	pnBotName  = "real_notify_bot"
+)
+
+var pnRealBotEnv = []string{
+	"SWITCHBOARD_PARTNER_TELEGRAM_BOT_TOKEN=" + pnBotToken, "SWITCHBOARD_PARTNER_TELEGRAM_BOT=" + pnBotName,
+	"SWITCHBOARD_PARTNER_BOT_POLL_WAIT=1s", "SWITCHBOARD_PARTNER_BOT_LEASE=4s", "SWITCHBOARD_PARTNER_BOT_BACKOFF=200ms",
+}
+
+// TestPartnerTelegramNotificationsRealMode: with test mode off, a
+// telegram channel is made by a person's "/start <token>" to the real
+// notification bot (a fake Bot API on loopback), and the client's invoice
+// statuses reach the person's chat by sendMessage; whatsapp and max, which
+// the platform has no sender for, and email without a mail server, are
+// refused; the sandbox routes are not there.
+func TestPartnerTelegramNotificationsRealMode(t *testing.T) {
+	t.Parallel()
+	s, bot := tgPolling.start(t)
+	bot.AddBot(pnBotToken, 424242, pnBotName)
+	base := s.BaseURL
+	ptc := newCompanyAt(t, base, map[string]any{"is_partner": true, "name": "Real Notify Partner"})
+	profile := callAt(t, base, "GET", ptPath(ptc, "/profile"), nil, key(ptc.Key)...)
+	require.Equal(t, 200, profile.Status, "%s", profile.Body)
+	shop := newCompanyAt(t, base, map[string]any{"name": "Real Shop", "promo_code": profile.JSON(t)["promo_code"]})
+	create := func(body any) response {
+		return callAt(t, base, "POST", ptPath(ptc, "/notifications/channels/"), body, key(ptc.Key)...)
+	}
+
+	for typ, words := range map[string]string{
+		"whatsapp": "Value error, whatsapp channels are served in test mode only: the platform has no whatsapp sender of its own",
+		"max":      "Value error, max channels are served in test mode only: the platform has no max sender of its own",
+		"email":    "Value error, email channels need a mail server (SWITCHBOARD_SMTP_URL), which is not configured",
+	} {
+		body := map[string]any{"type": typ, "params": pnParams(shop.ID)}
+		switch typ {
+		case "whatsapp":
+			body["whatsapp"] = map[string]any{"phone": "+79991234567"}
+		case "email":
+			body["email"] = map[string]any{"address": "real@notify.example"}
+		}
+		requireJSON(t, create(body), 422, unprocessable(fieldErr("value_error", words, "body", "type")))
+	}
+	url := pnLink(t, create(map[string]any{"type": "telegram", "params": pnParams(shop.ID)}), "telegram", "t.me", pnBotName)
+	_, token, ok := strings.Cut(url, "?start=")
+	require.True(t, ok)
+	requireError(t, callAt(t, base, "POST", "/sandbox/v1/partner_channels/start", map[string]any{"url": url}, operator()...), 404, 404, "NOT_FOUND")
+
+	ann := telegramtest.User{ID: 5101, FirstName: "Ann", Username: "ann_real"}
+	bot.Push(pnBotToken, telegramtest.PrivateText(1, ann, "/start "+token))
+	sentTo := func(chat string) []string {
+		var out []string
+		for _, m := range bot.Sent(pnBotToken) {
+			if m.ChatID == chat {
+				out = append(out, m.Message["text"].(string))
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return len(sentTo("5101")) == 1 }, ptfWait, tick, "the bot answers the start")
+	require.Equal(t, []string{"Payment notifications are on: this chat will receive them."}, sentTo("5101"))
+	channels := callAt(t, base, "GET", ptPath(ptc, "/notifications/channels/"), nil, key(ptc.Key)...)
+	requireJSON(t, channels, 200, []any{pnChannel(anyID, "@ann_real", "telegram",
+		map[string]any{"chat_id": "5101", "username": "ann_real"}, pnParams(shop.ID))})
+
+	// The client's bank-transfer invoice (1 dialog: 5.00), then cancelled.
+	req := callAt(t, base, "POST", cpath(shop, "/subscriptions/requisites/"),
+		map[string]any{"tin": "7707083893", "kpp": "773601001", "name": "Real Shop LLC"}, key(shop.Key)...)
+	require.Equal(t, 200, req.Status, "%s", req.Body)
+	inv := callAt(t, base, "POST", cpath(shop, "/subscriptions/invoices/"), bmStored(map[string]any{
+		"items": []any{bmDialogsItem(1)}, "payment_method": "BANK_TRANSFER", "company_requisite_id": req.JSON(t)["id"]}), key(shop.Key)...)
+	require.Equal(t, 200, inv.Status, "%s", inv.Body)
+	invID := inv.JSON(t)["id"]
+	cancel := callAt(t, base, "POST", p("/admin/v1/invoices/%v/cancel", invID), nil, operator()...)
+	require.Equal(t, 200, cancel.Status, "%s", cancel.Body)
+
+	require.Eventually(t, func() bool { return len(sentTo("5101")) == 3 }, ptfWait, tick, "new and cancelled sent")
+	time.Sleep(time.Second)
+	texts := sentTo("5101")
+	require.Len(t, texts, 3, "each once")
+	for i, status := range []string{"new", "cancelled"} {
+		prev := "null"
+		if status != "new" {
+			prev = "new"
+		}
+		lines := strings.Split(texts[i+1], "\n")
+		require.Len(t, lines, 12, texts[i+1])
+		require.Equal(t, []string{"event: payment_status", p("partner_company_id: %d", shop.ID), "partner_company_name: Real Shop",
+			"partner_company_type: partner", p("invoice_id: %v", invID), "status: " + status, "previous_status: " + prev,
+			"amount: 5", "client_amount: 5", "currency: RUB", "payer: client"}, lines[:11])
+		require.Regexp(t, `^changed_at: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`, lines[11])
+	}
 }

@@ -41,8 +41,9 @@ type realStack struct {
 }
 
 var (
-	// tgPolling polls its bots (the default).
-	tgPolling = &realStack{name: "tg", redisDB: 1}
+	// tgPolling polls its bots (the default); its partners service has a
+	// notification bot (partners_notifications_test.go).
+	tgPolling = &realStack{name: "tg", redisDB: 1, env: pnRealBotEnv}
 	// tgWebhook has a public address: its bots' updates come by webhook.
 	tgWebhook = &realStack{name: "tghook", redisDB: 2, env: []string{
 		"SWITCHBOARD_TELEGRAM_WEBHOOK_URL=" + tgHookBase,
