@@ -64,6 +64,15 @@ func (t Telegram) Reply(ctx context.Context, chatID, text string) error {
 // with the bot).
 func (t Telegram) Updates(ctx context.Context, offset int64, wait time.Duration) ([]app.BotMessage, error) {
 	ups, err := t.Client.GetUpdates(ctx, t.Token, offset, 100, wait, []string{"message"})
+	var api *telegrambot.APIError
+	if errors.As(err, &api) && api.WebhookActive() {
+		// The bot is polled, never called back: a webhook someone set
+		// is turned off (its pending updates kept) and the poll retried.
+		if err := t.Client.DeleteWebhook(ctx, t.Token); err != nil {
+			return nil, wrap(err)
+		}
+		ups, err = t.Client.GetUpdates(ctx, t.Token, offset, 100, wait, []string{"message"})
+	}
 	if err != nil {
 		return nil, wrap(err)
 	}
