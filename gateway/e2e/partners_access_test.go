@@ -36,6 +36,10 @@ func ptRoutes(c company, clientID, subID any) []ptRoute {
 		{"GET", cl("/payments/requisites"), nil, false, true},
 		{"POST", ptPath(c, "/payments/requisites"), map[string]any{"tin": "7707083893", "kpp": "773601001", "name": "Never Made LLC"}, true, false},
 		{"GET", ptPath(c, "/payments/requisites"), nil, false, false},
+		{"POST", ptPath(c, "/notifications/channels"), map[string]any{"type": "email", "email": map[string]any{"address": "access@notify.example"},
+			"params": map[string]any{"events": []any{"payment_status"}, "partner_companies": []any{}}}, true, false},
+		{"GET", ptPath(c, "/notifications/channels"), nil, false, false},
+		{"DELETE", ptPath(c, "/notifications/channels/1"), nil, true, false},
 	}
 }
 

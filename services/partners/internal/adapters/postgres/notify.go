@@ -91,11 +91,16 @@ func (r *Repo) DeleteChannel(ctx context.Context, partnerID, id int64) error {
 	return nil
 }
 
-// CreateStart implements app.NotifyRepository.
+// CreateStart implements app.NotifyRepository; the partner's starts that
+// expired go, so the table holds only live links.
 func (r *Repo) CreateStart(ctx context.Context, tokenHash []byte, s domain.ChannelStart) error {
 	clients := s.Params.Clients
 	if clients == nil {
 		clients = []int64{}
+	}
+	if _, err := r.db.Exec(ctx, `DELETE FROM notification_channel_starts WHERE partner_company_id = $1 AND expires_at <= $2`,
+		s.PartnerID, s.Created); err != nil {
+		return fmt.Errorf("drop expired channel starts: %w", err)
 	}
 	_, err := r.db.Exec(ctx, `
 		INSERT INTO notification_channel_starts (token_hash, partner_company_id, type, name, events, partner_companies, created_at, expires_at)
