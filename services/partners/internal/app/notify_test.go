@@ -135,6 +135,11 @@ func TestNotificationChannelRules(t *testing.T) {
 	e.clock.Set(e.clock.Now().Add(24 * time.Hour))
 	_, err = e.svc.SandboxStart(ctx, link.URL, ptr("77"), nil)
 	apiErr(t, err, apierr.PartnerNotificationChannelNotFound)
+	// The next link drops the partner's expired ones (used or not).
+	require.Equal(t, 3, e.count(t, `SELECT count(*) FROM notification_channel_starts WHERE partner_company_id = 100`))
+	_, _, err = e.svc.CreateChannel(ctx, app.NewChannel{PartnerID: 100, Type: "max", Params: payments(1)})
+	require.NoError(t, err)
+	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM notification_channel_starts WHERE partner_company_id = 100`))
 
 	list, err := e.svc.Channels(ctx, 100)
 	require.NoError(t, err)
