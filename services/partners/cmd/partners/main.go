@@ -6,7 +6,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"google.golang.org/grpc"
@@ -33,6 +35,11 @@ type settings struct {
 	DefaultRegion string `env:"SWITCHBOARD_DEFAULT_REGION" envDefault:"RU"`
 	// The least balance a payout takes, in roubles.
 	PayoutMin string `env:"SWITCHBOARD_PARTNER_PAYOUT_MIN" envDefault:"1000.00"`
+	// How long a partner invoice's pending balance hold waits for its
+	// invoice before the sweeper asks billing what became of it, and how
+	// often the sweeper looks.
+	HoldGrace         time.Duration `env:"SWITCHBOARD_PARTNER_HOLD_GRACE" envDefault:"2m"`
+	HoldSweepInterval time.Duration `env:"SWITCHBOARD_PARTNER_HOLD_SWEEP_INTERVAL" envDefault:"30s"`
 }
 
 func main() {
@@ -45,6 +52,9 @@ func spec(s settings) (service.Spec, error) {
 	payoutMin, err := decimal.NewFromString(s.PayoutMin)
 	if err != nil || !payoutMin.IsPositive() || !payoutMin.Equal(payoutMin.Round(2)) {
 		return service.Spec{}, fmt.Errorf("config: SWITCHBOARD_PARTNER_PAYOUT_MIN %q is not a positive amount with at most two decimals", s.PayoutMin)
+	}
+	if s.HoldGrace <= 0 || s.HoldSweepInterval <= 0 {
+		return service.Spec{}, errors.New("config: SWITCHBOARD_PARTNER_HOLD_GRACE and SWITCHBOARD_PARTNER_HOLD_SWEEP_INTERVAL must be positive")
 	}
 	return service.Spec{
 		Name:        "partners",
@@ -74,8 +84,13 @@ func spec(s settings) (service.Spec, error) {
 					DefaultClientsPerDay: s.ClientsPerDay,
 					DefaultRegion:        s.DefaultRegion,
 					PayoutMin:            payoutMin,
+					HoldGrace:            s.HoldGrace,
 					Log:                  d.Log,
 				})
+			// Pending balance holds whose invoice never came (a crash
+			// between the services) are resolved with billing; each
+			// replica runs it, the holds' row locks keep them apart.
+			d.Background("balance holds", func(ctx context.Context) error { return a.RunHoldSweeper(ctx, s.HoldSweepInterval) })
 			return registrar{grpcport.New(a)}, nil
 		},
 	}, nil
