@@ -65,8 +65,10 @@ type PartnersServiceClient interface {
 	//
 	// Errors: 404 error 31002 PARTNER_COMPANY_NOT_FOUND.
 	GetPartnerCompany(ctx context.Context, in *GetPartnerCompanyRequest, opts ...grpc.CallOption) (*PartnerCompany, error)
-	// The stored invoices of the partner's clients, newest first (a
-	// client's own invoices: payer client, client_amount the amount).
+	// The stored invoices of the partner's clients, newest first: a
+	// client's own invoices (payer client, client_amount the amount) and the
+	// partner's invoices for it (payer partner, client_amount before the
+	// partner's balance).
 	ListPayments(ctx context.Context, in *ListPaymentsRequest, opts ...grpc.CallOption) (*ListPaymentsResponse, error)
 	// Sets the partner's note on a client ("" is kept as "").
 	//
@@ -393,8 +395,10 @@ type PartnersServiceServer interface {
 	//
 	// Errors: 404 error 31002 PARTNER_COMPANY_NOT_FOUND.
 	GetPartnerCompany(context.Context, *GetPartnerCompanyRequest) (*PartnerCompany, error)
-	// The stored invoices of the partner's clients, newest first (a
-	// client's own invoices: payer client, client_amount the amount).
+	// The stored invoices of the partner's clients, newest first: a
+	// client's own invoices (payer client, client_amount the amount) and the
+	// partner's invoices for it (payer partner, client_amount before the
+	// partner's balance).
 	ListPayments(context.Context, *ListPaymentsRequest) (*ListPaymentsResponse, error)
 	// Sets the partner's note on a client ("" is kept as "").
 	//

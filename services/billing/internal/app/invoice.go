@@ -139,9 +139,6 @@ type PartnerContext struct {
 	Email string
 }
 
-// ErrHoldAbandoned: the partners service gave the hold up (no invoice
-// had been stored for it); none may be stored for it now.
-var ErrHoldAbandoned = errors.New("partner balance hold abandoned")
 
 // ItemRequest is one requested item; nil fields were absent.
 type ItemRequest struct {
@@ -279,7 +276,9 @@ func (s *Service) CreateInvoice(ctx context.Context, r InvoiceRequest) (domain.I
 			case err != nil:
 				return err
 			case abandoned:
-				return apierr.ServiceUnavailable.Msg("the partner balance hold %s was given up: %v", hold, ErrHoldAbandoned)
+				// The partners service stopped waiting for this call and
+				// gave the balance back: the partner may try again.
+				return apierr.ServiceUnavailable.Msg("the partner balance could not be held in time, try again")
 			case prior != 0:
 				stored, err = tx.LockInvoice(ctx, &r.CompanyID, prior)
 				return err
