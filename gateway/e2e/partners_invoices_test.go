@@ -299,9 +299,23 @@ func TestPartnerInvoiceRules(t *testing.T) {
 	}
 	ptRequireErr(t, pinvPost(t, s.pt, s.client.ID, bmCardRU(nil, bmSubItem(999_999_999, "STANDARD", 1))), 404, 22000,
 		"SUBSCRIPTION_NOT_FOUND", "subscription not found")
-	r := pinvPost(t, s.pt, s.client.ID, bankBody(map[string]any{"company_requisite_id": clientReq["id"]}, sub))
-	require.Equal(t, 400, r.Status, "%s", r.Body)
-	require.EqualValues(t, 22018, r.JSON(t)["error_code"], "%s", r.Body)
+	otherReq := bmRequisite(t, stranger)
+	for _, c := range []struct {
+		name   string
+		body   map[string]any
+		status int
+		code   int
+		error  string
+	}{
+		{"another company's requisite", bankBody(map[string]any{"company_requisite_id": otherReq["id"]}, bmDialogsItem(1)), 404, 22020, "REQUISITE_NOT_FOUND"},
+		{"the client's requisite with a subscription", bankBody(map[string]any{"company_requisite_id": clientReq["id"]}, sub), 400, 22018, "SUBSCRIPTION_PAYMENTS_LOCKED"},
+		{"KEEPZ without a keepz connection", bmCardRU(map[string]any{"payment_method": "CARD_OTHER", "card_provider": "KEEPZ"}, sub), 400, 18003, "INVOICE_PROVIDER_ERROR"},
+	} {
+		r := pinvPost(t, s.pt, s.client.ID, c.body)
+		require.Equal(t, c.status, r.Status, "%s: %s", c.name, r.Body)
+		require.EqualValues(t, c.code, r.JSON(t)["error_code"], "%s: %s", c.name, r.Body)
+		require.Equal(t, c.error, r.JSON(t)["error_name"], "%s", c.name)
+	}
 
 	// The client's requisite for dialogs alone; the partner's for
 	// anything. The client's payments_locked stops only its own.
@@ -309,7 +323,7 @@ func TestPartnerInvoiceRules(t *testing.T) {
 	own := bmInvoice(t, s.client, bmCardRU(nil, bmDialogsItem(1)))
 	require.Equal(t, 400, own.Status, "%s", own.Body)
 	name := "Pinv Rules Client"
-	r = pinvPost(t, s.pt, s.client.ID, bankBody(map[string]any{"company_requisite_id": clientReq["id"]}, bmDialogsItem(2)))
+	r := pinvPost(t, s.pt, s.client.ID, bankBody(map[string]any{"company_requisite_id": clientReq["id"]}, bmDialogsItem(2)))
 	requireJSON(t, r, 200, pinvAnswer(s.client, name, pinvSummary("BANK_TRANSFER", 0, clientReq, pinvDialogs(2, 10, 0)), 10, 10))
 	r = pinvPost(t, s.pt, s.client.ID, bankBody(map[string]any{"partner_requisite_id": mine}, sub))
 	requireJSON(t, r, 200, pinvAnswer(s.client, name, pinvSummary("BANK_TRANSFER", 398,
