@@ -139,7 +139,6 @@ type PartnerContext struct {
 	Email string
 }
 
-
 // ItemRequest is one requested item; nil fields were absent.
 type ItemRequest struct {
 	Kind    string
