@@ -165,7 +165,12 @@ func (s *Service) ResolveHolds(ctx context.Context) (int, error) {
 	n := 0
 	for {
 		found, err := s.repo.ResolvePendingHold(ctx, cutoff, func(h domain.Hold) (HoldOutcome, error) {
-			ok, id, status, used, err := s.billing.ResolveHold(ctx, h.ID)
+			// The hold's row stays locked while billing answers: bounded,
+			// so a billing that hangs does not hold it (and a connection)
+			// for ever.
+			call, cancel := context.WithTimeout(ctx, resolveTimeout)
+			defer cancel()
+			ok, id, status, used, err := s.billing.ResolveHold(call, h.ID)
 			switch {
 			case err != nil:
 				return HoldOutcome{}, err
@@ -182,6 +187,9 @@ func (s *Service) ResolveHolds(ctx context.Context) (int, error) {
 		n++
 	}
 }
+
+// resolveTimeout bounds one question to billing about a hold.
+const resolveTimeout = 30 * time.Second
 
 // RunHoldSweeper resolves pending holds every interval until ctx ends;
 // failures are logged and retried on the next round.
