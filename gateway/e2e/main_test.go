@@ -74,7 +74,11 @@ func run(m *testing.M) int {
 		// they end, to read deliveries while pending: an attempt must not
 		// time out meanwhile however slow the machine (at 5 s it did, and
 		// the log grew a row). No test here waits for a timeout.
-		"SWITCHBOARD_WEBHOOK_TIMEOUT=10m"}
+		"SWITCHBOARD_WEBHOOK_TIMEOUT=10m",
+		// TestPartnerInvoiceKillNine waits for pending balance holds to
+		// be resolved with billing after a crash: a grace far above any
+		// call's time here, looked at every second.
+		"SWITCHBOARD_PARTNER_HOLD_GRACE=10s", "SWITCHBOARD_PARTNER_HOLD_SWEEP_INTERVAL=1s"}
 	if benchMode {
 		// The last value of a variable wins.
 		env = append(env, "SWITCHBOARD_KEY_RATE=0", "SWITCHBOARD_CONTACTS_LIST_RATE=0", "SWITCHBOARD_MESSAGING_INBOX_RATE=0", "SWITCHBOARD_LOG_LEVEL=info")

@@ -353,3 +353,112 @@ func ptkAwaitRows(t *testing.T, pt ptPartner, clients []company, rows []map[stri
 	require.Zero(t, sum.Cmp(exp), "Σ reward_value %s, want %s", bmStr(sum), bmStr(exp))
 	return got["rewards"].([]any)
 }
+
+// TestPartnerInvoiceKillNine: partners is killed (kill -9) while partner
+// invoices that spend the partner's balance are being made in parallel,
+// then started again. Whatever step each was at (the balance reserved,
+// billing's invoice stored, the hold settled), once the holds past their
+// grace period are resolved with billing: no hold is left pending, what
+// the holds keep is exactly what billing's stored invoices used, no more
+// than the balance was ever spent, and the balance is the rewards less
+// it.
+//
+// Not parallel: it stops a service of the shared stack.
+func TestPartnerInvoiceKillNine(t *testing.T) {
+	ptfAwayFromMonthEnd()
+	s := pinvNew(t, "Pinv Kill")
+	s.give(t, 10000, 1000)
+	partnersDB := serviceDB(t, "partners")
+	down := false
+	t.Cleanup(func() {
+		if down {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := stack.StartService(ctx, "partners"); err != nil {
+				t.Errorf("start partners again: %v", err)
+			}
+		}
+	})
+
+	// 16 invoices of 20 dialogs (100.00 each), 8 at a time; partners is
+	// killed once two have answered, while the others are on their way.
+	const total = 16
+	jobs := make(chan int, total)
+	for i := range total {
+		jobs <- i
+	}
+	close(jobs)
+	answered := make(chan struct{}, total)
+	var ok atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range jobs {
+				r, err := tryCall("POST", pinvPath(s.pt, s.client.ID),
+					bmStored(bmCardRU(map[string]any{"use_partner_balance": true}, bmDialogsItem(20))), key(s.pt.Key)...)
+				if err == nil && r.Status == 200 {
+					ok.Add(1)
+				}
+				answered <- struct{}{}
+			}
+		}()
+	}
+	<-answered
+	<-answered
+	require.NoError(t, stack.KillService("partners"))
+	down = true
+	wg.Wait()
+	t.Logf("partners killed: %d of %d partner invoices answered 200", ok.Load(), total)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, stack.StartService(ctx, "partners"))
+	down = false
+
+	// Every hold is resolved (the sweeper: grace 10 s, every second).
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, partnersDB.QueryRow(ctx, `SELECT count(*) FROM balance_holds
+			WHERE partner_company_id = $1 AND status = 'pending'`, s.pt.ID).Scan(&n))
+		return n == 0
+	}, time.Minute, tick, "pending holds left")
+
+	// What billing's stored invoices used of the balance (new or paid:
+	// the ones that hold it).
+	used, paidCount := bmR("0"), 0
+	r := api(t, "GET", ptPath(s.pt.company, "/partner_companies/payments/?partner_company_id=%d", s.client.ID), nil, key(s.pt.Key)...)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	for _, raw := range r.JSON(t)["payments"].([]any) {
+		pay := raw.(map[string]any)
+		require.Equal(t, "partner", pay["payer"])
+		if pay["status"] != "new" && pay["status"] != "paid" {
+			continue
+		}
+		if pay["status"] == "paid" {
+			paidCount++
+		}
+		item := pay["summary"].(map[string]any)["items"].([]any)[0].(map[string]any)
+		used = bmAdd(used, bmDec(t, item["top_up_amount"].(map[string]any)["discounts"].(map[string]any)["partner_balance_discount_flat"]))
+	}
+	// Never more than the balance ever had: the rewards (10 % of 10000,
+	// and 10 % of each 100.00 the balance paid in full, paid at once).
+	topups := bmAdd(bmR("10000"), bmMul(bmR("100"), big.NewRat(int64(paidCount), 1)))
+	require.Eventually(t, func() bool { return ptkTopups(t, s.pt).Cmp(topups) == 0 }, ptfWait, tick,
+		"rewards of the invoices paid at once")
+	earned := new(big.Rat).Quo(topups, big.NewRat(10, 1))
+	require.True(t, used.Cmp(earned) <= 0, "spent %s of %s", bmStr(used), bmStr(earned))
+	var stats string
+	require.NoError(t, partnersDB.QueryRow(ctx, `SELECT COALESCE(string_agg(status || ' ' || n, ', '), '') FROM
+		(SELECT status, count(*) AS n FROM balance_holds WHERE partner_company_id = $1 GROUP BY status ORDER BY status) x`,
+		s.pt.ID).Scan(&stats))
+	t.Logf("holds: %s; billing's invoices: %d, using %s", stats, len(r.JSON(t)["payments"].([]any)), bmStr(used))
+	var held string
+	require.NoError(t, partnersDB.QueryRow(ctx, `SELECT COALESCE(sum(amount), 0)::text FROM balance_holds
+		WHERE partner_company_id = $1 AND status = 'held'`, s.pt.ID).Scan(&held))
+	require.Zero(t, bmR(held).Cmp(used), "held %s, billing's invoices used %s", held, bmStr(used))
+
+	// The balance: the rewards less what is held.
+	f, _ := bmAdd(earned, new(big.Rat).Neg(used)).Float64()
+	s.balance(t, f)
+}

@@ -12,7 +12,7 @@ import (
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
-	_ "switchboard.dev/proto/switchboard/api/v1"
+	v1 "switchboard.dev/proto/switchboard/api/v1"
 	sync "sync"
 	unsafe "unsafe"
 )
@@ -770,9 +770,13 @@ func (x *ListCompaniesInvoicesRequest) GetOffset() int32 {
 }
 
 type CompanyInvoice struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
-	Invoice       *Invoice               `protobuf:"bytes,2,opt,name=invoice,proto3" json:"invoice,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	Invoice   *Invoice               `protobuf:"bytes,2,opt,name=invoice,proto3" json:"invoice,omitempty"`
+	// client (the company's own invoice) or partner.
+	Payer string `protobuf:"bytes,3,opt,name=payer,proto3" json:"payer,omitempty"`
+	// What the client pays: the amount before the partner's balance.
+	ClientAmount  *v1.Decimal `protobuf:"bytes,4,opt,name=client_amount,json=clientAmount,proto3" json:"client_amount,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -821,6 +825,294 @@ func (x *CompanyInvoice) GetInvoice() *Invoice {
 	return nil
 }
 
+func (x *CompanyInvoice) GetPayer() string {
+	if x != nil {
+		return x.Payer
+	}
+	return ""
+}
+
+func (x *CompanyInvoice) GetClientAmount() *v1.Decimal {
+	if x != nil {
+		return x.ClientAmount
+	}
+	return nil
+}
+
+type CreatePartnerInvoiceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The public request; company_id is the client.
+	Invoice          *CreateInvoiceRequest `protobuf:"bytes,1,opt,name=invoice,proto3" json:"invoice,omitempty"`
+	PartnerCompanyId int64                 `protobuf:"varint,2,opt,name=partner_company_id,json=partnerCompanyId,proto3" json:"partner_company_id,omitempty"`
+	// The partner's partner_commission_percent: the partner discount of
+	// SUBSCRIPTION amounts.
+	PartnerCommissionPercent *v1.Decimal `protobuf:"bytes,3,opt,name=partner_commission_percent,json=partnerCommissionPercent,proto3" json:"partner_commission_percent,omitempty"`
+	// The partner's requisite for BANK_TRANSFER instead of the client's.
+	PartnerRequisite *Requisite `protobuf:"bytes,4,opt,name=partner_requisite,json=partnerRequisite,proto3" json:"partner_requisite,omitempty"`
+	// The partner balance this invoice may spend (0: none).
+	PartnerBalanceAvailable *v1.Decimal `protobuf:"bytes,5,opt,name=partner_balance_available,json=partnerBalanceAvailable,proto3" json:"partner_balance_available,omitempty"`
+	// The partner's hold of that balance (stored invoices spending it).
+	HoldId *string `protobuf:"bytes,6,opt,name=hold_id,json=holdId,proto3,oneof" json:"hold_id,omitempty"`
+	// Where the stored invoice is mailed.
+	PartnerEmail  *string `protobuf:"bytes,7,opt,name=partner_email,json=partnerEmail,proto3,oneof" json:"partner_email,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePartnerInvoiceRequest) Reset() {
+	*x = CreatePartnerInvoiceRequest{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePartnerInvoiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePartnerInvoiceRequest) ProtoMessage() {}
+
+func (x *CreatePartnerInvoiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePartnerInvoiceRequest.ProtoReflect.Descriptor instead.
+func (*CreatePartnerInvoiceRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CreatePartnerInvoiceRequest) GetInvoice() *CreateInvoiceRequest {
+	if x != nil {
+		return x.Invoice
+	}
+	return nil
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPartnerCompanyId() int64 {
+	if x != nil {
+		return x.PartnerCompanyId
+	}
+	return 0
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPartnerCommissionPercent() *v1.Decimal {
+	if x != nil {
+		return x.PartnerCommissionPercent
+	}
+	return nil
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPartnerRequisite() *Requisite {
+	if x != nil {
+		return x.PartnerRequisite
+	}
+	return nil
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPartnerBalanceAvailable() *v1.Decimal {
+	if x != nil {
+		return x.PartnerBalanceAvailable
+	}
+	return nil
+}
+
+func (x *CreatePartnerInvoiceRequest) GetHoldId() string {
+	if x != nil && x.HoldId != nil {
+		return *x.HoldId
+	}
+	return ""
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPartnerEmail() string {
+	if x != nil && x.PartnerEmail != nil {
+		return *x.PartnerEmail
+	}
+	return ""
+}
+
+type PartnerInvoice struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Invoice *Invoice               `protobuf:"bytes,1,opt,name=invoice,proto3" json:"invoice,omitempty"`
+	// What the client pays: the amount before the partner's balance.
+	ClientAmount *v1.Decimal `protobuf:"bytes,2,opt,name=client_amount,json=clientAmount,proto3" json:"client_amount,omitempty"`
+	// What the partner's balance pays.
+	PartnerBalanceUsed *v1.Decimal `protobuf:"bytes,3,opt,name=partner_balance_used,json=partnerBalanceUsed,proto3" json:"partner_balance_used,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *PartnerInvoice) Reset() {
+	*x = PartnerInvoice{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartnerInvoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartnerInvoice) ProtoMessage() {}
+
+func (x *PartnerInvoice) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartnerInvoice.ProtoReflect.Descriptor instead.
+func (*PartnerInvoice) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PartnerInvoice) GetInvoice() *Invoice {
+	if x != nil {
+		return x.Invoice
+	}
+	return nil
+}
+
+func (x *PartnerInvoice) GetClientAmount() *v1.Decimal {
+	if x != nil {
+		return x.ClientAmount
+	}
+	return nil
+}
+
+func (x *PartnerInvoice) GetPartnerBalanceUsed() *v1.Decimal {
+	if x != nil {
+		return x.PartnerBalanceUsed
+	}
+	return nil
+}
+
+type ResolvePartnerHoldRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HoldId        string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolvePartnerHoldRequest) Reset() {
+	*x = ResolvePartnerHoldRequest{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolvePartnerHoldRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolvePartnerHoldRequest) ProtoMessage() {}
+
+func (x *ResolvePartnerHoldRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolvePartnerHoldRequest.ProtoReflect.Descriptor instead.
+func (*ResolvePartnerHoldRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ResolvePartnerHoldRequest) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+type ResolvePartnerHoldResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// false: no invoice was stored for the hold, and none can be now.
+	Found              bool           `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	InvoiceId          int64          `protobuf:"varint,2,opt,name=invoice_id,json=invoiceId,proto3" json:"invoice_id,omitempty"`
+	Status             *InvoiceStatus `protobuf:"varint,3,opt,name=status,proto3,enum=switchboard.billing.v1.InvoiceStatus,oneof" json:"status,omitempty"`
+	PartnerBalanceUsed *v1.Decimal    `protobuf:"bytes,4,opt,name=partner_balance_used,json=partnerBalanceUsed,proto3" json:"partner_balance_used,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ResolvePartnerHoldResponse) Reset() {
+	*x = ResolvePartnerHoldResponse{}
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolvePartnerHoldResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolvePartnerHoldResponse) ProtoMessage() {}
+
+func (x *ResolvePartnerHoldResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolvePartnerHoldResponse.ProtoReflect.Descriptor instead.
+func (*ResolvePartnerHoldResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ResolvePartnerHoldResponse) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *ResolvePartnerHoldResponse) GetInvoiceId() int64 {
+	if x != nil {
+		return x.InvoiceId
+	}
+	return 0
+}
+
+func (x *ResolvePartnerHoldResponse) GetStatus() InvoiceStatus {
+	if x != nil && x.Status != nil {
+		return *x.Status
+	}
+	return InvoiceStatus_INVOICE_STATUS_UNSPECIFIED
+}
+
+func (x *ResolvePartnerHoldResponse) GetPartnerBalanceUsed() *v1.Decimal {
+	if x != nil {
+		return x.PartnerBalanceUsed
+	}
+	return nil
+}
+
 type ListCompaniesInvoicesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
@@ -831,7 +1123,7 @@ type ListCompaniesInvoicesResponse struct {
 
 func (x *ListCompaniesInvoicesResponse) Reset() {
 	*x = ListCompaniesInvoicesResponse{}
-	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[14]
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +1135,7 @@ func (x *ListCompaniesInvoicesResponse) String() string {
 func (*ListCompaniesInvoicesResponse) ProtoMessage() {}
 
 func (x *ListCompaniesInvoicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[14]
+	mi := &file_switchboard_billing_v1_internal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +1148,7 @@ func (x *ListCompaniesInvoicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompaniesInvoicesResponse.ProtoReflect.Descriptor instead.
 func (*ListCompaniesInvoicesResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{14}
+	return file_switchboard_billing_v1_internal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListCompaniesInvoicesResponse) GetCount() int64 {
@@ -877,7 +1169,7 @@ var File_switchboard_billing_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"%switchboard/billing/v1/internal.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/options.proto\x1a$switchboard/billing/v1/billing.proto\"\xea\x02\n" +
+	"%switchboard/billing/v1/internal.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/decimal.proto\x1a switchboard/api/v1/options.proto\x1a$switchboard/billing/v1/billing.proto\"\xea\x02\n" +
 	"\x10SubscriptionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
 	"\n" +
@@ -938,14 +1230,40 @@ const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"\vcompany_ids\x18\x01 \x03(\x03B\t\xbaH\x06\x92\x01\x03\x10\x90NR\n" +
 	"companyIds\x12\x1f\n" +
 	"\x05limit\x18\x02 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01R\x05limit\x12\x1f\n" +
-	"\x06offset\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\x06offset\"j\n" +
+	"\x06offset\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\x06offset\"\xc2\x01\n" +
 	"\x0eCompanyInvoice\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x129\n" +
-	"\ainvoice\x18\x02 \x01(\v2\x1f.switchboard.billing.v1.InvoiceR\ainvoice\"y\n" +
+	"\ainvoice\x18\x02 \x01(\v2\x1f.switchboard.billing.v1.InvoiceR\ainvoice\x12\x14\n" +
+	"\x05payer\x18\x03 \x01(\tR\x05payer\x12@\n" +
+	"\rclient_amount\x18\x04 \x01(\v2\x1b.switchboard.api.v1.DecimalR\fclientAmount\"\x99\x04\n" +
+	"\x1bCreatePartnerInvoiceRequest\x12F\n" +
+	"\ainvoice\x18\x01 \x01(\v2,.switchboard.billing.v1.CreateInvoiceRequestR\ainvoice\x125\n" +
+	"\x12partner_company_id\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02 \x00R\x10partnerCompanyId\x12Y\n" +
+	"\x1apartner_commission_percent\x18\x03 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x18partnerCommissionPercent\x12N\n" +
+	"\x11partner_requisite\x18\x04 \x01(\v2!.switchboard.billing.v1.RequisiteR\x10partnerRequisite\x12W\n" +
+	"\x19partner_balance_available\x18\x05 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x17partnerBalanceAvailable\x12%\n" +
+	"\ahold_id\x18\x06 \x01(\tB\a\xbaH\x04r\x02\x18@H\x00R\x06holdId\x88\x01\x01\x122\n" +
+	"\rpartner_email\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\xc0\x02H\x01R\fpartnerEmail\x88\x01\x01B\n" +
+	"\n" +
+	"\b_hold_idB\x10\n" +
+	"\x0e_partner_email\"\xdc\x01\n" +
+	"\x0ePartnerInvoice\x129\n" +
+	"\ainvoice\x18\x01 \x01(\v2\x1f.switchboard.billing.v1.InvoiceR\ainvoice\x12@\n" +
+	"\rclient_amount\x18\x02 \x01(\v2\x1b.switchboard.api.v1.DecimalR\fclientAmount\x12M\n" +
+	"\x14partner_balance_used\x18\x03 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x12partnerBalanceUsed\"?\n" +
+	"\x19ResolvePartnerHoldRequest\x12\"\n" +
+	"\ahold_id\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@R\x06holdId\"\xef\x01\n" +
+	"\x1aResolvePartnerHoldResponse\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\x12\x1d\n" +
+	"\n" +
+	"invoice_id\x18\x02 \x01(\x03R\tinvoiceId\x12B\n" +
+	"\x06status\x18\x03 \x01(\x0e2%.switchboard.billing.v1.InvoiceStatusH\x00R\x06status\x88\x01\x01\x12M\n" +
+	"\x14partner_balance_used\x18\x04 \x01(\v2\x1b.switchboard.api.v1.DecimalR\x12partnerBalanceUsedB\t\n" +
+	"\a_status\"y\n" +
 	"\x1dListCompaniesInvoicesResponse\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x03R\x05count\x12B\n" +
-	"\binvoices\x18\x02 \x03(\v2&.switchboard.billing.v1.CompanyInvoiceR\binvoices2\xad\v\n" +
+	"\binvoices\x18\x02 \x03(\v2&.switchboard.billing.v1.CompanyInvoiceR\binvoices2\x9f\r\n" +
 	"\x16BillingInternalService\x12q\n" +
 	"\x12EnsureSubscription\x121.switchboard.billing.v1.EnsureSubscriptionRequest\x1a(.switchboard.billing.v1.SubscriptionInfo\x12u\n" +
 	"\x10GetSubscriptions\x12/.switchboard.billing.v1.GetSubscriptionsRequest\x1a0.switchboard.billing.v1.GetSubscriptionsResponse\x12~\n" +
@@ -958,7 +1276,9 @@ const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"\x14GrantAdvanceInternal\x12+.switchboard.billing.v1.GrantAdvanceRequest\x1a$.switchboard.billing.v1.Subscription\x12v\n" +
 	"\x15ListCompanyRequisites\x12-.switchboard.billing.v1.ListRequisitesRequest\x1a..switchboard.billing.v1.ListRequisitesResponse\x12~\n" +
 	"\x13GetCompaniesBilling\x122.switchboard.billing.v1.GetCompaniesBillingRequest\x1a3.switchboard.billing.v1.GetCompaniesBillingResponse\x12\x84\x01\n" +
-	"\x15ListCompaniesInvoices\x124.switchboard.billing.v1.ListCompaniesInvoicesRequest\x1a5.switchboard.billing.v1.ListCompaniesInvoicesResponse\x1a\x04\xd0\xf3\x18\x03B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
+	"\x15ListCompaniesInvoices\x124.switchboard.billing.v1.ListCompaniesInvoicesRequest\x1a5.switchboard.billing.v1.ListCompaniesInvoicesResponse\x12s\n" +
+	"\x14CreatePartnerInvoice\x123.switchboard.billing.v1.CreatePartnerInvoiceRequest\x1a&.switchboard.billing.v1.PartnerInvoice\x12{\n" +
+	"\x12ResolvePartnerHold\x121.switchboard.billing.v1.ResolvePartnerHoldRequest\x1a2.switchboard.billing.v1.ResolvePartnerHoldResponse\x1a\x04\xd0\xf3\x18\x03B8Z6switchboard.dev/proto/switchboard/billing/v1;billingv1b\x06proto3"
 
 var (
 	file_switchboard_billing_v1_internal_proto_rawDescOnce sync.Once
@@ -972,7 +1292,7 @@ func file_switchboard_billing_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_billing_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_billing_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_switchboard_billing_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_switchboard_billing_v1_internal_proto_goTypes = []any{
 	(*SubscriptionInfo)(nil),              // 0: switchboard.billing.v1.SubscriptionInfo
 	(*EnsureSubscriptionRequest)(nil),     // 1: switchboard.billing.v1.EnsureSubscriptionRequest
@@ -988,61 +1308,83 @@ var file_switchboard_billing_v1_internal_proto_goTypes = []any{
 	(*GetCompaniesBillingResponse)(nil),   // 11: switchboard.billing.v1.GetCompaniesBillingResponse
 	(*ListCompaniesInvoicesRequest)(nil),  // 12: switchboard.billing.v1.ListCompaniesInvoicesRequest
 	(*CompanyInvoice)(nil),                // 13: switchboard.billing.v1.CompanyInvoice
-	(*ListCompaniesInvoicesResponse)(nil), // 14: switchboard.billing.v1.ListCompaniesInvoicesResponse
-	(SubscriptionPlan)(0),                 // 15: switchboard.billing.v1.SubscriptionPlan
-	(*timestamppb.Timestamp)(nil),         // 16: google.protobuf.Timestamp
-	(*Invoice)(nil),                       // 17: switchboard.billing.v1.Invoice
-	(*ListSubscriptionsRequest)(nil),      // 18: switchboard.billing.v1.ListSubscriptionsRequest
-	(*ChangeSizeRequest)(nil),             // 19: switchboard.billing.v1.ChangeSizeRequest
-	(*ChangePlanRequest)(nil),             // 20: switchboard.billing.v1.ChangePlanRequest
-	(*GrantAdvanceRequest)(nil),           // 21: switchboard.billing.v1.GrantAdvanceRequest
-	(*ListRequisitesRequest)(nil),         // 22: switchboard.billing.v1.ListRequisitesRequest
-	(*WabaDialogsBalance)(nil),            // 23: switchboard.billing.v1.WabaDialogsBalance
-	(*ListSubscriptionsResponse)(nil),     // 24: switchboard.billing.v1.ListSubscriptionsResponse
-	(*ChangeResult)(nil),                  // 25: switchboard.billing.v1.ChangeResult
-	(*Subscription)(nil),                  // 26: switchboard.billing.v1.Subscription
-	(*ListRequisitesResponse)(nil),        // 27: switchboard.billing.v1.ListRequisitesResponse
+	(*CreatePartnerInvoiceRequest)(nil),   // 14: switchboard.billing.v1.CreatePartnerInvoiceRequest
+	(*PartnerInvoice)(nil),                // 15: switchboard.billing.v1.PartnerInvoice
+	(*ResolvePartnerHoldRequest)(nil),     // 16: switchboard.billing.v1.ResolvePartnerHoldRequest
+	(*ResolvePartnerHoldResponse)(nil),    // 17: switchboard.billing.v1.ResolvePartnerHoldResponse
+	(*ListCompaniesInvoicesResponse)(nil), // 18: switchboard.billing.v1.ListCompaniesInvoicesResponse
+	(SubscriptionPlan)(0),                 // 19: switchboard.billing.v1.SubscriptionPlan
+	(*timestamppb.Timestamp)(nil),         // 20: google.protobuf.Timestamp
+	(*Invoice)(nil),                       // 21: switchboard.billing.v1.Invoice
+	(*v1.Decimal)(nil),                    // 22: switchboard.api.v1.Decimal
+	(*CreateInvoiceRequest)(nil),          // 23: switchboard.billing.v1.CreateInvoiceRequest
+	(*Requisite)(nil),                     // 24: switchboard.billing.v1.Requisite
+	(InvoiceStatus)(0),                    // 25: switchboard.billing.v1.InvoiceStatus
+	(*ListSubscriptionsRequest)(nil),      // 26: switchboard.billing.v1.ListSubscriptionsRequest
+	(*ChangeSizeRequest)(nil),             // 27: switchboard.billing.v1.ChangeSizeRequest
+	(*ChangePlanRequest)(nil),             // 28: switchboard.billing.v1.ChangePlanRequest
+	(*GrantAdvanceRequest)(nil),           // 29: switchboard.billing.v1.GrantAdvanceRequest
+	(*ListRequisitesRequest)(nil),         // 30: switchboard.billing.v1.ListRequisitesRequest
+	(*WabaDialogsBalance)(nil),            // 31: switchboard.billing.v1.WabaDialogsBalance
+	(*ListSubscriptionsResponse)(nil),     // 32: switchboard.billing.v1.ListSubscriptionsResponse
+	(*ChangeResult)(nil),                  // 33: switchboard.billing.v1.ChangeResult
+	(*Subscription)(nil),                  // 34: switchboard.billing.v1.Subscription
+	(*ListRequisitesResponse)(nil),        // 35: switchboard.billing.v1.ListRequisitesResponse
 }
 var file_switchboard_billing_v1_internal_proto_depIdxs = []int32{
-	15, // 0: switchboard.billing.v1.SubscriptionInfo.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	16, // 1: switchboard.billing.v1.SubscriptionInfo.test_until:type_name -> google.protobuf.Timestamp
-	16, // 2: switchboard.billing.v1.SubscriptionInfo.paid_until:type_name -> google.protobuf.Timestamp
+	19, // 0: switchboard.billing.v1.SubscriptionInfo.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	20, // 1: switchboard.billing.v1.SubscriptionInfo.test_until:type_name -> google.protobuf.Timestamp
+	20, // 2: switchboard.billing.v1.SubscriptionInfo.paid_until:type_name -> google.protobuf.Timestamp
 	0,  // 3: switchboard.billing.v1.GetSubscriptionsResponse.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
-	16, // 4: switchboard.billing.v1.CheckConnectionPaidResponse.paid_until:type_name -> google.protobuf.Timestamp
-	16, // 5: switchboard.billing.v1.CheckConnectionPaidResponse.test_until:type_name -> google.protobuf.Timestamp
+	20, // 4: switchboard.billing.v1.CheckConnectionPaidResponse.paid_until:type_name -> google.protobuf.Timestamp
+	20, // 5: switchboard.billing.v1.CheckConnectionPaidResponse.test_until:type_name -> google.protobuf.Timestamp
 	0,  // 6: switchboard.billing.v1.CompanyBillingSummary.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
 	10, // 7: switchboard.billing.v1.GetCompaniesBillingResponse.companies:type_name -> switchboard.billing.v1.CompanyBillingSummary
-	17, // 8: switchboard.billing.v1.CompanyInvoice.invoice:type_name -> switchboard.billing.v1.Invoice
-	13, // 9: switchboard.billing.v1.ListCompaniesInvoicesResponse.invoices:type_name -> switchboard.billing.v1.CompanyInvoice
-	1,  // 10: switchboard.billing.v1.BillingInternalService.EnsureSubscription:input_type -> switchboard.billing.v1.EnsureSubscriptionRequest
-	2,  // 11: switchboard.billing.v1.BillingInternalService.GetSubscriptions:input_type -> switchboard.billing.v1.GetSubscriptionsRequest
-	4,  // 12: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:input_type -> switchboard.billing.v1.CheckConnectionPaidRequest
-	6,  // 13: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:input_type -> switchboard.billing.v1.GetWabaDialogsBalanceRequest
-	7,  // 14: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:input_type -> switchboard.billing.v1.TakeWabaDialogRequest
-	18, // 15: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:input_type -> switchboard.billing.v1.ListSubscriptionsRequest
-	19, // 16: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:input_type -> switchboard.billing.v1.ChangeSizeRequest
-	20, // 17: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:input_type -> switchboard.billing.v1.ChangePlanRequest
-	21, // 18: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:input_type -> switchboard.billing.v1.GrantAdvanceRequest
-	22, // 19: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:input_type -> switchboard.billing.v1.ListRequisitesRequest
-	9,  // 20: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:input_type -> switchboard.billing.v1.GetCompaniesBillingRequest
-	12, // 21: switchboard.billing.v1.BillingInternalService.ListCompaniesInvoices:input_type -> switchboard.billing.v1.ListCompaniesInvoicesRequest
-	0,  // 22: switchboard.billing.v1.BillingInternalService.EnsureSubscription:output_type -> switchboard.billing.v1.SubscriptionInfo
-	3,  // 23: switchboard.billing.v1.BillingInternalService.GetSubscriptions:output_type -> switchboard.billing.v1.GetSubscriptionsResponse
-	5,  // 24: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:output_type -> switchboard.billing.v1.CheckConnectionPaidResponse
-	23, // 25: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:output_type -> switchboard.billing.v1.WabaDialogsBalance
-	8,  // 26: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:output_type -> switchboard.billing.v1.TakeWabaDialogResponse
-	24, // 27: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:output_type -> switchboard.billing.v1.ListSubscriptionsResponse
-	25, // 28: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:output_type -> switchboard.billing.v1.ChangeResult
-	25, // 29: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:output_type -> switchboard.billing.v1.ChangeResult
-	26, // 30: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:output_type -> switchboard.billing.v1.Subscription
-	27, // 31: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:output_type -> switchboard.billing.v1.ListRequisitesResponse
-	11, // 32: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:output_type -> switchboard.billing.v1.GetCompaniesBillingResponse
-	14, // 33: switchboard.billing.v1.BillingInternalService.ListCompaniesInvoices:output_type -> switchboard.billing.v1.ListCompaniesInvoicesResponse
-	22, // [22:34] is the sub-list for method output_type
-	10, // [10:22] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	21, // 8: switchboard.billing.v1.CompanyInvoice.invoice:type_name -> switchboard.billing.v1.Invoice
+	22, // 9: switchboard.billing.v1.CompanyInvoice.client_amount:type_name -> switchboard.api.v1.Decimal
+	23, // 10: switchboard.billing.v1.CreatePartnerInvoiceRequest.invoice:type_name -> switchboard.billing.v1.CreateInvoiceRequest
+	22, // 11: switchboard.billing.v1.CreatePartnerInvoiceRequest.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
+	24, // 12: switchboard.billing.v1.CreatePartnerInvoiceRequest.partner_requisite:type_name -> switchboard.billing.v1.Requisite
+	22, // 13: switchboard.billing.v1.CreatePartnerInvoiceRequest.partner_balance_available:type_name -> switchboard.api.v1.Decimal
+	21, // 14: switchboard.billing.v1.PartnerInvoice.invoice:type_name -> switchboard.billing.v1.Invoice
+	22, // 15: switchboard.billing.v1.PartnerInvoice.client_amount:type_name -> switchboard.api.v1.Decimal
+	22, // 16: switchboard.billing.v1.PartnerInvoice.partner_balance_used:type_name -> switchboard.api.v1.Decimal
+	25, // 17: switchboard.billing.v1.ResolvePartnerHoldResponse.status:type_name -> switchboard.billing.v1.InvoiceStatus
+	22, // 18: switchboard.billing.v1.ResolvePartnerHoldResponse.partner_balance_used:type_name -> switchboard.api.v1.Decimal
+	13, // 19: switchboard.billing.v1.ListCompaniesInvoicesResponse.invoices:type_name -> switchboard.billing.v1.CompanyInvoice
+	1,  // 20: switchboard.billing.v1.BillingInternalService.EnsureSubscription:input_type -> switchboard.billing.v1.EnsureSubscriptionRequest
+	2,  // 21: switchboard.billing.v1.BillingInternalService.GetSubscriptions:input_type -> switchboard.billing.v1.GetSubscriptionsRequest
+	4,  // 22: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:input_type -> switchboard.billing.v1.CheckConnectionPaidRequest
+	6,  // 23: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:input_type -> switchboard.billing.v1.GetWabaDialogsBalanceRequest
+	7,  // 24: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:input_type -> switchboard.billing.v1.TakeWabaDialogRequest
+	26, // 25: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:input_type -> switchboard.billing.v1.ListSubscriptionsRequest
+	27, // 26: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:input_type -> switchboard.billing.v1.ChangeSizeRequest
+	28, // 27: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:input_type -> switchboard.billing.v1.ChangePlanRequest
+	29, // 28: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:input_type -> switchboard.billing.v1.GrantAdvanceRequest
+	30, // 29: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:input_type -> switchboard.billing.v1.ListRequisitesRequest
+	9,  // 30: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:input_type -> switchboard.billing.v1.GetCompaniesBillingRequest
+	12, // 31: switchboard.billing.v1.BillingInternalService.ListCompaniesInvoices:input_type -> switchboard.billing.v1.ListCompaniesInvoicesRequest
+	14, // 32: switchboard.billing.v1.BillingInternalService.CreatePartnerInvoice:input_type -> switchboard.billing.v1.CreatePartnerInvoiceRequest
+	16, // 33: switchboard.billing.v1.BillingInternalService.ResolvePartnerHold:input_type -> switchboard.billing.v1.ResolvePartnerHoldRequest
+	0,  // 34: switchboard.billing.v1.BillingInternalService.EnsureSubscription:output_type -> switchboard.billing.v1.SubscriptionInfo
+	3,  // 35: switchboard.billing.v1.BillingInternalService.GetSubscriptions:output_type -> switchboard.billing.v1.GetSubscriptionsResponse
+	5,  // 36: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:output_type -> switchboard.billing.v1.CheckConnectionPaidResponse
+	31, // 37: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:output_type -> switchboard.billing.v1.WabaDialogsBalance
+	8,  // 38: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:output_type -> switchboard.billing.v1.TakeWabaDialogResponse
+	32, // 39: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:output_type -> switchboard.billing.v1.ListSubscriptionsResponse
+	33, // 40: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:output_type -> switchboard.billing.v1.ChangeResult
+	33, // 41: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:output_type -> switchboard.billing.v1.ChangeResult
+	34, // 42: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:output_type -> switchboard.billing.v1.Subscription
+	35, // 43: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:output_type -> switchboard.billing.v1.ListRequisitesResponse
+	11, // 44: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:output_type -> switchboard.billing.v1.GetCompaniesBillingResponse
+	18, // 45: switchboard.billing.v1.BillingInternalService.ListCompaniesInvoices:output_type -> switchboard.billing.v1.ListCompaniesInvoicesResponse
+	15, // 46: switchboard.billing.v1.BillingInternalService.CreatePartnerInvoice:output_type -> switchboard.billing.v1.PartnerInvoice
+	17, // 47: switchboard.billing.v1.BillingInternalService.ResolvePartnerHold:output_type -> switchboard.billing.v1.ResolvePartnerHoldResponse
+	34, // [34:48] is the sub-list for method output_type
+	20, // [20:34] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_billing_v1_internal_proto_init() }
@@ -1052,13 +1394,15 @@ func file_switchboard_billing_v1_internal_proto_init() {
 	}
 	file_switchboard_billing_v1_billing_proto_init()
 	file_switchboard_billing_v1_internal_proto_msgTypes[5].OneofWrappers = []any{}
+	file_switchboard_billing_v1_internal_proto_msgTypes[14].OneofWrappers = []any{}
+	file_switchboard_billing_v1_internal_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_billing_v1_internal_proto_rawDesc), len(file_switchboard_billing_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,8 @@ const (
 	BillingInternalService_ListCompanyRequisites_FullMethodName    = "/switchboard.billing.v1.BillingInternalService/ListCompanyRequisites"
 	BillingInternalService_GetCompaniesBilling_FullMethodName      = "/switchboard.billing.v1.BillingInternalService/GetCompaniesBilling"
 	BillingInternalService_ListCompaniesInvoices_FullMethodName    = "/switchboard.billing.v1.BillingInternalService/ListCompaniesInvoices"
+	BillingInternalService_CreatePartnerInvoice_FullMethodName     = "/switchboard.billing.v1.BillingInternalService/CreatePartnerInvoice"
+	BillingInternalService_ResolvePartnerHold_FullMethodName       = "/switchboard.billing.v1.BillingInternalService/ResolvePartnerHold"
 )
 
 // BillingInternalServiceClient is the client API for BillingInternalService service.
@@ -75,6 +77,16 @@ type BillingInternalServiceClient interface {
 	// The stored invoices of the given companies, newest first, with how
 	// many there are (a partner's list of its clients' payments).
 	ListCompaniesInvoices(ctx context.Context, in *ListCompaniesInvoicesRequest, opts ...grpc.CallOption) (*ListCompaniesInvoicesResponse, error)
+	// A partner's invoice for its client: the public invoice's rules and
+	// answer, with the partner's context (its commission as the partner
+	// discount, its requisite for BANK_TRANSFER, the balance it may spend).
+	// A stored invoice that spends balance names the partner's hold: the
+	// same hold again answers the invoice stored for it, and a hold given
+	// up by ResolvePartnerHold can store none.
+	CreatePartnerInvoice(ctx context.Context, in *CreatePartnerInvoiceRequest, opts ...grpc.CallOption) (*PartnerInvoice, error)
+	// What became of a partner's balance hold: the invoice stored for it,
+	// or, when none was, none can be any more (the hold is given up).
+	ResolvePartnerHold(ctx context.Context, in *ResolvePartnerHoldRequest, opts ...grpc.CallOption) (*ResolvePartnerHoldResponse, error)
 }
 
 type billingInternalServiceClient struct {
@@ -205,6 +217,26 @@ func (c *billingInternalServiceClient) ListCompaniesInvoices(ctx context.Context
 	return out, nil
 }
 
+func (c *billingInternalServiceClient) CreatePartnerInvoice(ctx context.Context, in *CreatePartnerInvoiceRequest, opts ...grpc.CallOption) (*PartnerInvoice, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PartnerInvoice)
+	err := c.cc.Invoke(ctx, BillingInternalService_CreatePartnerInvoice_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *billingInternalServiceClient) ResolvePartnerHold(ctx context.Context, in *ResolvePartnerHoldRequest, opts ...grpc.CallOption) (*ResolvePartnerHoldResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResolvePartnerHoldResponse)
+	err := c.cc.Invoke(ctx, BillingInternalService_ResolvePartnerHold_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BillingInternalServiceServer is the server API for BillingInternalService service.
 // All implementations must embed UnimplementedBillingInternalServiceServer
 // for forward compatibility.
@@ -247,6 +279,16 @@ type BillingInternalServiceServer interface {
 	// The stored invoices of the given companies, newest first, with how
 	// many there are (a partner's list of its clients' payments).
 	ListCompaniesInvoices(context.Context, *ListCompaniesInvoicesRequest) (*ListCompaniesInvoicesResponse, error)
+	// A partner's invoice for its client: the public invoice's rules and
+	// answer, with the partner's context (its commission as the partner
+	// discount, its requisite for BANK_TRANSFER, the balance it may spend).
+	// A stored invoice that spends balance names the partner's hold: the
+	// same hold again answers the invoice stored for it, and a hold given
+	// up by ResolvePartnerHold can store none.
+	CreatePartnerInvoice(context.Context, *CreatePartnerInvoiceRequest) (*PartnerInvoice, error)
+	// What became of a partner's balance hold: the invoice stored for it,
+	// or, when none was, none can be any more (the hold is given up).
+	ResolvePartnerHold(context.Context, *ResolvePartnerHoldRequest) (*ResolvePartnerHoldResponse, error)
 	mustEmbedUnimplementedBillingInternalServiceServer()
 }
 
@@ -292,6 +334,12 @@ func (UnimplementedBillingInternalServiceServer) GetCompaniesBilling(context.Con
 }
 func (UnimplementedBillingInternalServiceServer) ListCompaniesInvoices(context.Context, *ListCompaniesInvoicesRequest) (*ListCompaniesInvoicesResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListCompaniesInvoices not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) CreatePartnerInvoice(context.Context, *CreatePartnerInvoiceRequest) (*PartnerInvoice, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreatePartnerInvoice not implemented")
+}
+func (UnimplementedBillingInternalServiceServer) ResolvePartnerHold(context.Context, *ResolvePartnerHoldRequest) (*ResolvePartnerHoldResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ResolvePartnerHold not implemented")
 }
 func (UnimplementedBillingInternalServiceServer) mustEmbedUnimplementedBillingInternalServiceServer() {
 }
@@ -531,6 +579,42 @@ func _BillingInternalService_ListCompaniesInvoices_Handler(srv interface{}, ctx 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BillingInternalService_CreatePartnerInvoice_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreatePartnerInvoiceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).CreatePartnerInvoice(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_CreatePartnerInvoice_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).CreatePartnerInvoice(ctx, req.(*CreatePartnerInvoiceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BillingInternalService_ResolvePartnerHold_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResolvePartnerHoldRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BillingInternalServiceServer).ResolvePartnerHold(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BillingInternalService_ResolvePartnerHold_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BillingInternalServiceServer).ResolvePartnerHold(ctx, req.(*ResolvePartnerHoldRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // BillingInternalService_ServiceDesc is the grpc.ServiceDesc for BillingInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -585,6 +669,14 @@ var BillingInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListCompaniesInvoices",
 			Handler:    _BillingInternalService_ListCompaniesInvoices_Handler,
+		},
+		{
+			MethodName: "CreatePartnerInvoice",
+			Handler:    _BillingInternalService_CreatePartnerInvoice_Handler,
+		},
+		{
+			MethodName: "ResolvePartnerHold",
+			Handler:    _BillingInternalService_ResolvePartnerHold_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

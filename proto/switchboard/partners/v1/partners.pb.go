@@ -2299,6 +2299,158 @@ func (x *ListPaymentsRequest) GetOffset() int32 {
 	return 0
 }
 
+type CreatePartnerInvoiceRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	// The client.
+	PartnerCompanyId int64 `protobuf:"varint,2,opt,name=partner_company_id,json=partnerCompanyId,proto3" json:"partner_company_id,omitempty"`
+	// true when absent: compute without storing.
+	Preview *bool `protobuf:"varint,3,opt,name=preview,proto3,oneof" json:"preview,omitempty"`
+	// At most one item per subscription and one WABA_DIALOGS item.
+	Items    []*v11.InvoiceItemRequest `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	Consents *v11.Consents             `protobuf:"bytes,5,opt,name=consents,proto3" json:"consents,omitempty"`
+	// CARD_RU, CARD_OTHER or BANK_TRANSFER.
+	PaymentMethod *v11.PaymentMethod `protobuf:"varint,6,opt,name=payment_method,json=paymentMethod,proto3,enum=switchboard.billing.v1.PaymentMethod,oneof" json:"payment_method,omitempty"`
+	// Required with CARD_OTHER, refused with any other method.
+	CardProvider *v11.CardProvider `protobuf:"varint,7,opt,name=card_provider,json=cardProvider,proto3,enum=switchboard.billing.v1.CardProvider,oneof" json:"card_provider,omitempty"`
+	// 1 (when absent), 3, 6 or 12.
+	PeriodMonths *int32 `protobuf:"varint,8,opt,name=period_months,json=periodMonths,proto3,oneof" json:"period_months,omitempty"`
+	// A partner's promo code: 10 % off.
+	PromoCode *string `protobuf:"bytes,9,opt,name=promo_code,json=promoCode,proto3,oneof" json:"promo_code,omitempty"`
+	// The client's requisite: BANK_TRANSFER only, and only when every item
+	// is WABA_DIALOGS.
+	CompanyRequisiteId *int64 `protobuf:"varint,10,opt,name=company_requisite_id,json=companyRequisiteId,proto3,oneof" json:"company_requisite_id,omitempty"`
+	// The partner's requisite: BANK_TRANSFER only.
+	PartnerRequisiteId *int64 `protobuf:"varint,11,opt,name=partner_requisite_id,json=partnerRequisiteId,proto3,oneof" json:"partner_requisite_id,omitempty"`
+	// The partner's balance pays first.
+	UsePartnerBalance *bool `protobuf:"varint,12,opt,name=use_partner_balance,json=usePartnerBalance,proto3,oneof" json:"use_partner_balance,omitempty"`
+	// Gets the stored invoice by mail.
+	PartnerEmail  *string `protobuf:"bytes,13,opt,name=partner_email,json=partnerEmail,proto3,oneof" json:"partner_email,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePartnerInvoiceRequest) Reset() {
+	*x = CreatePartnerInvoiceRequest{}
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePartnerInvoiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePartnerInvoiceRequest) ProtoMessage() {}
+
+func (x *CreatePartnerInvoiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePartnerInvoiceRequest.ProtoReflect.Descriptor instead.
+func (*CreatePartnerInvoiceRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CreatePartnerInvoiceRequest) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPartnerCompanyId() int64 {
+	if x != nil {
+		return x.PartnerCompanyId
+	}
+	return 0
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPreview() bool {
+	if x != nil && x.Preview != nil {
+		return *x.Preview
+	}
+	return false
+}
+
+func (x *CreatePartnerInvoiceRequest) GetItems() []*v11.InvoiceItemRequest {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *CreatePartnerInvoiceRequest) GetConsents() *v11.Consents {
+	if x != nil {
+		return x.Consents
+	}
+	return nil
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPaymentMethod() v11.PaymentMethod {
+	if x != nil && x.PaymentMethod != nil {
+		return *x.PaymentMethod
+	}
+	return v11.PaymentMethod(0)
+}
+
+func (x *CreatePartnerInvoiceRequest) GetCardProvider() v11.CardProvider {
+	if x != nil && x.CardProvider != nil {
+		return *x.CardProvider
+	}
+	return v11.CardProvider(0)
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPeriodMonths() int32 {
+	if x != nil && x.PeriodMonths != nil {
+		return *x.PeriodMonths
+	}
+	return 0
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPromoCode() string {
+	if x != nil && x.PromoCode != nil {
+		return *x.PromoCode
+	}
+	return ""
+}
+
+func (x *CreatePartnerInvoiceRequest) GetCompanyRequisiteId() int64 {
+	if x != nil && x.CompanyRequisiteId != nil {
+		return *x.CompanyRequisiteId
+	}
+	return 0
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPartnerRequisiteId() int64 {
+	if x != nil && x.PartnerRequisiteId != nil {
+		return *x.PartnerRequisiteId
+	}
+	return 0
+}
+
+func (x *CreatePartnerInvoiceRequest) GetUsePartnerBalance() bool {
+	if x != nil && x.UsePartnerBalance != nil {
+		return *x.UsePartnerBalance
+	}
+	return false
+}
+
+func (x *CreatePartnerInvoiceRequest) GetPartnerEmail() string {
+	if x != nil && x.PartnerEmail != nil {
+		return *x.PartnerEmail
+	}
+	return ""
+}
+
 // A client's invoice as its partner sees it.
 type Payment struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -2327,7 +2479,7 @@ type Payment struct {
 
 func (x *Payment) Reset() {
 	*x = Payment{}
-	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[33]
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2339,7 +2491,7 @@ func (x *Payment) String() string {
 func (*Payment) ProtoMessage() {}
 
 func (x *Payment) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[33]
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2352,7 +2504,7 @@ func (x *Payment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Payment.ProtoReflect.Descriptor instead.
 func (*Payment) Descriptor() ([]byte, []int) {
-	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{33}
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Payment) GetId() int64 {
@@ -2477,7 +2629,7 @@ type ListPaymentsResponse struct {
 
 func (x *ListPaymentsResponse) Reset() {
 	*x = ListPaymentsResponse{}
-	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[34]
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2641,7 @@ func (x *ListPaymentsResponse) String() string {
 func (*ListPaymentsResponse) ProtoMessage() {}
 
 func (x *ListPaymentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[34]
+	mi := &file_switchboard_partners_v1_partners_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2654,7 @@ func (x *ListPaymentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPaymentsResponse.ProtoReflect.Descriptor instead.
 func (*ListPaymentsResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{34}
+	return file_switchboard_partners_v1_partners_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListPaymentsResponse) GetCount() int64 {
@@ -2765,7 +2917,37 @@ const file_switchboard_partners_v1_partners_proto_rawDesc = "" +
 	"\x13_partner_company_idB\x17\n" +
 	"\x15_partner_company_typeB\b\n" +
 	"\x06_limitB\t\n" +
-	"\a_offset\"\xff\x05\n" +
+	"\a_offset\"\xb3\a\n" +
+	"\x1bCreatePartnerInvoiceRequest\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12,\n" +
+	"\x12partner_company_id\x18\x02 \x01(\x03R\x10partnerCompanyId\x12\x1d\n" +
+	"\apreview\x18\x03 \x01(\bH\x00R\apreview\x88\x01\x01\x12L\n" +
+	"\x05items\x18\x04 \x03(\v2*.switchboard.billing.v1.InvoiceItemRequestB\n" +
+	"\xbaH\a\x92\x01\x04\b\x01\x10dR\x05items\x12<\n" +
+	"\bconsents\x18\x05 \x01(\v2 .switchboard.billing.v1.ConsentsR\bconsents\x12b\n" +
+	"\x0epayment_method\x18\x06 \x01(\x0e2%.switchboard.billing.v1.PaymentMethodB\x0f\xbaH\f\xc8\x01\x01\x82\x01\x06\x18\x01\x18\x02\x18\x03H\x01R\rpaymentMethod\x88\x01\x01\x12Z\n" +
+	"\rcard_provider\x18\a \x01(\x0e2$.switchboard.billing.v1.CardProviderB\n" +
+	"\xbaH\a\x82\x01\x04\x10\x01 \x00H\x02R\fcardProvider\x88\x01\x01\x12(\n" +
+	"\rperiod_months\x18\b \x01(\x05H\x03R\fperiodMonths\x88\x01\x01\x12+\n" +
+	"\n" +
+	"promo_code\x18\t \x01(\tB\a\xbaH\x04r\x02\x18@H\x04R\tpromoCode\x88\x01\x01\x125\n" +
+	"\x14company_requisite_id\x18\n" +
+	" \x01(\x03H\x05R\x12companyRequisiteId\x88\x01\x01\x125\n" +
+	"\x14partner_requisite_id\x18\v \x01(\x03H\x06R\x12partnerRequisiteId\x88\x01\x01\x123\n" +
+	"\x13use_partner_balance\x18\f \x01(\bH\aR\x11usePartnerBalance\x88\x01\x01\x124\n" +
+	"\rpartner_email\x18\r \x01(\tB\n" +
+	"\xbaH\ar\x05\x18\xc0\x02`\x01H\bR\fpartnerEmail\x88\x01\x01B\n" +
+	"\n" +
+	"\b_previewB\x11\n" +
+	"\x0f_payment_methodB\x10\n" +
+	"\x0e_card_providerB\x10\n" +
+	"\x0e_period_monthsB\r\n" +
+	"\v_promo_codeB\x17\n" +
+	"\x15_company_requisite_idB\x17\n" +
+	"\x15_partner_requisite_idB\x16\n" +
+	"\x14_use_partner_balanceB\x10\n" +
+	"\x0e_partner_email\"\xff\x05\n" +
 	"\aPayment\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\x03H\x00R\x02id\x88\x01\x01\x12\x18\n" +
 	"\apreview\x18\x02 \x01(\bR\apreview\x12B\n" +
@@ -2796,7 +2978,7 @@ const file_switchboard_partners_v1_partners_proto_rawDesc = "" +
 	"\b_act_url\"j\n" +
 	"\x14ListPaymentsResponse\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x03R\x05count\x12<\n" +
-	"\bpayments\x18\x02 \x03(\v2 .switchboard.partners.v1.PaymentR\bpayments2\xff\x1e\n" +
+	"\bpayments\x18\x02 \x03(\v2 .switchboard.partners.v1.PaymentR\bpayments2\xe9 \n" +
 	"\x0fPartnersService\x12\x9f\x01\n" +
 	"\n" +
 	"GetProfile\x12*.switchboard.partners.v1.GetProfileRequest\x1a .switchboard.partners.v1.Profile\"C\xca\xf3\x18\f\n" +
@@ -2823,7 +3005,9 @@ const file_switchboard_partners_v1_partners_proto_rawDesc = "" +
 	"\bpartners\x12\rpartners_edit8\x01\x82\xd3\xe4\x93\x02\x7f:\x01*\"z/v2/companies/{company_id}/partners/partner_companies/{partner_company_id}/subscriptions/{subscription_id}/actions/advance\x12\x88\x02\n" +
 	"\x14ListClientRequisites\x124.switchboard.partners.v1.ListClientRequisitesRequest\x1a5.switchboard.partners.v1.ListClientRequisitesResponse\"\x82\x01\xca\xf3\x18\f\n" +
 	"\bpartners8\x01\x82\xd3\xe4\x93\x02lb\n" +
-	"requisites\x12^/v2/companies/{company_id}/partners/partner_companies/{partner_company_id}/payments/requisites\x12\xcf\x01\n" +
+	"requisites\x12^/v2/companies/{company_id}/partners/partner_companies/{partner_company_id}/payments/requisites\x12\xe7\x01\n" +
+	"\x14CreatePartnerInvoice\x124.switchboard.partners.v1.CreatePartnerInvoiceRequest\x1a .switchboard.partners.v1.Payment\"w\xca\xf3\x18\f\n" +
+	"\bpartners8\x01\x82\xd3\xe4\x93\x02a:\x01*\"\\/v2/companies/{company_id}/partners/partner_companies/{partner_company_id}/payments/invoices\x12\xcf\x01\n" +
 	"\x16CreatePartnerRequisite\x126.switchboard.partners.v1.CreatePartnerRequisiteRequest\x1a).switchboard.partners.v1.PartnerRequisite\"R\xca\xf3\x18\f\n" +
 	"\bpartners8\x01\x82\xd3\xe4\x93\x02<:\x01*\"7/v2/companies/{company_id}/partners/payments/requisites\x12\xe3\x01\n" +
 	"\x15ListPartnerRequisites\x125.switchboard.partners.v1.ListPartnerRequisitesRequest\x1a6.switchboard.partners.v1.ListPartnerRequisitesResponse\"[\xca\xf3\x18\f\n" +
@@ -2851,7 +3035,7 @@ func file_switchboard_partners_v1_partners_proto_rawDescGZIP() []byte {
 	return file_switchboard_partners_v1_partners_proto_rawDescData
 }
 
-var file_switchboard_partners_v1_partners_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_switchboard_partners_v1_partners_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_switchboard_partners_v1_partners_proto_goTypes = []any{
 	(*GetProfileRequest)(nil),               // 0: switchboard.partners.v1.GetProfileRequest
 	(*Commissions)(nil),                     // 1: switchboard.partners.v1.Commissions
@@ -2886,96 +3070,107 @@ var file_switchboard_partners_v1_partners_proto_goTypes = []any{
 	(*ListPayoutsResponse)(nil),             // 30: switchboard.partners.v1.ListPayoutsResponse
 	(*CreatePayoutRequest)(nil),             // 31: switchboard.partners.v1.CreatePayoutRequest
 	(*ListPaymentsRequest)(nil),             // 32: switchboard.partners.v1.ListPaymentsRequest
-	(*Payment)(nil),                         // 33: switchboard.partners.v1.Payment
-	(*ListPaymentsResponse)(nil),            // 34: switchboard.partners.v1.ListPaymentsResponse
-	(*v1.Decimal)(nil),                      // 35: switchboard.api.v1.Decimal
-	(*timestamppb.Timestamp)(nil),           // 36: google.protobuf.Timestamp
-	(v11.SubscriptionPlan)(0),               // 37: switchboard.billing.v1.SubscriptionPlan
-	(*v11.Advance)(nil),                     // 38: switchboard.billing.v1.Advance
-	(*v11.Requisite)(nil),                   // 39: switchboard.billing.v1.Requisite
-	(v11.InvoiceStatus)(0),                  // 40: switchboard.billing.v1.InvoiceStatus
-	(*v11.InvoiceSummary)(nil),              // 41: switchboard.billing.v1.InvoiceSummary
-	(*v11.Receipt)(nil),                     // 42: switchboard.billing.v1.Receipt
-	(*emptypb.Empty)(nil),                   // 43: google.protobuf.Empty
-	(*v12.Company)(nil),                     // 44: switchboard.identity.v1.Company
-	(*v11.ChangeResult)(nil),                // 45: switchboard.billing.v1.ChangeResult
+	(*CreatePartnerInvoiceRequest)(nil),     // 33: switchboard.partners.v1.CreatePartnerInvoiceRequest
+	(*Payment)(nil),                         // 34: switchboard.partners.v1.Payment
+	(*ListPaymentsResponse)(nil),            // 35: switchboard.partners.v1.ListPaymentsResponse
+	(*v1.Decimal)(nil),                      // 36: switchboard.api.v1.Decimal
+	(*timestamppb.Timestamp)(nil),           // 37: google.protobuf.Timestamp
+	(v11.SubscriptionPlan)(0),               // 38: switchboard.billing.v1.SubscriptionPlan
+	(*v11.Advance)(nil),                     // 39: switchboard.billing.v1.Advance
+	(*v11.Requisite)(nil),                   // 40: switchboard.billing.v1.Requisite
+	(*v11.InvoiceItemRequest)(nil),          // 41: switchboard.billing.v1.InvoiceItemRequest
+	(*v11.Consents)(nil),                    // 42: switchboard.billing.v1.Consents
+	(v11.PaymentMethod)(0),                  // 43: switchboard.billing.v1.PaymentMethod
+	(v11.CardProvider)(0),                   // 44: switchboard.billing.v1.CardProvider
+	(v11.InvoiceStatus)(0),                  // 45: switchboard.billing.v1.InvoiceStatus
+	(*v11.InvoiceSummary)(nil),              // 46: switchboard.billing.v1.InvoiceSummary
+	(*v11.Receipt)(nil),                     // 47: switchboard.billing.v1.Receipt
+	(*emptypb.Empty)(nil),                   // 48: google.protobuf.Empty
+	(*v12.Company)(nil),                     // 49: switchboard.identity.v1.Company
+	(*v11.ChangeResult)(nil),                // 50: switchboard.billing.v1.ChangeResult
 }
 var file_switchboard_partners_v1_partners_proto_depIdxs = []int32{
-	35, // 0: switchboard.partners.v1.Commissions.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
-	35, // 1: switchboard.partners.v1.Commissions.referral_commission_percent:type_name -> switchboard.api.v1.Decimal
-	35, // 2: switchboard.partners.v1.Commissions.waba_dialogs_commission_percent:type_name -> switchboard.api.v1.Decimal
+	36, // 0: switchboard.partners.v1.Commissions.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
+	36, // 1: switchboard.partners.v1.Commissions.referral_commission_percent:type_name -> switchboard.api.v1.Decimal
+	36, // 2: switchboard.partners.v1.Commissions.waba_dialogs_commission_percent:type_name -> switchboard.api.v1.Decimal
 	1,  // 3: switchboard.partners.v1.Profile.commissions:type_name -> switchboard.partners.v1.Commissions
-	36, // 4: switchboard.partners.v1.PartnerCompany.paid_until:type_name -> google.protobuf.Timestamp
-	36, // 5: switchboard.partners.v1.PartnerCompany.test_until:type_name -> google.protobuf.Timestamp
+	37, // 4: switchboard.partners.v1.PartnerCompany.paid_until:type_name -> google.protobuf.Timestamp
+	37, // 5: switchboard.partners.v1.PartnerCompany.test_until:type_name -> google.protobuf.Timestamp
 	3,  // 6: switchboard.partners.v1.ListPartnerCompaniesResponse.partner_companies:type_name -> switchboard.partners.v1.PartnerCompany
 	11, // 7: switchboard.partners.v1.ClientSubscription.connections:type_name -> switchboard.partners.v1.ClientConnection
-	37, // 8: switchboard.partners.v1.ClientSubscription.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	36, // 9: switchboard.partners.v1.ClientSubscription.test_until:type_name -> google.protobuf.Timestamp
-	36, // 10: switchboard.partners.v1.ClientSubscription.paid_until:type_name -> google.protobuf.Timestamp
-	38, // 11: switchboard.partners.v1.ClientSubscription.advance:type_name -> switchboard.billing.v1.Advance
+	38, // 8: switchboard.partners.v1.ClientSubscription.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	37, // 9: switchboard.partners.v1.ClientSubscription.test_until:type_name -> google.protobuf.Timestamp
+	37, // 10: switchboard.partners.v1.ClientSubscription.paid_until:type_name -> google.protobuf.Timestamp
+	39, // 11: switchboard.partners.v1.ClientSubscription.advance:type_name -> switchboard.billing.v1.Advance
 	12, // 12: switchboard.partners.v1.ListClientSubscriptionsResponse.subscriptions:type_name -> switchboard.partners.v1.ClientSubscription
-	37, // 13: switchboard.partners.v1.ChangeClientPlanRequest.new_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
-	39, // 14: switchboard.partners.v1.ListClientRequisitesResponse.requisites:type_name -> switchboard.billing.v1.Requisite
+	38, // 13: switchboard.partners.v1.ChangeClientPlanRequest.new_subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
+	40, // 14: switchboard.partners.v1.ListClientRequisitesResponse.requisites:type_name -> switchboard.billing.v1.Requisite
 	20, // 15: switchboard.partners.v1.ListPartnerRequisitesResponse.requisites:type_name -> switchboard.partners.v1.PartnerRequisite
-	35, // 16: switchboard.partners.v1.Balance.balance:type_name -> switchboard.api.v1.Decimal
-	35, // 17: switchboard.partners.v1.Reward.period_topups_value:type_name -> switchboard.api.v1.Decimal
-	35, // 18: switchboard.partners.v1.Reward.period_spendings_value:type_name -> switchboard.api.v1.Decimal
-	35, // 19: switchboard.partners.v1.Reward.reward_value:type_name -> switchboard.api.v1.Decimal
-	35, // 20: switchboard.partners.v1.Reward.partner_percent:type_name -> switchboard.api.v1.Decimal
-	36, // 21: switchboard.partners.v1.Reward.created_at:type_name -> google.protobuf.Timestamp
+	36, // 16: switchboard.partners.v1.Balance.balance:type_name -> switchboard.api.v1.Decimal
+	36, // 17: switchboard.partners.v1.Reward.period_topups_value:type_name -> switchboard.api.v1.Decimal
+	36, // 18: switchboard.partners.v1.Reward.period_spendings_value:type_name -> switchboard.api.v1.Decimal
+	36, // 19: switchboard.partners.v1.Reward.reward_value:type_name -> switchboard.api.v1.Decimal
+	36, // 20: switchboard.partners.v1.Reward.partner_percent:type_name -> switchboard.api.v1.Decimal
+	37, // 21: switchboard.partners.v1.Reward.created_at:type_name -> google.protobuf.Timestamp
 	26, // 22: switchboard.partners.v1.ListRewardsResponse.rewards:type_name -> switchboard.partners.v1.Reward
-	35, // 23: switchboard.partners.v1.Payout.value:type_name -> switchboard.api.v1.Decimal
-	36, // 24: switchboard.partners.v1.Payout.created_at:type_name -> google.protobuf.Timestamp
+	36, // 23: switchboard.partners.v1.Payout.value:type_name -> switchboard.api.v1.Decimal
+	37, // 24: switchboard.partners.v1.Payout.created_at:type_name -> google.protobuf.Timestamp
 	29, // 25: switchboard.partners.v1.ListPayoutsResponse.payouts:type_name -> switchboard.partners.v1.Payout
-	40, // 26: switchboard.partners.v1.Payment.status:type_name -> switchboard.billing.v1.InvoiceStatus
-	36, // 27: switchboard.partners.v1.Payment.lifetime:type_name -> google.protobuf.Timestamp
-	41, // 28: switchboard.partners.v1.Payment.summary:type_name -> switchboard.billing.v1.InvoiceSummary
-	35, // 29: switchboard.partners.v1.Payment.amount:type_name -> switchboard.api.v1.Decimal
-	42, // 30: switchboard.partners.v1.Payment.receipt:type_name -> switchboard.billing.v1.Receipt
-	36, // 31: switchboard.partners.v1.Payment.created_at:type_name -> google.protobuf.Timestamp
-	35, // 32: switchboard.partners.v1.Payment.client_amount:type_name -> switchboard.api.v1.Decimal
-	33, // 33: switchboard.partners.v1.ListPaymentsResponse.payments:type_name -> switchboard.partners.v1.Payment
-	0,  // 34: switchboard.partners.v1.PartnersService.GetProfile:input_type -> switchboard.partners.v1.GetProfileRequest
-	4,  // 35: switchboard.partners.v1.PartnersService.ListPartnerCompanies:input_type -> switchboard.partners.v1.ListPartnerCompaniesRequest
-	6,  // 36: switchboard.partners.v1.PartnersService.GetPartnerCompany:input_type -> switchboard.partners.v1.GetPartnerCompanyRequest
-	32, // 37: switchboard.partners.v1.PartnersService.ListPayments:input_type -> switchboard.partners.v1.ListPaymentsRequest
-	7,  // 38: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:input_type -> switchboard.partners.v1.UpdatePartnerCompanyNoteRequest
-	8,  // 39: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:input_type -> switchboard.partners.v1.UpdatePartnerCompanyRequest
-	9,  // 40: switchboard.partners.v1.PartnersService.CreateClient:input_type -> switchboard.partners.v1.CreateClientRequest
-	10, // 41: switchboard.partners.v1.PartnersService.ListClientSubscriptions:input_type -> switchboard.partners.v1.ListClientSubscriptionsRequest
-	14, // 42: switchboard.partners.v1.PartnersService.ChangeClientSize:input_type -> switchboard.partners.v1.ChangeClientSizeRequest
-	15, // 43: switchboard.partners.v1.PartnersService.ChangeClientPlan:input_type -> switchboard.partners.v1.ChangeClientPlanRequest
-	16, // 44: switchboard.partners.v1.PartnersService.GrantClientAdvance:input_type -> switchboard.partners.v1.GrantClientAdvanceRequest
-	17, // 45: switchboard.partners.v1.PartnersService.ListClientRequisites:input_type -> switchboard.partners.v1.ListClientRequisitesRequest
-	19, // 46: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:input_type -> switchboard.partners.v1.CreatePartnerRequisiteRequest
-	21, // 47: switchboard.partners.v1.PartnersService.ListPartnerRequisites:input_type -> switchboard.partners.v1.ListPartnerRequisitesRequest
-	23, // 48: switchboard.partners.v1.PartnersService.GetBalance:input_type -> switchboard.partners.v1.GetBalanceRequest
-	25, // 49: switchboard.partners.v1.PartnersService.ListRewards:input_type -> switchboard.partners.v1.ListRewardsRequest
-	28, // 50: switchboard.partners.v1.PartnersService.ListPayouts:input_type -> switchboard.partners.v1.ListPayoutsRequest
-	31, // 51: switchboard.partners.v1.PartnersService.CreatePayout:input_type -> switchboard.partners.v1.CreatePayoutRequest
-	2,  // 52: switchboard.partners.v1.PartnersService.GetProfile:output_type -> switchboard.partners.v1.Profile
-	5,  // 53: switchboard.partners.v1.PartnersService.ListPartnerCompanies:output_type -> switchboard.partners.v1.ListPartnerCompaniesResponse
-	3,  // 54: switchboard.partners.v1.PartnersService.GetPartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
-	34, // 55: switchboard.partners.v1.PartnersService.ListPayments:output_type -> switchboard.partners.v1.ListPaymentsResponse
-	43, // 56: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:output_type -> google.protobuf.Empty
-	3,  // 57: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
-	44, // 58: switchboard.partners.v1.PartnersService.CreateClient:output_type -> switchboard.identity.v1.Company
-	13, // 59: switchboard.partners.v1.PartnersService.ListClientSubscriptions:output_type -> switchboard.partners.v1.ListClientSubscriptionsResponse
-	45, // 60: switchboard.partners.v1.PartnersService.ChangeClientSize:output_type -> switchboard.billing.v1.ChangeResult
-	45, // 61: switchboard.partners.v1.PartnersService.ChangeClientPlan:output_type -> switchboard.billing.v1.ChangeResult
-	12, // 62: switchboard.partners.v1.PartnersService.GrantClientAdvance:output_type -> switchboard.partners.v1.ClientSubscription
-	18, // 63: switchboard.partners.v1.PartnersService.ListClientRequisites:output_type -> switchboard.partners.v1.ListClientRequisitesResponse
-	20, // 64: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:output_type -> switchboard.partners.v1.PartnerRequisite
-	22, // 65: switchboard.partners.v1.PartnersService.ListPartnerRequisites:output_type -> switchboard.partners.v1.ListPartnerRequisitesResponse
-	24, // 66: switchboard.partners.v1.PartnersService.GetBalance:output_type -> switchboard.partners.v1.Balance
-	27, // 67: switchboard.partners.v1.PartnersService.ListRewards:output_type -> switchboard.partners.v1.ListRewardsResponse
-	30, // 68: switchboard.partners.v1.PartnersService.ListPayouts:output_type -> switchboard.partners.v1.ListPayoutsResponse
-	29, // 69: switchboard.partners.v1.PartnersService.CreatePayout:output_type -> switchboard.partners.v1.Payout
-	52, // [52:70] is the sub-list for method output_type
-	34, // [34:52] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	41, // 26: switchboard.partners.v1.CreatePartnerInvoiceRequest.items:type_name -> switchboard.billing.v1.InvoiceItemRequest
+	42, // 27: switchboard.partners.v1.CreatePartnerInvoiceRequest.consents:type_name -> switchboard.billing.v1.Consents
+	43, // 28: switchboard.partners.v1.CreatePartnerInvoiceRequest.payment_method:type_name -> switchboard.billing.v1.PaymentMethod
+	44, // 29: switchboard.partners.v1.CreatePartnerInvoiceRequest.card_provider:type_name -> switchboard.billing.v1.CardProvider
+	45, // 30: switchboard.partners.v1.Payment.status:type_name -> switchboard.billing.v1.InvoiceStatus
+	37, // 31: switchboard.partners.v1.Payment.lifetime:type_name -> google.protobuf.Timestamp
+	46, // 32: switchboard.partners.v1.Payment.summary:type_name -> switchboard.billing.v1.InvoiceSummary
+	36, // 33: switchboard.partners.v1.Payment.amount:type_name -> switchboard.api.v1.Decimal
+	47, // 34: switchboard.partners.v1.Payment.receipt:type_name -> switchboard.billing.v1.Receipt
+	37, // 35: switchboard.partners.v1.Payment.created_at:type_name -> google.protobuf.Timestamp
+	36, // 36: switchboard.partners.v1.Payment.client_amount:type_name -> switchboard.api.v1.Decimal
+	34, // 37: switchboard.partners.v1.ListPaymentsResponse.payments:type_name -> switchboard.partners.v1.Payment
+	0,  // 38: switchboard.partners.v1.PartnersService.GetProfile:input_type -> switchboard.partners.v1.GetProfileRequest
+	4,  // 39: switchboard.partners.v1.PartnersService.ListPartnerCompanies:input_type -> switchboard.partners.v1.ListPartnerCompaniesRequest
+	6,  // 40: switchboard.partners.v1.PartnersService.GetPartnerCompany:input_type -> switchboard.partners.v1.GetPartnerCompanyRequest
+	32, // 41: switchboard.partners.v1.PartnersService.ListPayments:input_type -> switchboard.partners.v1.ListPaymentsRequest
+	7,  // 42: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:input_type -> switchboard.partners.v1.UpdatePartnerCompanyNoteRequest
+	8,  // 43: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:input_type -> switchboard.partners.v1.UpdatePartnerCompanyRequest
+	9,  // 44: switchboard.partners.v1.PartnersService.CreateClient:input_type -> switchboard.partners.v1.CreateClientRequest
+	10, // 45: switchboard.partners.v1.PartnersService.ListClientSubscriptions:input_type -> switchboard.partners.v1.ListClientSubscriptionsRequest
+	14, // 46: switchboard.partners.v1.PartnersService.ChangeClientSize:input_type -> switchboard.partners.v1.ChangeClientSizeRequest
+	15, // 47: switchboard.partners.v1.PartnersService.ChangeClientPlan:input_type -> switchboard.partners.v1.ChangeClientPlanRequest
+	16, // 48: switchboard.partners.v1.PartnersService.GrantClientAdvance:input_type -> switchboard.partners.v1.GrantClientAdvanceRequest
+	17, // 49: switchboard.partners.v1.PartnersService.ListClientRequisites:input_type -> switchboard.partners.v1.ListClientRequisitesRequest
+	33, // 50: switchboard.partners.v1.PartnersService.CreatePartnerInvoice:input_type -> switchboard.partners.v1.CreatePartnerInvoiceRequest
+	19, // 51: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:input_type -> switchboard.partners.v1.CreatePartnerRequisiteRequest
+	21, // 52: switchboard.partners.v1.PartnersService.ListPartnerRequisites:input_type -> switchboard.partners.v1.ListPartnerRequisitesRequest
+	23, // 53: switchboard.partners.v1.PartnersService.GetBalance:input_type -> switchboard.partners.v1.GetBalanceRequest
+	25, // 54: switchboard.partners.v1.PartnersService.ListRewards:input_type -> switchboard.partners.v1.ListRewardsRequest
+	28, // 55: switchboard.partners.v1.PartnersService.ListPayouts:input_type -> switchboard.partners.v1.ListPayoutsRequest
+	31, // 56: switchboard.partners.v1.PartnersService.CreatePayout:input_type -> switchboard.partners.v1.CreatePayoutRequest
+	2,  // 57: switchboard.partners.v1.PartnersService.GetProfile:output_type -> switchboard.partners.v1.Profile
+	5,  // 58: switchboard.partners.v1.PartnersService.ListPartnerCompanies:output_type -> switchboard.partners.v1.ListPartnerCompaniesResponse
+	3,  // 59: switchboard.partners.v1.PartnersService.GetPartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
+	35, // 60: switchboard.partners.v1.PartnersService.ListPayments:output_type -> switchboard.partners.v1.ListPaymentsResponse
+	48, // 61: switchboard.partners.v1.PartnersService.UpdatePartnerCompanyNote:output_type -> google.protobuf.Empty
+	3,  // 62: switchboard.partners.v1.PartnersService.UpdatePartnerCompany:output_type -> switchboard.partners.v1.PartnerCompany
+	49, // 63: switchboard.partners.v1.PartnersService.CreateClient:output_type -> switchboard.identity.v1.Company
+	13, // 64: switchboard.partners.v1.PartnersService.ListClientSubscriptions:output_type -> switchboard.partners.v1.ListClientSubscriptionsResponse
+	50, // 65: switchboard.partners.v1.PartnersService.ChangeClientSize:output_type -> switchboard.billing.v1.ChangeResult
+	50, // 66: switchboard.partners.v1.PartnersService.ChangeClientPlan:output_type -> switchboard.billing.v1.ChangeResult
+	12, // 67: switchboard.partners.v1.PartnersService.GrantClientAdvance:output_type -> switchboard.partners.v1.ClientSubscription
+	18, // 68: switchboard.partners.v1.PartnersService.ListClientRequisites:output_type -> switchboard.partners.v1.ListClientRequisitesResponse
+	34, // 69: switchboard.partners.v1.PartnersService.CreatePartnerInvoice:output_type -> switchboard.partners.v1.Payment
+	20, // 70: switchboard.partners.v1.PartnersService.CreatePartnerRequisite:output_type -> switchboard.partners.v1.PartnerRequisite
+	22, // 71: switchboard.partners.v1.PartnersService.ListPartnerRequisites:output_type -> switchboard.partners.v1.ListPartnerRequisitesResponse
+	24, // 72: switchboard.partners.v1.PartnersService.GetBalance:output_type -> switchboard.partners.v1.Balance
+	27, // 73: switchboard.partners.v1.PartnersService.ListRewards:output_type -> switchboard.partners.v1.ListRewardsResponse
+	30, // 74: switchboard.partners.v1.PartnersService.ListPayouts:output_type -> switchboard.partners.v1.ListPayoutsResponse
+	29, // 75: switchboard.partners.v1.PartnersService.CreatePayout:output_type -> switchboard.partners.v1.Payout
+	57, // [57:76] is the sub-list for method output_type
+	38, // [38:57] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_partners_v1_partners_proto_init() }
@@ -2998,13 +3193,14 @@ func file_switchboard_partners_v1_partners_proto_init() {
 	file_switchboard_partners_v1_partners_proto_msgTypes[31].OneofWrappers = []any{}
 	file_switchboard_partners_v1_partners_proto_msgTypes[32].OneofWrappers = []any{}
 	file_switchboard_partners_v1_partners_proto_msgTypes[33].OneofWrappers = []any{}
+	file_switchboard_partners_v1_partners_proto_msgTypes[34].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_partners_v1_partners_proto_rawDesc), len(file_switchboard_partners_v1_partners_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

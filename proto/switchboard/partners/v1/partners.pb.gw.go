@@ -738,6 +738,67 @@ func local_request_PartnersService_ListClientRequisites_0(ctx context.Context, m
 	return msg, metadata, err
 }
 
+func request_PartnersService_CreatePartnerInvoice_0(ctx context.Context, marshaler runtime.Marshaler, client PartnersServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq CreatePartnerInvoiceRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	val, ok := pathParams["company_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "company_id")
+	}
+	protoReq.CompanyId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "company_id", err)
+	}
+	val, ok = pathParams["partner_company_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "partner_company_id")
+	}
+	protoReq.PartnerCompanyId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "partner_company_id", err)
+	}
+	msg, err := client.CreatePartnerInvoice(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_PartnersService_CreatePartnerInvoice_0(ctx context.Context, marshaler runtime.Marshaler, server PartnersServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq CreatePartnerInvoiceRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["company_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "company_id")
+	}
+	protoReq.CompanyId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "company_id", err)
+	}
+	val, ok = pathParams["partner_company_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "partner_company_id")
+	}
+	protoReq.PartnerCompanyId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "partner_company_id", err)
+	}
+	msg, err := server.CreatePartnerInvoice(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_PartnersService_CreatePartnerRequisite_0(ctx context.Context, marshaler runtime.Marshaler, client PartnersServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq CreatePartnerRequisiteRequest
@@ -1244,6 +1305,26 @@ func RegisterPartnersServiceHandlerServer(ctx context.Context, mux *runtime.Serv
 		}
 		forward_PartnersService_ListClientRequisites_0(annotatedContext, mux, outboundMarshaler, w, req, response_PartnersService_ListClientRequisites_0{resp.(*ListClientRequisitesResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_PartnersService_CreatePartnerInvoice_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/switchboard.partners.v1.PartnersService/CreatePartnerInvoice", runtime.WithHTTPPathPattern("/v2/companies/{company_id}/partners/partner_companies/{partner_company_id}/payments/invoices"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_PartnersService_CreatePartnerInvoice_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_PartnersService_CreatePartnerInvoice_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPost, pattern_PartnersService_CreatePartnerRequisite_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1608,6 +1689,23 @@ func RegisterPartnersServiceHandlerClient(ctx context.Context, mux *runtime.Serv
 		}
 		forward_PartnersService_ListClientRequisites_0(annotatedContext, mux, outboundMarshaler, w, req, response_PartnersService_ListClientRequisites_0{resp.(*ListClientRequisitesResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_PartnersService_CreatePartnerInvoice_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/switchboard.partners.v1.PartnersService/CreatePartnerInvoice", runtime.WithHTTPPathPattern("/v2/companies/{company_id}/partners/partner_companies/{partner_company_id}/payments/invoices"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_PartnersService_CreatePartnerInvoice_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_PartnersService_CreatePartnerInvoice_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPost, pattern_PartnersService_CreatePartnerRequisite_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1762,6 +1860,7 @@ var (
 	pattern_PartnersService_ChangeClientPlan_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6, 1, 0, 4, 1, 5, 7, 2, 8, 2, 9}, []string{"v2", "companies", "company_id", "partners", "partner_companies", "partner_company_id", "subscriptions", "subscription_id", "actions", "change_plan"}, ""))
 	pattern_PartnersService_GrantClientAdvance_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6, 1, 0, 4, 1, 5, 7, 2, 8, 2, 9}, []string{"v2", "companies", "company_id", "partners", "partner_companies", "partner_company_id", "subscriptions", "subscription_id", "actions", "advance"}, ""))
 	pattern_PartnersService_ListClientRequisites_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6, 2, 7}, []string{"v2", "companies", "company_id", "partners", "partner_companies", "partner_company_id", "payments", "requisites"}, ""))
+	pattern_PartnersService_CreatePartnerInvoice_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6, 2, 7}, []string{"v2", "companies", "company_id", "partners", "partner_companies", "partner_company_id", "payments", "invoices"}, ""))
 	pattern_PartnersService_CreatePartnerRequisite_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 2, 5}, []string{"v2", "companies", "company_id", "partners", "payments", "requisites"}, ""))
 	pattern_PartnersService_ListPartnerRequisites_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 2, 5}, []string{"v2", "companies", "company_id", "partners", "payments", "requisites"}, ""))
 	pattern_PartnersService_GetBalance_0               = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 2, 5}, []string{"v2", "companies", "company_id", "partners", "finance", "balance"}, ""))
@@ -1783,6 +1882,7 @@ var (
 	forward_PartnersService_ChangeClientPlan_0         = runtime.ForwardResponseMessage
 	forward_PartnersService_GrantClientAdvance_0       = runtime.ForwardResponseMessage
 	forward_PartnersService_ListClientRequisites_0     = runtime.ForwardResponseMessage
+	forward_PartnersService_CreatePartnerInvoice_0     = runtime.ForwardResponseMessage
 	forward_PartnersService_CreatePartnerRequisite_0   = runtime.ForwardResponseMessage
 	forward_PartnersService_ListPartnerRequisites_0    = runtime.ForwardResponseMessage
 	forward_PartnersService_GetBalance_0               = runtime.ForwardResponseMessage

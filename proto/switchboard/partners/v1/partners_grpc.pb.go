@@ -34,6 +34,7 @@ const (
 	PartnersService_ChangeClientPlan_FullMethodName         = "/switchboard.partners.v1.PartnersService/ChangeClientPlan"
 	PartnersService_GrantClientAdvance_FullMethodName       = "/switchboard.partners.v1.PartnersService/GrantClientAdvance"
 	PartnersService_ListClientRequisites_FullMethodName     = "/switchboard.partners.v1.PartnersService/ListClientRequisites"
+	PartnersService_CreatePartnerInvoice_FullMethodName     = "/switchboard.partners.v1.PartnersService/CreatePartnerInvoice"
 	PartnersService_CreatePartnerRequisite_FullMethodName   = "/switchboard.partners.v1.PartnersService/CreatePartnerRequisite"
 	PartnersService_ListPartnerRequisites_FullMethodName    = "/switchboard.partners.v1.PartnersService/ListPartnerRequisites"
 	PartnersService_GetBalance_FullMethodName               = "/switchboard.partners.v1.PartnersService/GetBalance"
@@ -64,8 +65,10 @@ type PartnersServiceClient interface {
 	//
 	// Errors: 404 error 31002 PARTNER_COMPANY_NOT_FOUND.
 	GetPartnerCompany(ctx context.Context, in *GetPartnerCompanyRequest, opts ...grpc.CallOption) (*PartnerCompany, error)
-	// The stored invoices of the partner's clients, newest first (a
-	// client's own invoices: payer client, client_amount the amount).
+	// The stored invoices of the partner's clients, newest first: a
+	// client's own invoices (payer client, client_amount the amount) and the
+	// partner's invoices for it (payer partner, client_amount before the
+	// partner's balance).
 	ListPayments(ctx context.Context, in *ListPaymentsRequest, opts ...grpc.CallOption) (*ListPaymentsResponse, error)
 	// Sets the partner's note on a client ("" is kept as "").
 	//
@@ -121,6 +124,31 @@ type PartnersServiceClient interface {
 	//
 	// Errors: 404 error 31002 PARTNER_COMPANY_NOT_FOUND.
 	ListClientRequisites(ctx context.Context, in *ListClientRequisitesRequest, opts ...grpc.CallOption) (*ListClientRequisitesResponse, error)
+	// The partner's invoice for a partner-type client: the company's own
+	// invoice (same body, preview by default, same checks, codes and
+	// summary) paid by the partner. The partner's partner_commission_percent
+	// is the partner discount of SUBSCRIPTION amounts (inside the 50 % cap);
+	// client_amount is the amount after the percent discounts. With
+	// use_partner_balance the partner's balance pays first, item by item
+	// (top_up_amount, then upgrade_amount), shown as
+	// partner_balance_discount_flat: amount is client_amount less the
+	// balance used, held from storing until the invoice is expired or
+	// cancelled; all paid by the balance, the invoice is paid at once
+	// (payment_method PARTNER_BALANCE, payment_url null).
+	// company_requisite_id (the client's) only when every item is
+	// WABA_DIALOGS; partner_requisite_id (the partner's) only with
+	// BANK_TRANSFER, which needs one of the two. partner_email gets the
+	// stored invoice by mail. The client's payments_locked does not refuse
+	// it.
+	//
+	// Errors: 422 (body); 404 error 31002 PARTNER_COMPANY_NOT_FOUND; 400
+	// error 31003 PARTNER_COMPANY_IS_REFERRAL; 404 error 31004
+	// PARTNER_REQUISITE_NOT_FOUND; then the invoice's: 404 error 22000
+	// SUBSCRIPTION_NOT_FOUND, 404 error 22020 REQUISITE_NOT_FOUND, 409
+	// error 22019 SUBSCRIPTION_SIZE_BELOW_CURRENT, 400 error 22018
+	// SUBSCRIPTION_PAYMENTS_LOCKED (company_requisite_id with a
+	// SUBSCRIPTION item), 400 error 18003 INVOICE_PROVIDER_ERROR.
+	CreatePartnerInvoice(ctx context.Context, in *CreatePartnerInvoiceRequest, opts ...grpc.CallOption) (*Payment, error)
 	// Registers one of the partner's own requisites (where payouts go). A
 	// default one needs bic, current_account and, with a 10-digit tin, kpp;
 	// it takes the default from the previous one.
@@ -275,6 +303,16 @@ func (c *partnersServiceClient) ListClientRequisites(ctx context.Context, in *Li
 	return out, nil
 }
 
+func (c *partnersServiceClient) CreatePartnerInvoice(ctx context.Context, in *CreatePartnerInvoiceRequest, opts ...grpc.CallOption) (*Payment, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Payment)
+	err := c.cc.Invoke(ctx, PartnersService_CreatePartnerInvoice_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *partnersServiceClient) CreatePartnerRequisite(ctx context.Context, in *CreatePartnerRequisiteRequest, opts ...grpc.CallOption) (*PartnerRequisite, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PartnerRequisite)
@@ -357,8 +395,10 @@ type PartnersServiceServer interface {
 	//
 	// Errors: 404 error 31002 PARTNER_COMPANY_NOT_FOUND.
 	GetPartnerCompany(context.Context, *GetPartnerCompanyRequest) (*PartnerCompany, error)
-	// The stored invoices of the partner's clients, newest first (a
-	// client's own invoices: payer client, client_amount the amount).
+	// The stored invoices of the partner's clients, newest first: a
+	// client's own invoices (payer client, client_amount the amount) and the
+	// partner's invoices for it (payer partner, client_amount before the
+	// partner's balance).
 	ListPayments(context.Context, *ListPaymentsRequest) (*ListPaymentsResponse, error)
 	// Sets the partner's note on a client ("" is kept as "").
 	//
@@ -414,6 +454,31 @@ type PartnersServiceServer interface {
 	//
 	// Errors: 404 error 31002 PARTNER_COMPANY_NOT_FOUND.
 	ListClientRequisites(context.Context, *ListClientRequisitesRequest) (*ListClientRequisitesResponse, error)
+	// The partner's invoice for a partner-type client: the company's own
+	// invoice (same body, preview by default, same checks, codes and
+	// summary) paid by the partner. The partner's partner_commission_percent
+	// is the partner discount of SUBSCRIPTION amounts (inside the 50 % cap);
+	// client_amount is the amount after the percent discounts. With
+	// use_partner_balance the partner's balance pays first, item by item
+	// (top_up_amount, then upgrade_amount), shown as
+	// partner_balance_discount_flat: amount is client_amount less the
+	// balance used, held from storing until the invoice is expired or
+	// cancelled; all paid by the balance, the invoice is paid at once
+	// (payment_method PARTNER_BALANCE, payment_url null).
+	// company_requisite_id (the client's) only when every item is
+	// WABA_DIALOGS; partner_requisite_id (the partner's) only with
+	// BANK_TRANSFER, which needs one of the two. partner_email gets the
+	// stored invoice by mail. The client's payments_locked does not refuse
+	// it.
+	//
+	// Errors: 422 (body); 404 error 31002 PARTNER_COMPANY_NOT_FOUND; 400
+	// error 31003 PARTNER_COMPANY_IS_REFERRAL; 404 error 31004
+	// PARTNER_REQUISITE_NOT_FOUND; then the invoice's: 404 error 22000
+	// SUBSCRIPTION_NOT_FOUND, 404 error 22020 REQUISITE_NOT_FOUND, 409
+	// error 22019 SUBSCRIPTION_SIZE_BELOW_CURRENT, 400 error 22018
+	// SUBSCRIPTION_PAYMENTS_LOCKED (company_requisite_id with a
+	// SUBSCRIPTION item), 400 error 18003 INVOICE_PROVIDER_ERROR.
+	CreatePartnerInvoice(context.Context, *CreatePartnerInvoiceRequest) (*Payment, error)
 	// Registers one of the partner's own requisites (where payouts go). A
 	// default one needs bic, current_account and, with a 10-digit tin, kpp;
 	// it takes the default from the previous one.
@@ -483,6 +548,9 @@ func (UnimplementedPartnersServiceServer) GrantClientAdvance(context.Context, *G
 }
 func (UnimplementedPartnersServiceServer) ListClientRequisites(context.Context, *ListClientRequisitesRequest) (*ListClientRequisitesResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListClientRequisites not implemented")
+}
+func (UnimplementedPartnersServiceServer) CreatePartnerInvoice(context.Context, *CreatePartnerInvoiceRequest) (*Payment, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreatePartnerInvoice not implemented")
 }
 func (UnimplementedPartnersServiceServer) CreatePartnerRequisite(context.Context, *CreatePartnerRequisiteRequest) (*PartnerRequisite, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CreatePartnerRequisite not implemented")
@@ -739,6 +807,24 @@ func _PartnersService_ListClientRequisites_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PartnersService_CreatePartnerInvoice_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreatePartnerInvoiceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PartnersServiceServer).CreatePartnerInvoice(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PartnersService_CreatePartnerInvoice_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PartnersServiceServer).CreatePartnerInvoice(ctx, req.(*CreatePartnerInvoiceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _PartnersService_CreatePartnerRequisite_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreatePartnerRequisiteRequest)
 	if err := dec(in); err != nil {
@@ -901,6 +987,10 @@ var PartnersService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListClientRequisites",
 			Handler:    _PartnersService_ListClientRequisites_Handler,
+		},
+		{
+			MethodName: "CreatePartnerInvoice",
+			Handler:    _PartnersService_CreatePartnerInvoice_Handler,
 		},
 		{
 			MethodName: "CreatePartnerRequisite",

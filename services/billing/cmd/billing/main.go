@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/cbr"
+	"switchboard.dev/pkg/mail"
 	"switchboard.dev/pkg/netguard"
 	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/pkg/peers"
@@ -61,6 +62,12 @@ type settings struct {
 	// looked for.
 	ExpiryInterval time.Duration `env:"SWITCHBOARD_INVOICE_EXPIRY_INTERVAL" envDefault:"30s"`
 	Robokassa      robokassaSettings
+	// SMTPURL is the server that delivers queued mail (partner invoices
+	// mailed to partner_email), smtp[s]://user:pass@host:port. Without it,
+	// and outside test mode, such invoices are refused with 503.
+	SMTPURL string `env:"SWITCHBOARD_SMTP_URL"`
+	// MailFrom is the sender address of the platform's mail.
+	MailFrom string `env:"SWITCHBOARD_MAIL_FROM" envDefault:"Switchboard <noreply@switchboard.local>"`
 }
 
 // robokassaSettings configure card payments outside test mode; without a
@@ -130,6 +137,14 @@ func spec(s settings) (service.Spec, error) {
 			}
 			relay := outbox.New(d.DB, d.Log, outbox.Options{}).Route(app.EventsTopic, partners.New(partnersConn))
 			d.Background("outbox relay", relay.Run)
+			// Partner invoices mailed to partner_email go out through SMTP
+			// and, in test mode, into the sandbox mailbox.
+			transports, err := mail.Transports(s.SMTPURL, s.MailFrom, d.Config.Sandbox, d.Redis)
+			if err != nil {
+				return nil, fmt.Errorf("config: SWITCHBOARD_SMTP_URL, SWITCHBOARD_MAIL_FROM: %w", err)
+			}
+			sender := mail.NewSender(d.DB, d.Log, mail.SenderOptions{From: s.MailFrom, Transports: transports})
+			d.Background("mail", sender.Run)
 			repo := postgres.New(d.DB)
 			companies := peers.NewCompanies(identityConn)
 			cfg := app.Config{
@@ -139,6 +154,8 @@ func spec(s settings) (service.Spec, error) {
 				Promos:     identity.NewPromos(identityConn),
 				Clients:    identity.NewClients(identityConn),
 				Log:        d.Log,
+
+				MailDeliverable: sender.Deliverable(),
 			}
 			if d.Config.Sandbox {
 				cfg.Rates = rates.Sandbox{Store: repo, Default: sandboxRate}

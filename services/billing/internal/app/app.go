@@ -157,6 +157,10 @@ type Config struct {
 	Rates Rates
 	// Payments makes payment links; nil: no method can be paid.
 	Payments Payments
+	// MailDeliverable: queued mail can reach its recipient (an SMTP server
+	// or test mode's mailbox); without it a partner invoice with
+	// partner_email is refused with 503.
+	MailDeliverable bool
 	// Log; nil discards.
 	Log *slog.Logger
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/mail"
 	"switchboard.dev/services/billing/internal/domain"
 )
 
@@ -42,6 +43,16 @@ type Tx interface {
 	// RecordProviderPayment stores a provider's notification once per
 	// invoice and provider; false when one was stored before.
 	RecordProviderPayment(ctx context.Context, p ProviderPayment) (bool, error)
+	// ClaimHold makes or finds the row of a partner's balance hold,
+	// locked: the invoice stored for it before (0: none), or abandoned
+	// when the partners service gave it up.
+	ClaimHold(ctx context.Context, holdID string) (invoiceID int64, abandoned bool, err error)
+	// SetHoldInvoice records the invoice stored for a claimed hold.
+	SetHoldInvoice(ctx context.Context, holdID string, invoiceID int64) error
+	// AbandonHold gives up a claimed hold that has no invoice.
+	AbandonHold(ctx context.Context, holdID string) error
+	// QueueMail queues m (pkg/mail's outbox) in the transaction.
+	QueueMail(ctx context.Context, m mail.Mail) error
 	// Event writes an outbox event of EventsTopic.
 	Event(ctx context.Context, companyID int64, eventType string, payload any) error
 }
@@ -106,6 +117,26 @@ type InvoiceRequest struct {
 	PeriodMonths *int32
 	PromoCode    *string
 	RequisiteID  *int64
+	// Partner is set when the client's partner makes the invoice.
+	Partner *PartnerContext
+}
+
+// PartnerContext is what a partner's invoice for its client carries
+// (billing.md "Partner invoices and cancellation").
+type PartnerContext struct {
+	PartnerID int64
+	// Percent is the partner's partner_commission_percent: the partner
+	// discount of SUBSCRIPTION amounts.
+	Percent decimal.Decimal
+	// Requisite is the partner's own, for BANK_TRANSFER; nil when absent.
+	Requisite *domain.Requisite
+	// Available is the partner balance the invoice may spend.
+	Available decimal.Decimal
+	// HoldID names the partners service's hold of Available: a stored
+	// invoice that spends balance needs one.
+	HoldID string
+	// Email gets the stored invoice; "" when none.
+	Email string
 }
 
 // ItemRequest is one requested item; nil fields were absent.
@@ -185,11 +216,32 @@ func (s *Service) checkRequest(ctx context.Context, r InvoiceRequest) error {
 			return valueError(apierr.Body("promo_code"), "unknown promo code %q", *r.PromoCode)
 		}
 	}
+	if r.Partner != nil {
+		return checkPartnerRequisites(r)
+	}
 	switch {
 	case r.PaymentMethod == domain.MethodBankTransfer && r.RequisiteID == nil:
 		return missing("company_requisite_id")
 	case r.PaymentMethod != domain.MethodBankTransfer && r.RequisiteID != nil:
 		return valueError(apierr.Body("company_requisite_id"), "company_requisite_id is allowed only with payment_method BANK_TRANSFER")
+	}
+	return nil
+}
+
+// checkPartnerRequisites: a partner's invoice pays by BANK_TRANSFER
+// against the client's requisite or the partner's, one of them, and
+// names neither with another method (partners.md "Partner invoices").
+func checkPartnerRequisites(r InvoiceRequest) error {
+	bank := r.PaymentMethod == domain.MethodBankTransfer
+	switch {
+	case !bank && r.RequisiteID != nil:
+		return valueError(apierr.Body("company_requisite_id"), "company_requisite_id is allowed only with payment_method BANK_TRANSFER")
+	case !bank && r.Partner.Requisite != nil:
+		return valueError(apierr.Body("partner_requisite_id"), "partner_requisite_id is allowed only with payment_method BANK_TRANSFER")
+	case bank && r.RequisiteID == nil && r.Partner.Requisite == nil:
+		return valueError(apierr.Body("partner_requisite_id"), "payment_method BANK_TRANSFER needs partner_requisite_id or company_requisite_id")
+	case bank && r.RequisiteID != nil && r.Partner.Requisite != nil:
+		return valueError(apierr.Body("partner_requisite_id"), "give partner_requisite_id or company_requisite_id, not both")
 	}
 	return nil
 }
@@ -201,6 +253,9 @@ func (s *Service) CreateInvoice(ctx context.Context, r InvoiceRequest) (domain.I
 	if err := s.checkRequest(ctx, r); err != nil {
 		return domain.Invoice{}, err
 	}
+	if p := r.Partner; p != nil && !r.Preview && p.Email != "" && !s.cfg.MailDeliverable {
+		return domain.Invoice{}, apierr.ServiceUnavailable.Msg("mail cannot be sent, so the invoice cannot be mailed to partner_email")
+	}
 	inv, err := s.quote(ctx, r)
 	if err != nil || r.Preview {
 		return inv, err
@@ -211,9 +266,31 @@ func (s *Service) CreateInvoice(ctx context.Context, r InvoiceRequest) (domain.I
 	var stored domain.Invoice
 	var paidNow bool
 	err = s.repo.InTx(ctx, func(tx Tx) error {
+		if hold := inv.Partner.HoldOf(); hold != "" {
+			// The hold's row orders this store against the partners
+			// service giving the hold up, and a retry of the same hold
+			// finds the invoice stored the first time.
+			prior, abandoned, err := tx.ClaimHold(ctx, hold)
+			switch {
+			case err != nil:
+				return err
+			case abandoned:
+				// The partners service stopped waiting for this call and
+				// gave the balance back: the partner may try again.
+				return apierr.ServiceUnavailable.Msg("the partner balance could not be held in time, try again")
+			case prior != 0:
+				stored, err = tx.LockInvoice(ctx, &r.CompanyID, prior)
+				return err
+			}
+		}
 		stored, err = tx.InsertInvoice(ctx, inv)
 		if err != nil {
 			return err
+		}
+		if hold := inv.Partner.HoldOf(); hold != "" {
+			if err := tx.SetHoldInvoice(ctx, hold, stored.ID); err != nil {
+				return err
+			}
 		}
 		if err := tx.Event(ctx, stored.CompanyID, EventInvoiceStatus, statusEvent(stored, "", s.now())); err != nil {
 			return err
@@ -221,15 +298,27 @@ func (s *Service) CreateInvoice(ctx context.Context, r InvoiceRequest) (domain.I
 		if stored.Amount.IsZero() {
 			// Nothing to pay: paid as soon as stored.
 			paidNow = true
-			stored, err = s.applyPaid(ctx, tx, stored)
-			return err
+			if stored, err = s.applyPaid(ctx, tx, stored); err != nil {
+				return err
+			}
+		} else {
+			url, ok, err := s.payments.PaymentURL(stored)
+			if err != nil {
+				return err
+			}
+			if ok {
+				stored.PaymentURL = &url
+				if err := tx.SetPaymentURL(ctx, stored.ID, url); err != nil {
+					return err
+				}
+			}
 		}
-		url, ok, err := s.payments.PaymentURL(stored)
-		if err != nil || !ok {
-			return err
+		if stored.Partner != nil && stored.Partner.Email != "" {
+			// Queued with the invoice: mailed once it commits, never
+			// for one that does not.
+			return tx.QueueMail(ctx, invoiceMail(stored))
 		}
-		stored.PaymentURL = &url
-		return tx.SetPaymentURL(ctx, stored.ID, url)
+		return nil
 	})
 	if err != nil {
 		return domain.Invoice{}, err
@@ -286,6 +375,9 @@ func (s *Service) quote(ctx context.Context, r InvoiceRequest) (domain.Invoice, 
 		}
 		req = &q
 	}
+	if r.Partner != nil && r.Partner.Requisite != nil {
+		req = r.Partner.Requisite
+	}
 	if len(ids) > 0 {
 		members, err := s.conns.Membership(ctx, r.CompanyID)
 		if err != nil {
@@ -302,8 +394,15 @@ func (s *Service) quote(ctx context.Context, r InvoiceRequest) (domain.Invoice, 
 	if err != nil {
 		return domain.Invoice{}, err
 	}
-	if settings.PaymentsLocked {
+	switch {
+	case r.Partner == nil && settings.PaymentsLocked:
 		return domain.Invoice{}, apierr.SubscriptionPaymentsLocked.E()
+	case r.Partner != nil && r.RequisiteID != nil && len(ids) > 0:
+		// A partner pays its client's subscriptions against its own
+		// requisite; the client's is for business dialogs alone. The
+		// client's payments_locked does not stop its partner.
+		return domain.Invoice{}, apierr.SubscriptionPaymentsLocked.Msg(
+			"company_requisite_id is allowed only when every item is WABA_DIALOGS")
 	}
 	if settings.PaymentCurrency != domain.Currency {
 		return domain.Invoice{}, apierr.InvoiceProviderError.Msg("the company pays in %s: invoices here are in roubles", settings.PaymentCurrency)
@@ -327,42 +426,87 @@ func (s *Service) quote(ctx context.Context, r InvoiceRequest) (domain.Invoice, 
 	if r.PromoCode != nil {
 		shared.Promo = decimal.NewFromInt(domain.PromoDiscountPercent)
 	}
+	if r.Partner != nil {
+		shared.Partner = r.Partner.Percent
+	}
 	inv := domain.Invoice{
 		CompanyID:              r.CompanyID,
 		PaymentMethod:          r.PaymentMethod,
 		CardProvider:           r.CardProvider,
 		PeriodMonths:           months,
 		PromoCode:              r.PromoCode,
-		PartnerDiscountPercent: decimal.Zero,
+		PartnerDiscountPercent: shared.Partner,
 		Requisite:              req,
 		Receipt:                []domain.ReceiptLine{},
 	}
+	// The receipt is written once the partner's balance has taken its
+	// part: its lines add up to what is left to pay.
+	orders := make([]domain.SubscriptionOrder, len(r.Items))
 	for _, it := range r.Items {
 		switch it.Kind {
 		case domain.ItemSubscription:
 			sub := subs[*it.ID]
 			order := domain.SubscriptionOrder{Sub: sub, NewPlan: *it.NewPlan, NewSize: *it.NewSize}
 			q := domain.QuoteSubscription(s.cfg.Prices, order, months, shared, now)
+			orders[len(inv.Items)] = order
 			inv.Items = append(inv.Items, domain.InvoiceItem{
 				Kind: domain.ItemSubscription, SubscriptionID: sub.ID, SubscriptionType: sub.Type,
 				OldSize: sub.MaxSize, NewSize: *it.NewSize, OldPlan: sub.Plan, NewPlan: *it.NewPlan,
 				OldPaidUntil: sub.PaidUntil, TopUp: q.TopUp, Upgrade: q.Upgrade,
 			})
-			inv.Receipt = append(inv.Receipt, domain.SubscriptionReceipt(order, months, q)...)
 		case domain.ItemWabaDialogs:
 			a := domain.QuoteDialogs(s.cfg.Prices, *it.Count)
 			inv.Items = append(inv.Items, domain.InvoiceItem{
 				Kind: domain.ItemWabaDialogs, Count: *it.Count, Price: s.cfg.Prices.WabaDialog, TopUp: a,
 			})
-			inv.Receipt = append(inv.Receipt, domain.DialogsReceipt(s.cfg.Prices, *it.Count, a)...)
+		}
+	}
+	if p := r.Partner; p != nil {
+		part := &domain.PartnerPart{PartnerID: p.PartnerID, ClientAmount: inv.Sum(), Email: p.Email}
+		part.BalanceUsed = inv.SpendBalance(p.Available)
+		part.HoldID = p.HoldID
+		inv.Partner = part
+	}
+	for i, it := range inv.Items {
+		if it.Kind == domain.ItemSubscription {
+			q := domain.SubscriptionQuote{TopUp: it.TopUp, Upgrade: it.Upgrade}
+			inv.Receipt = append(inv.Receipt, domain.SubscriptionReceipt(orders[i], months, q)...)
+		} else {
+			inv.Receipt = append(inv.Receipt, domain.DialogsReceipt(s.cfg.Prices, it.Count, it.TopUp)...)
 		}
 	}
 	inv.Amount = inv.Sum()
+	if inv.Partner != nil && inv.Partner.BalanceUsed.IsPositive() && inv.Amount.IsZero() {
+		// All paid by the partner's balance: no card, transfer or rate.
+		inv.PaymentMethod, inv.CardProvider, inv.Requisite, charge = domain.MethodPartnerBalance, "", nil, nil
+	}
 	if charge != nil {
 		charge.Amount = inv.Amount.DivRound(charge.Rate, 2)
 		inv.Charge = charge
 	}
 	return inv, nil
+}
+
+// ResolveHold answers the invoice stored for a partner's balance hold, or
+// found false when none was, giving the hold up so that none can be: the
+// partners service asks this of a hold whose invoice it never heard of,
+// and may then drop the hold knowing no invoice spends it.
+func (s *Service) ResolveHold(ctx context.Context, holdID string) (inv domain.Invoice, found bool, err error) {
+	err = s.repo.InTx(ctx, func(tx Tx) error {
+		id, abandoned, err := tx.ClaimHold(ctx, holdID)
+		switch {
+		case err != nil:
+			return err
+		case id != 0:
+			found = true
+			inv, err = tx.LockInvoice(ctx, nil, id)
+			return err
+		case abandoned:
+			return nil
+		}
+		return tx.AbandonHold(ctx, holdID)
+	})
+	return inv, found, err
 }
 
 // keepzCharge checks that the company has a keepz terminal and a rate.
@@ -460,7 +604,7 @@ func statusEvent(inv domain.Invoice, previous string, at time.Time) map[string]a
 	if previous != "" {
 		prev = previous
 	}
-	return map[string]any{
+	ev := map[string]any{
 		"invoice_id":      inv.ID,
 		"company_id":      inv.CompanyID,
 		"status":          inv.Status,
@@ -470,12 +614,36 @@ func statusEvent(inv domain.Invoice, previous string, at time.Time) map[string]a
 		// payment_status notification reports (partners.md): a company's
 		// own invoice is paid by it, its client_amount the amount.
 		"currency":       domain.Currency,
-		"payer":          "client",
-		"client_amount":  inv.Amount.String(),
+		"payer":          inv.Payer(),
+		"client_amount":  inv.ClientAmount().String(),
 		"payment_method": inv.PaymentMethod,
 		"items":          items,
 		"at":             at.Format(time.RFC3339Nano),
 	}
+	if p := inv.Partner; p != nil {
+		// The partners service settles (new) or releases (expired,
+		// cancelled) its hold of the balance from these.
+		ev["partner_company_id"] = p.PartnerID
+		ev["partner_balance_used"] = p.BalanceUsed.String()
+		var hold any
+		if p.HoldID != "" {
+			hold = p.HoldID
+		}
+		ev["hold_id"] = hold
+	}
+	return ev
+}
+
+// invoiceMail is a stored partner invoice mailed to partner_email.
+func invoiceMail(inv domain.Invoice) mail.Mail {
+	url := "none"
+	if inv.PaymentURL != nil {
+		url = *inv.PaymentURL
+	}
+	text := fmt.Sprintf("Invoice %d\nStatus: %s\nAmount: %s %s\nClient amount: %s %s\nPayment URL: %s\n",
+		inv.ID, inv.Status, inv.Amount.StringFixed(2), domain.Currency,
+		inv.ClientAmount().StringFixed(2), domain.Currency, url)
+	return mail.Mail{To: []string{inv.Partner.Email}, Subject: fmt.Sprintf("Invoice %d", inv.ID), Text: text}
 }
 
 // sortedSubscriptionIDs are the invoice's subscriptions in lock order.

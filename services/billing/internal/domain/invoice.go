@@ -107,10 +107,86 @@ type Invoice struct {
 	Requisite              *Requisite      `json:"requisite"`
 	Charge                 *Charge         `json:"charge"`
 	Receipt                []ReceiptLine   `json:"receipt"`
-	Amount                 decimal.Decimal `json:"-"`
-	PaymentURL             *string         `json:"-"`
-	Lifetime               time.Time       `json:"-"`
-	CreatedAt              time.Time       `json:"-"`
+	// Partner is set on a partner's invoice for its client; nil on a
+	// company's own.
+	Partner    *PartnerPart    `json:"partner,omitempty"`
+	Amount     decimal.Decimal `json:"-"`
+	PaymentURL *string         `json:"-"`
+	Lifetime   time.Time       `json:"-"`
+	CreatedAt  time.Time       `json:"-"`
+}
+
+// Payers of an invoice, as the partner's payments list says them.
+const (
+	PayerClient  = "client"
+	PayerPartner = "partner"
+)
+
+// PartnerPart is what a partner's invoice for its client adds.
+type PartnerPart struct {
+	PartnerID int64 `json:"partner_company_id"`
+	// ClientAmount is the amount after the percent discounts: what the
+	// invoice comes to before the partner's balance pays part of it.
+	ClientAmount decimal.Decimal `json:"client_amount"`
+	// BalanceUsed is what the partner's balance pays (the items'
+	// partner_balance_discount_flat).
+	BalanceUsed decimal.Decimal `json:"partner_balance_used"`
+	// HoldID is the partners service's hold of that balance; "" when the
+	// balance pays nothing.
+	HoldID string `json:"hold_id,omitempty"`
+	// Email gets the stored invoice; "" when none.
+	Email string `json:"partner_email,omitempty"`
+}
+
+// HoldOf is the hold id of a partner's invoice; "" for none (also on a
+// company's own invoice, whose part is nil).
+func (p *PartnerPart) HoldOf() string {
+	if p == nil {
+		return ""
+	}
+	return p.HoldID
+}
+
+// Payer is who pays the invoice: the company itself or its partner.
+func (inv Invoice) Payer() string {
+	if inv.Partner != nil {
+		return PayerPartner
+	}
+	return PayerClient
+}
+
+// ClientAmount is what the client pays: the amount before a partner's
+// balance (a company's own invoice: its amount).
+func (inv Invoice) ClientAmount() decimal.Decimal {
+	if inv.Partner != nil {
+		return inv.Partner.ClientAmount
+	}
+	return inv.Amount
+}
+
+// SpendBalance lets up to available of a partner's balance pay the
+// invoice's items in order, each SUBSCRIPTION item's top_up_amount before
+// its upgrade_amount: each part's share is its
+// partner_balance_discount_flat, taken off its amount and added to its
+// discount (amount + discount stays the undiscounted value). It answers
+// what was spent; the invoice's Amount is left for the caller to sum.
+func (inv *Invoice) SpendBalance(available decimal.Decimal) decimal.Decimal {
+	left := decimal.Max(available, decimal.Zero)
+	spend := func(a *Amount) {
+		flat := decimal.Min(left, a.Amount)
+		a.Amount = a.Amount.Sub(flat)
+		a.Discount = a.Discount.Add(flat)
+		a.Discounts.PartnerBalanceFlat = flat
+		left = left.Sub(flat)
+	}
+	for i := range inv.Items {
+		it := &inv.Items[i]
+		spend(&it.TopUp)
+		if it.Kind == ItemSubscription {
+			spend(&it.Upgrade)
+		}
+	}
+	return decimal.Max(available, decimal.Zero).Sub(left)
 }
 
 // TotalDiscount is the sum of the items' discounts.

@@ -58,6 +58,11 @@ type settings struct {
 	PartnerNotifyPoll time.Duration `env:"SWITCHBOARD_PARTNER_NOTIFY_POLL" envDefault:"1s"`
 	SMTPURL           string        `env:"SWITCHBOARD_SMTP_URL"`
 	MailFrom          string        `env:"SWITCHBOARD_MAIL_FROM" envDefault:"Switchboard <noreply@switchboard.local>"`
+	// How long a partner invoice's pending balance hold waits for its
+	// invoice before the sweeper asks billing what became of it, and how
+	// often the sweeper looks.
+	HoldGrace         time.Duration `env:"SWITCHBOARD_PARTNER_HOLD_GRACE" envDefault:"2m"`
+	HoldSweepInterval time.Duration `env:"SWITCHBOARD_PARTNER_HOLD_SWEEP_INTERVAL" envDefault:"30s"`
 }
 
 func main() {
@@ -83,6 +88,9 @@ func spec(s settings) (service.Spec, error) {
 	}
 	if s.PartnerBotBackoff <= 0 || s.PartnerNotifyPoll <= 0 || s.TelegramTimeout <= 0 {
 		return service.Spec{}, errors.New("config: SWITCHBOARD_PARTNER_BOT_BACKOFF, SWITCHBOARD_PARTNER_NOTIFY_POLL and SWITCHBOARD_TELEGRAM_TIMEOUT must be positive")
+	}
+	if s.HoldGrace <= 0 || s.HoldSweepInterval <= 0 {
+		return service.Spec{}, errors.New("config: SWITCHBOARD_PARTNER_HOLD_GRACE and SWITCHBOARD_PARTNER_HOLD_SWEEP_INTERVAL must be positive")
 	}
 	return service.Spec{
 		Name:        "partners",
@@ -128,6 +136,7 @@ func spec(s settings) (service.Spec, error) {
 					DefaultClientsPerDay: s.ClientsPerDay,
 					DefaultRegion:        s.DefaultRegion,
 					PayoutMin:            payoutMin,
+					HoldGrace:            s.HoldGrace,
 					Log:                  d.Log,
 					Notify:               notify,
 				})
@@ -139,6 +148,10 @@ func spec(s settings) (service.Spec, error) {
 						Lease: s.PartnerBotLease, Backoff: s.PartnerBotBackoff})
 				})
 			}
+			// Pending balance holds whose invoice never came (a crash
+			// between the services) are resolved with billing; each
+			// replica runs it, the holds' row locks keep them apart.
+			d.Background("balance holds", func(ctx context.Context) error { return a.RunHoldSweeper(ctx, s.HoldSweepInterval) })
 			return registrar{grpcport.New(a), grpcport.NewNotifications(a)}, nil
 		},
 	}, nil

@@ -55,6 +55,34 @@ type Repository interface {
 	// UpdatePayout runs update on any partner's payout locked FOR UPDATE
 	// and stores what it left; domain.ErrNotFound for an unknown id.
 	UpdatePayout(ctx context.Context, id int64, update func(*domain.Payout) error) (domain.Payout, error)
+
+	// Requisite is one of the partner's; domain.ErrNotFound for an unknown
+	// one or another partner's.
+	Requisite(ctx context.Context, partnerID, id int64) (domain.Requisite, error)
+	// ReserveBalance holds the partner's whole available balance (0 when
+	// none) for a partner invoice of the client being made: a pending
+	// hold, stored under the partner's balance lock (the payouts' one).
+	ReserveBalance(ctx context.Context, partnerID, companyID int64, at time.Time) (domain.Hold, error)
+	// SettleHold makes a pending hold what its invoice used; a hold that
+	// is no longer pending is left as it is.
+	SettleHold(ctx context.Context, id string, invoiceID int64, used decimal.Decimal) error
+	// ReleaseHold gives a hold's balance back (its invoice, when known,
+	// recorded).
+	ReleaseHold(ctx context.Context, id string, invoiceID *int64) error
+	// ResolvePendingHold locks the oldest pending hold made before cutoff
+	// that no other replica holds, stores what resolve makes of it in the
+	// same transaction, and reports whether there was one.
+	ResolvePendingHold(ctx context.Context, cutoff time.Time, resolve func(domain.Hold) (HoldOutcome, error)) (bool, error)
+	// Hold answers domain.ErrNotFound for an unknown id.
+	Hold(ctx context.Context, id string) (domain.Hold, error)
+}
+
+// HoldOutcome is what became of a pending hold: released, or held by
+// its invoice (InvoiceID) for Used.
+type HoldOutcome struct {
+	Release   bool
+	InvoiceID *int64
+	Used      decimal.Decimal
 }
 
 // IngestTx is the transaction of one batch of billing events.
@@ -79,6 +107,9 @@ type IngestTx interface {
 	SetDialogSpendings(ctx context.Context, companyID int64, period string, spendings decimal.Decimal) error
 	// NotifyTx queues payment_status notifications (notify.go).
 	NotifyTx
+	// SettleHold and ReleaseHold are Repository's, in the transaction.
+	SettleHold(ctx context.Context, id string, invoiceID int64, used decimal.Decimal) error
+	ReleaseHold(ctx context.Context, id string, invoiceID *int64) error
 }
 
 // PayoutTx is the transaction of one partner's payout request.
@@ -147,6 +178,12 @@ type Billing interface {
 	Requisites(ctx context.Context, companyID int64) ([]*billingv1.Requisite, error)
 	// Invoices of the companies, newest first, and their count.
 	Invoices(ctx context.Context, companyIDs []int64, limit, offset int32) ([]*billingv1.CompanyInvoice, int64, error)
+	// CreatePartnerInvoice is billing's invoice with the partner's
+	// context.
+	CreatePartnerInvoice(ctx context.Context, r *billingv1.CreatePartnerInvoiceRequest) (*billingv1.PartnerInvoice, error)
+	// ResolveHold answers the invoice billing stored for a hold, or found
+	// false (billing then stores none for it any more).
+	ResolveHold(ctx context.Context, holdID string) (found bool, invoiceID int64, status string, used decimal.Decimal, err error)
 }
 
 // Connection is what a partner sees of a client's connection.
@@ -181,6 +218,10 @@ type Config struct {
 	// DialogPrice is a business dialog's price, for the dialogs rewards'
 	// spendings; zero means DefaultDialogPrice.
 	DialogPrice decimal.Decimal
+	// HoldGrace is how long a pending balance hold waits for its invoice
+	// before the sweeper asks billing about it; zero means
+	// DefaultHoldGrace.
+	HoldGrace time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger
@@ -212,6 +253,9 @@ func New(repo Repository, ident Identity, billing Billing, conns Connections, ma
 	if cfg.PayoutMin.IsZero() {
 		cfg.PayoutMin = DefaultPayoutMin()
 	}
+	if cfg.HoldGrace <= 0 {
+		cfg.HoldGrace = DefaultHoldGrace
+	}
 	if cfg.DialogPrice.IsZero() {
 		cfg.DialogPrice = DefaultDialogPrice()
 	}
@@ -219,6 +263,9 @@ func New(repo Repository, ident Identity, billing Billing, conns Connections, ma
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
+
+// DefaultHoldGrace is SWITCHBOARD_PARTNER_HOLD_GRACE's default.
+const DefaultHoldGrace = 2 * time.Minute
 
 // DefaultPayoutMin is SWITCHBOARD_PARTNER_PAYOUT_MIN's default: 1000.00.
 func DefaultPayoutMin() decimal.Decimal { return decimal.RequireFromString("1000.00") }

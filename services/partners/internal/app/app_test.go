@@ -132,6 +132,12 @@ func (noBilling) Requisites(context.Context, int64) ([]*billingv1.Requisite, err
 func (noBilling) Invoices(context.Context, []int64, int32, int32) ([]*billingv1.CompanyInvoice, int64, error) {
 	return nil, 0, errNoPeer
 }
+func (noBilling) CreatePartnerInvoice(context.Context, *billingv1.CreatePartnerInvoiceRequest) (*billingv1.PartnerInvoice, error) {
+	return nil, errNoPeer
+}
+func (noBilling) ResolveHold(context.Context, string) (bool, int64, string, decimal.Decimal, error) {
+	return false, 0, "", decimal.Zero, errNoPeer
+}
 
 type noConnections struct{}
 
@@ -167,11 +173,18 @@ type env struct {
 
 func newEnv(t *testing.T) env {
 	t.Helper()
-	return envWith(t, 4, app.Config{})
+	return envWith(t, 4, envConfig{})
+}
+
+// envConfig is the service's configuration and, when set, the billing it
+// talks to.
+type envConfig struct {
+	app.Config
+	Billing app.Billing
 }
 
 // envWith opens a database of its own with a pool of conns connections.
-func envWith(t *testing.T, conns int, cfg app.Config) env {
+func envWith(t *testing.T, conns int, cfg envConfig) env {
 	t.Helper()
 	dsn := pgtest.NewDSN(t, migrations.FS)
 	db, err := pg.Config{DSN: dsn, MaxConns: int32(conns)}.Open(context.Background())
@@ -180,7 +193,11 @@ func envWith(t *testing.T, conns int, cfg app.Config) env {
 	e := env{ident: newIdentity(), clock: &clock{t: time.Date(2026, 5, 14, 9, 30, 0, 0, time.UTC)}, db: db, dsn: dsn}
 	cfg.DefaultCommissions = app.DefaultCommissions()
 	cfg.Now = e.clock.Now
-	e.svc = app.New(postgres.New(db), e.ident, noBilling{}, noConnections{}, nil, cfg)
+	var billing app.Billing = noBilling{}
+	if cfg.Billing != nil {
+		billing = cfg.Billing
+	}
+	e.svc = app.New(postgres.New(db), e.ident, billing, noConnections{}, nil, cfg.Config)
 	return e
 }
 

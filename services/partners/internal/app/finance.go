@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/services/partners/internal/domain"
 )
@@ -115,6 +117,11 @@ func (s *Service) IngestBillingEvents(ctx context.Context, events []BillingEvent
 				continue
 			}
 			applied++
+			if d.invoice != nil && d.invoice.HoldID != nil {
+				if err := holdOf(ctx, tx, *d.invoice); err != nil {
+					return err
+				}
+			}
 			if d.invoice != nil {
 				if err := s.notifyStatus(ctx, tx, d, links[d.CompanyID], names); err != nil {
 					return err
@@ -137,6 +144,21 @@ func (s *Service) IngestBillingEvents(ctx context.Context, events []BillingEvent
 		return 0, err
 	}
 	return applied, nil
+}
+
+// holdOf applies a partner invoice's status to the balance it holds: an
+// expired or cancelled invoice gives it back; any other status settles a
+// hold still pending (the partner's request did not live to) at what the
+// invoice used.
+func holdOf(ctx context.Context, tx IngestTx, ev domain.InvoiceEvent) error {
+	if domain.Releases(ev.Status) {
+		return tx.ReleaseHold(ctx, *ev.HoldID, &ev.InvoiceID)
+	}
+	used := decimal.Zero
+	if ev.PartnerBalanceUsed != nil {
+		used = *ev.PartnerBalanceUsed
+	}
+	return tx.SettleHold(ctx, *ev.HoldID, ev.InvoiceID, used)
 }
 
 // reward adds a paid invoice's items to its client's partner's rewards.
@@ -190,8 +212,7 @@ func (s *Service) dialogOpened(ctx context.Context, tx IngestTx, d decoded) erro
 }
 
 // Balance is the partner's balance: its rewards less its payouts that are
-// not REJECTED (partner invoices, when they come, will take off what
-// they hold).
+// not REJECTED less what its partner invoices hold.
 func (s *Service) Balance(ctx context.Context, partnerID int64) (domain.Totals, error) {
 	return s.repo.Totals(ctx, partnerID)
 }

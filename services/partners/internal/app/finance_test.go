@@ -412,7 +412,7 @@ func TestCreatePayoutRulesInOrder(t *testing.T) {
 // and never a payout of nothing.
 func TestPayoutMinimumIsConfigured(t *testing.T) {
 	ctx := context.Background()
-	e := envWith(t, 4, app.Config{PayoutMin: dec("0.01")})
+	e := envWith(t, 4, envConfig{Config: app.Config{PayoutMin: dec("0.01")}})
 	e.ident.addPartner(100)
 	e.ident.addClient(100, 1, domain.TypeReferral, "Referral One")
 	req := e.requisite(t, 100, true)
@@ -429,7 +429,7 @@ func TestPayoutMinimumIsConfigured(t *testing.T) {
 func TestParallelPayoutsCreateOne(t *testing.T) {
 	const n = 12
 	ctx := context.Background()
-	e := envWith(t, n+4, app.Config{})
+	e := envWith(t, n+4, envConfig{})
 	e.ident.addPartner(100)
 	e.ident.addClient(100, 1, domain.TypeReferral, "Referral One")
 	req := e.requisite(t, 100, true)

@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 
+	apiv1 "switchboard.dev/proto/switchboard/api/v1"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
+	"switchboard.dev/services/partners/internal/domain"
 )
 
 // Payment is a client's invoice as its partner sees it.
@@ -11,8 +13,12 @@ type Payment struct {
 	*billingv1.Invoice
 	CompanyID   int64
 	CompanyName string
-	// Payer is "client" for the client's own invoices.
+	// Payer is "client" for the client's own invoices, "partner" for its
+	// partner's.
 	Payer string
+	// ClientAmount is what the client pays (its own invoices: the
+	// amount).
+	ClientAmount *apiv1.Decimal
 }
 
 // PaymentsFilter narrows the partner's payments list.
@@ -48,7 +54,15 @@ func (s *Service) Payments(ctx context.Context, partnerID int64, f PaymentsFilte
 	}
 	out := make([]Payment, len(list))
 	for i, ci := range list {
-		out[i] = Payment{Invoice: ci.GetInvoice(), CompanyID: ci.GetCompanyId(), CompanyName: names[ci.GetCompanyId()], Payer: "client"}
+		p := Payment{Invoice: ci.GetInvoice(), CompanyID: ci.GetCompanyId(), CompanyName: names[ci.GetCompanyId()],
+			Payer: ci.GetPayer(), ClientAmount: ci.GetClientAmount()}
+		if p.Payer == "" {
+			p.Payer = domain.PayerClient
+		}
+		if p.ClientAmount == nil {
+			p.ClientAmount = p.Invoice.GetAmount()
+		}
+		out[i] = p
 	}
 	return out, count, nil
 }

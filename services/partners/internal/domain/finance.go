@@ -56,6 +56,10 @@ type InvoiceEvent struct {
 	// At is when the invoice took the status; zero when the event has
 	// none (the event's own time is used then).
 	At time.Time `json:"at"`
+	// HoldID is the partner's balance hold of a partner invoice (nil:
+	// none); PartnerBalanceUsed what the balance pays of it.
+	HoldID             *string          `json:"hold_id"`
+	PartnerBalanceUsed *decimal.Decimal `json:"partner_balance_used"`
 }
 
 // InvoiceEventItem is one item of an invoice event.
@@ -281,10 +285,45 @@ type Totals struct {
 	Rewards decimal.Decimal
 	// Payouts is the sum of its payouts that are not REJECTED.
 	Payouts decimal.Decimal
+	// Held is what its partner invoices hold (pending and held holds).
+	Held decimal.Decimal
 }
 
-// Balance is the rewards less the payouts that are not REJECTED.
-// partners.md also takes off what the partner's new and paid partner
-// invoices hold of it; there are no partner invoices yet, and they will
-// add that sum here when they come.
-func (t Totals) Balance() decimal.Decimal { return t.Rewards.Sub(t.Payouts) }
+// Balance is the rewards less the payouts that are not REJECTED and what
+// the partner's new and paid partner invoices hold.
+func (t Totals) Balance() decimal.Decimal { return t.Rewards.Sub(t.Payouts).Sub(t.Held) }
+
+// Payers of a client's invoice.
+const (
+	PayerClient  = "client"
+	PayerPartner = "partner"
+)
+
+// Hold statuses (balance_holds).
+const (
+	HoldPending  = "pending"
+	HoldHeld     = "held"
+	HoldReleased = "released"
+)
+
+// Hold is what one partner invoice holds of its partner's balance.
+type Hold struct {
+	ID        string
+	PartnerID int64
+	CompanyID int64
+	Status    string
+	Amount    decimal.Decimal
+	InvoiceID *int64
+	CreatedAt time.Time
+}
+
+// Invoice statuses besides paid: every one is a payment_status
+// notification; expired and cancelled end what a partner invoice holds.
+const (
+	InvoiceNew       = "new"
+	InvoiceExpired   = "expired"
+	InvoiceCancelled = "cancelled"
+)
+
+// Releases reports an invoice status that gives the held balance back.
+func Releases(status string) bool { return status == InvoiceExpired || status == InvoiceCancelled }

@@ -152,13 +152,6 @@ func StartCommandToken(text string) (string, bool) {
 	return arg, true
 }
 
-// Invoice statuses a payment_status notification reports.
-const (
-	InvoiceNew       = "new"
-	InvoiceExpired   = "expired"
-	InvoiceCancelled = "cancelled"
-)
-
 // PaymentStatus is a payment_status notification's payload.
 type PaymentStatus struct {
 	Event          string          `json:"event"`

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 
+	"switchboard.dev/pkg/mail"
 	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/pkg/postgres"
 	"switchboard.dev/services/billing/internal/app"
@@ -175,11 +176,52 @@ func (t txn) InsertInvoice(ctx context.Context, inv domain.Invoice) (domain.Invo
 		created = &inv.CreatedAt
 	}
 	return scanInvoice(t.tx.QueryRow(ctx, `
-		INSERT INTO invoices (company_id, status, payment_method, card_provider, amount, currency, document, lifetime, created_at)
-		VALUES ($1, 'new', $2, $3, $4::numeric, $5, $6, COALESCE($8::timestamptz, now()) + $7::interval, COALESCE($8::timestamptz, now()))
+		INSERT INTO invoices (company_id, status, payment_method, card_provider, amount, currency, document, lifetime, created_at, partner_company_id)
+		VALUES ($1, 'new', $2, $3, $4::numeric, $5, $6, COALESCE($8::timestamptz, now()) + $7::interval, COALESCE($8::timestamptz, now()), $9)
 		RETURNING `+invoiceCols,
 		inv.CompanyID, inv.PaymentMethod, card, inv.Amount.String(), domain.Currency, doc,
-		fmt.Sprintf("%d microseconds", domain.InvoiceLifetime.Microseconds()), created))
+		fmt.Sprintf("%d microseconds", domain.InvoiceLifetime.Microseconds()), created, partnerOf(inv)))
+}
+
+func partnerOf(inv domain.Invoice) *int64 {
+	if inv.Partner == nil {
+		return nil
+	}
+	return &inv.Partner.PartnerID
+}
+
+func (t txn) ClaimHold(ctx context.Context, holdID string) (int64, bool, error) {
+	if _, err := t.tx.Exec(ctx, `INSERT INTO partner_holds (hold_id) VALUES ($1) ON CONFLICT (hold_id) DO NOTHING`, holdID); err != nil {
+		return 0, false, fmt.Errorf("claim hold: %w", err)
+	}
+	var id *int64
+	var abandoned bool
+	if err := t.tx.QueryRow(ctx, `SELECT invoice_id, abandoned FROM partner_holds WHERE hold_id = $1 FOR UPDATE`, holdID).
+		Scan(&id, &abandoned); err != nil {
+		return 0, false, fmt.Errorf("lock hold: %w", err)
+	}
+	if id == nil {
+		return 0, abandoned, nil
+	}
+	return *id, abandoned, nil
+}
+
+func (t txn) SetHoldInvoice(ctx context.Context, holdID string, invoiceID int64) error {
+	if _, err := t.tx.Exec(ctx, `UPDATE partner_holds SET invoice_id = $2 WHERE hold_id = $1`, holdID, invoiceID); err != nil {
+		return fmt.Errorf("store hold invoice: %w", err)
+	}
+	return nil
+}
+
+func (t txn) AbandonHold(ctx context.Context, holdID string) error {
+	if _, err := t.tx.Exec(ctx, `UPDATE partner_holds SET abandoned = true WHERE hold_id = $1 AND invoice_id IS NULL`, holdID); err != nil {
+		return fmt.Errorf("abandon hold: %w", err)
+	}
+	return nil
+}
+
+func (t txn) QueueMail(ctx context.Context, m mail.Mail) error {
+	return mail.Enqueue(ctx, t.tx, m)
 }
 
 func (t txn) SetPaymentURL(ctx context.Context, id int64, url string) error {

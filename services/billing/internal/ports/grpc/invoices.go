@@ -167,6 +167,15 @@ func (s *Server) ListRequisites(ctx context.Context, req *billingv1.ListRequisit
 
 // CreateInvoice implements billingv1.BillingServiceServer.
 func (s *Server) CreateInvoice(ctx context.Context, req *billingv1.CreateInvoiceRequest) (*billingv1.Invoice, error) {
+	inv, err := s.app.CreateInvoice(ctx, invoiceRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	return InvoicePB(inv), nil
+}
+
+// invoiceRequest reads the public invoice request.
+func invoiceRequest(req *billingv1.CreateInvoiceRequest) app.InvoiceRequest {
 	r := app.InvoiceRequest{
 		CompanyID:     req.GetCompanyId(),
 		Preview:       req.Preview == nil || req.GetPreview(),
@@ -193,11 +202,7 @@ func (s *Server) CreateInvoice(ctx context.Context, req *billingv1.CreateInvoice
 		}
 		r.Items = append(r.Items, item)
 	}
-	inv, err := s.app.CreateInvoice(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	return InvoicePB(inv), nil
+	return r
 }
 
 // ListInvoices implements billingv1.BillingServiceServer.

@@ -3,8 +3,14 @@ package grpc
 import (
 	"context"
 
+	"github.com/shopspring/decimal"
+
+	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/protoapi"
+	apiv1 "switchboard.dev/proto/switchboard/api/v1"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	"switchboard.dev/services/billing/internal/app"
+	"switchboard.dev/services/billing/internal/domain"
 )
 
 // The internal calls of the partner programme: the partners service acts
@@ -86,7 +92,61 @@ func (s *Server) ListCompaniesInvoices(ctx context.Context, req *billingv1.ListC
 	}
 	out := &billingv1.ListCompaniesInvoicesResponse{Count: count, Invoices: make([]*billingv1.CompanyInvoice, 0, len(list))}
 	for _, inv := range list {
-		out.Invoices = append(out.Invoices, &billingv1.CompanyInvoice{CompanyId: inv.CompanyID, Invoice: InvoicePB(inv)})
+		out.Invoices = append(out.Invoices, &billingv1.CompanyInvoice{
+			CompanyId: inv.CompanyID, Invoice: InvoicePB(inv), Payer: inv.Payer(), ClientAmount: protoapi.Decimal(inv.ClientAmount()),
+		})
+	}
+	return out, nil
+}
+
+// decimalIn reads a Decimal of the partners service (absent: 0).
+func decimalIn(d *apiv1.Decimal, field string) (decimal.Decimal, error) {
+	if d == nil || d.GetValue() == "" {
+		return decimal.Zero, nil
+	}
+	v, err := decimal.NewFromString(d.GetValue())
+	if err != nil || v.IsNegative() {
+		return v, apierr.Field(apierr.Body(field), "value_error", "Value error, %q is not a non-negative number", d.GetValue())
+	}
+	return v, nil
+}
+
+// CreatePartnerInvoice implements billingv1.BillingInternalServiceServer:
+// the public invoice with the partner's context.
+func (s *Server) CreatePartnerInvoice(ctx context.Context, req *billingv1.CreatePartnerInvoiceRequest) (*billingv1.PartnerInvoice, error) {
+	r := invoiceRequest(req.GetInvoice())
+	p := &app.PartnerContext{PartnerID: req.GetPartnerCompanyId(), HoldID: req.GetHoldId(), Email: req.GetPartnerEmail()}
+	var err error
+	if p.Percent, err = decimalIn(req.GetPartnerCommissionPercent(), "partner_commission_percent"); err != nil {
+		return nil, err
+	}
+	if p.Available, err = decimalIn(req.GetPartnerBalanceAvailable(), "partner_balance_available"); err != nil {
+		return nil, err
+	}
+	if q := req.GetPartnerRequisite(); q != nil {
+		p.Requisite = &domain.Requisite{ID: q.GetId(), TIN: q.GetTin(), KPP: q.Kpp, Name: q.GetName()}
+	}
+	r.Partner = p
+	inv, err := s.app.CreateInvoice(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &billingv1.PartnerInvoice{
+		Invoice: InvoicePB(inv), ClientAmount: protoapi.Decimal(inv.ClientAmount()),
+		PartnerBalanceUsed: protoapi.Decimal(inv.Partner.BalanceUsed),
+	}, nil
+}
+
+// ResolvePartnerHold implements billingv1.BillingInternalServiceServer.
+func (s *Server) ResolvePartnerHold(ctx context.Context, req *billingv1.ResolvePartnerHoldRequest) (*billingv1.ResolvePartnerHoldResponse, error) {
+	inv, found, err := s.app.ResolveHold(ctx, req.GetHoldId())
+	if err != nil || !found {
+		return &billingv1.ResolvePartnerHoldResponse{}, err
+	}
+	st := statusPB[inv.Status]
+	out := &billingv1.ResolvePartnerHoldResponse{Found: true, InvoiceId: inv.ID, Status: &st, PartnerBalanceUsed: protoapi.Decimal(decimal.Zero)}
+	if inv.Partner != nil {
+		out.PartnerBalanceUsed = protoapi.Decimal(inv.Partner.BalanceUsed)
 	}
 	return out, nil
 }

@@ -7,8 +7,10 @@ package peers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -180,6 +182,31 @@ func (b Billing) Invoices(ctx context.Context, companyIDs []int64, limit, offset
 		return nil, 0, apierr.FromPeer("billing", "ListCompaniesInvoices", err)
 	}
 	return resp.GetInvoices(), resp.GetCount(), nil
+}
+
+// CreatePartnerInvoice implements app.Billing.
+func (b Billing) CreatePartnerInvoice(ctx context.Context, r *billingv1.CreatePartnerInvoiceRequest) (*billingv1.PartnerInvoice, error) {
+	out, err := b.api.CreatePartnerInvoice(ctx, r)
+	if err != nil {
+		return nil, apierr.FromPeer("billing", "CreatePartnerInvoice", err)
+	}
+	return out, nil
+}
+
+// ResolveHold implements app.Billing.
+func (b Billing) ResolveHold(ctx context.Context, holdID string) (bool, int64, string, decimal.Decimal, error) {
+	out, err := b.api.ResolvePartnerHold(ctx, &billingv1.ResolvePartnerHoldRequest{HoldId: holdID})
+	if err != nil {
+		return false, 0, "", decimal.Zero, apierr.FromPeer("billing", "ResolvePartnerHold", err)
+	}
+	if !out.GetFound() {
+		return false, 0, "", decimal.Zero, nil
+	}
+	used, err := decimal.NewFromString(out.GetPartnerBalanceUsed().GetValue())
+	if err != nil {
+		return false, 0, "", decimal.Zero, fmt.Errorf("billing ResolvePartnerHold: partner_balance_used %q: %w", out.GetPartnerBalanceUsed().GetValue(), err)
+	}
+	return true, out.GetInvoiceId(), protoapi.EnumJSON(out.GetStatus()), used, nil
 }
 
 // Connections implements app.Connections.

@@ -168,11 +168,12 @@ type querier interface {
 }
 
 func totals(ctx context.Context, q querier, partnerID int64) (domain.Totals, error) {
-	var rewards, payouts string
+	var rewards, payouts, held string
 	if err := q.QueryRow(ctx, `
 		SELECT (SELECT COALESCE(sum(reward_value), 0) FROM rewards WHERE partner_company_id = $1)::text,
-		       (SELECT COALESCE(sum(value), 0) FROM payouts WHERE partner_company_id = $1 AND status <> $2)::text`,
-		partnerID, domain.PayoutRejected).Scan(&rewards, &payouts); err != nil {
+		       (SELECT COALESCE(sum(value), 0) FROM payouts WHERE partner_company_id = $1 AND status <> $2)::text,
+		       (SELECT COALESCE(sum(amount), 0) FROM balance_holds WHERE partner_company_id = $1 AND status <> $3)::text`,
+		partnerID, domain.PayoutRejected, domain.HoldReleased).Scan(&rewards, &payouts, &held); err != nil {
 		return domain.Totals{}, fmt.Errorf("read balance: %w", err)
 	}
 	var t domain.Totals
@@ -180,7 +181,10 @@ func totals(ctx context.Context, q querier, partnerID int64) (domain.Totals, err
 	if t.Rewards, err = decimalOf(rewards); err != nil {
 		return t, err
 	}
-	t.Payouts, err = decimalOf(payouts)
+	if t.Payouts, err = decimalOf(payouts); err != nil {
+		return t, err
+	}
+	t.Held, err = decimalOf(held)
 	return t, err
 }
 
@@ -231,8 +235,8 @@ func (r *Repo) Payouts(ctx context.Context, partnerID int64) ([]domain.Payout, e
 // first to commit and then sees its payout.
 func (r *Repo) PayoutTx(ctx context.Context, partnerID int64, fn func(app.PayoutTx) error) error {
 	return postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('partners:payout', $1))`, partnerID); err != nil {
-			return fmt.Errorf("lock payouts: %w", err)
+		if err := lockPartner(ctx, tx, partnerID); err != nil {
+			return err
 		}
 		return fn(payoutTx{tx: tx, partnerID: partnerID})
 	})

@@ -302,13 +302,36 @@ func (s *Server) ListPayments(ctx context.Context, req *partnersv1.ListPaymentsR
 	}
 	out := &partnersv1.ListPaymentsResponse{Count: count, Payments: make([]*partnersv1.Payment, 0, len(list))}
 	for _, p := range list {
-		inv := p.Invoice
-		out.Payments = append(out.Payments, &partnersv1.Payment{
-			Id: inv.Id, Preview: inv.GetPreview(), Status: inv.Status, Lifetime: inv.GetLifetime(), Summary: inv.GetSummary(),
-			Amount: inv.GetAmount(), Currency: inv.GetCurrency(), PaymentUrl: inv.PaymentUrl, PreviewUrl: inv.PreviewUrl,
-			ActUrl: inv.ActUrl, Receipt: inv.GetReceipt(), CreatedAt: inv.GetCreatedAt(),
-			CompanyId: p.CompanyID, CompanyName: p.CompanyName, ClientAmount: inv.GetAmount(), Payer: p.Payer,
-		})
+		out.Payments = append(out.Payments, paymentPB(p))
 	}
 	return out, nil
+}
+
+func paymentPB(p app.Payment) *partnersv1.Payment {
+	inv := p.Invoice
+	return &partnersv1.Payment{
+		Id: inv.Id, Preview: inv.GetPreview(), Status: inv.Status, Lifetime: inv.GetLifetime(), Summary: inv.GetSummary(),
+		Amount: inv.GetAmount(), Currency: inv.GetCurrency(), PaymentUrl: inv.PaymentUrl, PreviewUrl: inv.PreviewUrl,
+		ActUrl: inv.ActUrl, Receipt: inv.GetReceipt(), CreatedAt: inv.GetCreatedAt(),
+		CompanyId: p.CompanyID, CompanyName: p.CompanyName, ClientAmount: p.ClientAmount, Payer: p.Payer,
+	}
+}
+
+// CreatePartnerInvoice implements partnersv1.PartnersServiceServer.
+func (s *Server) CreatePartnerInvoice(ctx context.Context, req *partnersv1.CreatePartnerInvoiceRequest) (*partnersv1.Payment, error) {
+	p, err := s.app.CreatePartnerInvoice(ctx, app.PartnerInvoiceRequest{
+		PartnerID: req.GetCompanyId(),
+		Invoice: &billingv1.CreateInvoiceRequest{
+			CompanyId: req.GetPartnerCompanyId(), Preview: req.Preview, Items: req.GetItems(), Consents: req.GetConsents(),
+			PaymentMethod: req.PaymentMethod, CardProvider: req.CardProvider, PeriodMonths: req.PeriodMonths,
+			PromoCode: req.PromoCode, CompanyRequisiteId: req.CompanyRequisiteId,
+		},
+		PartnerRequisiteID: req.PartnerRequisiteId,
+		UsePartnerBalance:  req.GetUsePartnerBalance(),
+		PartnerEmail:       strings.TrimSpace(req.GetPartnerEmail()),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return paymentPB(p), nil
 }
