@@ -42,10 +42,35 @@ func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServer
 	if !ok {
 		return handler(ctx, req)
 	}
+	if m, ok := protoapi.Lookup(info.FullMethod); ok && m.ValidateInHandler {
+		return handler(context.WithValue(ctx, deferredKey{}, deferred{i: i, method: info.FullMethod}), req)
+	}
 	if err := i.Check(ctx, info.FullMethod, msg); err != nil {
 		return nil, err
 	}
 	return handler(ctx, req)
+}
+
+type deferredKey struct{}
+
+// deferred is the check Unary left to the handler of a method declared
+// (switchboard.api.v1.validate_in_handler).
+type deferred struct {
+	i      *Interceptor
+	method string
+}
+
+// Deferred applies the rules Unary left to the handler (a method with
+// validate_in_handler): a handler calls it once it has found what the path
+// names, so that an unknown id or a wrong kind of object is answered
+// before a broken body rule. Outside such a call (no interceptor, or a
+// method validated before its handler) it checks nothing.
+func Deferred(ctx context.Context, msg proto.Message) error {
+	d, ok := ctx.Value(deferredKey{}).(deferred)
+	if !ok {
+		return nil
+	}
+	return d.i.Check(ctx, d.method, msg)
 }
 
 // Stream is the grpc.StreamServerInterceptor: every message the handler

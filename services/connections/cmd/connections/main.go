@@ -122,7 +122,10 @@ func spec(s settings, sealer *postgres.Sealer) service.Spec {
 				Logins:    logins.New(d.Redis),
 				Pictures:  picture.New(s.AllowPrivateTargets),
 				Companies: peers.NewCompanies(identityConn),
-				Config:    cfg,
+				// v2 connections show the v1 webhook integrations bound
+				// to them.
+				Integrations: identity.NewIntegrations(identityConn),
+				Config:       cfg,
 			}
 			if d.Config.Sandbox {
 				sb := sandbox.New(d.DB, d.Redis)

@@ -117,11 +117,14 @@ func spec(s settings, cfg app.EngineConfig) service.Spec {
 			if err != nil {
 				return nil, err
 			}
-			a := app.New(postgres.New(d.DB), connections.New(conn), app.Config{AllowPrivateTargets: s.AllowPrivateTargets})
-			engine := app.NewEngine(postgres.NewQueue(d.DB, d.Log), sender.New(sender.Options{
+			snd := sender.New(sender.Options{
 				Timeout: cfg.Timeout, AllowPrivate: s.AllowPrivateTargets, MaxConnsPerHost: cfg.Workers,
 				SourceAddr: s.SourceAddr,
-			}), cfg, d.Log)
+			})
+			// v1 webhook integrations' URLs are checked by the deliveries'
+			// own sender.
+			a := app.New(postgres.New(d.DB), connections.New(conn), app.Config{AllowPrivateTargets: s.AllowPrivateTargets}).WithChecker(snd)
+			engine := app.NewEngine(postgres.NewQueue(d.DB, d.Log), snd, cfg, d.Log)
 			d.Background("delivery engine", engine.Run)
 			return registrar{grpcport.New(a)}, nil
 		},
@@ -133,4 +136,5 @@ type registrar struct{ srv *grpcport.Server }
 func (r registrar) Register(s *grpc.Server) {
 	webhooksv1.RegisterWebhooksServiceServer(s, r.srv)
 	webhooksv1.RegisterWebhooksInternalServiceServer(s, r.srv)
+	webhooksv1.RegisterWebhooksV1InternalServiceServer(s, r.srv)
 }
