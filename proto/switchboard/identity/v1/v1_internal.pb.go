@@ -23,6 +23,225 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ListWebhookTargetsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 1000: webhooks takes in batches of at most 1000 events.
+	Connections   []*CompanyConnection `protobuf:"bytes,1,rep,name=connections,proto3" json:"connections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookTargetsRequest) Reset() {
+	*x = ListWebhookTargetsRequest{}
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookTargetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookTargetsRequest) ProtoMessage() {}
+
+func (x *ListWebhookTargetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookTargetsRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookTargetsRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListWebhookTargetsRequest) GetConnections() []*CompanyConnection {
+	if x != nil {
+		return x.Connections
+	}
+	return nil
+}
+
+type CompanyConnection struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	ConnectionId  int64                  `protobuf:"varint,2,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompanyConnection) Reset() {
+	*x = CompanyConnection{}
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompanyConnection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompanyConnection) ProtoMessage() {}
+
+func (x *CompanyConnection) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompanyConnection.ProtoReflect.Descriptor instead.
+func (*CompanyConnection) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CompanyConnection) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *CompanyConnection) GetConnectionId() int64 {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return 0
+}
+
+type ListWebhookTargetsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By company, connection and integration id.
+	Targets       []*WebhookTarget `protobuf:"bytes,1,rep,name=targets,proto3" json:"targets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookTargetsResponse) Reset() {
+	*x = ListWebhookTargetsResponse{}
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookTargetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookTargetsResponse) ProtoMessage() {}
+
+func (x *ListWebhookTargetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookTargetsResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookTargetsResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListWebhookTargetsResponse) GetTargets() []*WebhookTarget {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+type WebhookTarget struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompanyId     int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
+	ConnectionId  int64                  `protobuf:"varint,2,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	IntegrationId int64                  `protobuf:"varint,3,opt,name=integration_id,json=integrationId,proto3" json:"integration_id,omitempty"`
+	Url           string                 `protobuf:"bytes,4,opt,name=url,proto3" json:"url,omitempty"`
+	// Signs the requests, "whsec_" + base64.
+	Secret        string `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookTarget) Reset() {
+	*x = WebhookTarget{}
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookTarget) ProtoMessage() {}
+
+func (x *WebhookTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookTarget.ProtoReflect.Descriptor instead.
+func (*WebhookTarget) Descriptor() ([]byte, []int) {
+	return file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *WebhookTarget) GetCompanyId() int64 {
+	if x != nil {
+		return x.CompanyId
+	}
+	return 0
+}
+
+func (x *WebhookTarget) GetConnectionId() int64 {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return 0
+}
+
+func (x *WebhookTarget) GetIntegrationId() int64 {
+	if x != nil {
+		return x.IntegrationId
+	}
+	return 0
+}
+
+func (x *WebhookTarget) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookTarget) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
 type ListConnectionIntegrationsRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	CompanyId int64                  `protobuf:"varint,1,opt,name=company_id,json=companyId,proto3" json:"company_id,omitempty"`
@@ -34,7 +253,7 @@ type ListConnectionIntegrationsRequest struct {
 
 func (x *ListConnectionIntegrationsRequest) Reset() {
 	*x = ListConnectionIntegrationsRequest{}
-	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[0]
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -46,7 +265,7 @@ func (x *ListConnectionIntegrationsRequest) String() string {
 func (*ListConnectionIntegrationsRequest) ProtoMessage() {}
 
 func (x *ListConnectionIntegrationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[0]
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -59,7 +278,7 @@ func (x *ListConnectionIntegrationsRequest) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use ListConnectionIntegrationsRequest.ProtoReflect.Descriptor instead.
 func (*ListConnectionIntegrationsRequest) Descriptor() ([]byte, []int) {
-	return file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP(), []int{0}
+	return file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListConnectionIntegrationsRequest) GetCompanyId() int64 {
@@ -86,7 +305,7 @@ type ListConnectionIntegrationsResponse struct {
 
 func (x *ListConnectionIntegrationsResponse) Reset() {
 	*x = ListConnectionIntegrationsResponse{}
-	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[1]
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -98,7 +317,7 @@ func (x *ListConnectionIntegrationsResponse) String() string {
 func (*ListConnectionIntegrationsResponse) ProtoMessage() {}
 
 func (x *ListConnectionIntegrationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[1]
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -111,7 +330,7 @@ func (x *ListConnectionIntegrationsResponse) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use ListConnectionIntegrationsResponse.ProtoReflect.Descriptor instead.
 func (*ListConnectionIntegrationsResponse) Descriptor() ([]byte, []int) {
-	return file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP(), []int{1}
+	return file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListConnectionIntegrationsResponse) GetConnections() []*ConnectionIntegrations {
@@ -131,7 +350,7 @@ type ConnectionIntegrations struct {
 
 func (x *ConnectionIntegrations) Reset() {
 	*x = ConnectionIntegrations{}
-	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[2]
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -143,7 +362,7 @@ func (x *ConnectionIntegrations) String() string {
 func (*ConnectionIntegrations) ProtoMessage() {}
 
 func (x *ConnectionIntegrations) ProtoReflect() protoreflect.Message {
-	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[2]
+	mi := &file_switchboard_identity_v1_v1_internal_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -156,7 +375,7 @@ func (x *ConnectionIntegrations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectionIntegrations.ProtoReflect.Descriptor instead.
 func (*ConnectionIntegrations) Descriptor() ([]byte, []int) {
-	return file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP(), []int{2}
+	return file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ConnectionIntegrations) GetConnectionId() int64 {
@@ -177,7 +396,22 @@ var File_switchboard_identity_v1_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_identity_v1_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	")switchboard/identity/v1/v1_internal.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\"}\n" +
+	")switchboard/identity/v1/v1_internal.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\"t\n" +
+	"\x19ListWebhookTargetsRequest\x12W\n" +
+	"\vconnections\x18\x01 \x03(\v2*.switchboard.identity.v1.CompanyConnectionB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\vconnections\"W\n" +
+	"\x11CompanyConnection\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12#\n" +
+	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\"^\n" +
+	"\x1aListWebhookTargetsResponse\x12@\n" +
+	"\atargets\x18\x01 \x03(\v2&.switchboard.identity.v1.WebhookTargetR\atargets\"\xa4\x01\n" +
+	"\rWebhookTarget\x12\x1d\n" +
+	"\n" +
+	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12#\n" +
+	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\x12%\n" +
+	"\x0eintegration_id\x18\x03 \x01(\x03R\rintegrationId\x12\x10\n" +
+	"\x03url\x18\x04 \x01(\tR\x03url\x12\x16\n" +
+	"\x06secret\x18\x05 \x01(\tR\x06secret\"}\n" +
 	"!ListConnectionIntegrationsRequest\x12&\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03B\a\xbaH\x04\"\x02 \x00R\tcompanyId\x120\n" +
@@ -186,9 +420,10 @@ const file_switchboard_identity_v1_v1_internal_proto_rawDesc = "" +
 	"\vconnections\x18\x01 \x03(\v2/.switchboard.identity.v1.ConnectionIntegrationsR\vconnections\"f\n" +
 	"\x16ConnectionIntegrations\x12#\n" +
 	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\x12'\n" +
-	"\x0fintegration_ids\x18\x02 \x03(\x03R\x0eintegrationIds2\xbd\x01\n" +
+	"\x0fintegration_ids\x18\x02 \x03(\x03R\x0eintegrationIds2\xbc\x02\n" +
 	"\x1dV1IntegrationsInternalService\x12\x95\x01\n" +
-	"\x1aListConnectionIntegrations\x12:.switchboard.identity.v1.ListConnectionIntegrationsRequest\x1a;.switchboard.identity.v1.ListConnectionIntegrationsResponse\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
+	"\x1aListConnectionIntegrations\x12:.switchboard.identity.v1.ListConnectionIntegrationsRequest\x1a;.switchboard.identity.v1.ListConnectionIntegrationsResponse\x12}\n" +
+	"\x12ListWebhookTargets\x122.switchboard.identity.v1.ListWebhookTargetsRequest\x1a3.switchboard.identity.v1.ListWebhookTargetsResponse\x1a\x04\xd0\xf3\x18\x03B:Z8switchboard.dev/proto/switchboard/identity/v1;identityv1b\x06proto3"
 
 var (
 	file_switchboard_identity_v1_v1_internal_proto_rawDescOnce sync.Once
@@ -202,21 +437,29 @@ func file_switchboard_identity_v1_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_identity_v1_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_identity_v1_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_switchboard_identity_v1_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_switchboard_identity_v1_v1_internal_proto_goTypes = []any{
-	(*ListConnectionIntegrationsRequest)(nil),  // 0: switchboard.identity.v1.ListConnectionIntegrationsRequest
-	(*ListConnectionIntegrationsResponse)(nil), // 1: switchboard.identity.v1.ListConnectionIntegrationsResponse
-	(*ConnectionIntegrations)(nil),             // 2: switchboard.identity.v1.ConnectionIntegrations
+	(*ListWebhookTargetsRequest)(nil),          // 0: switchboard.identity.v1.ListWebhookTargetsRequest
+	(*CompanyConnection)(nil),                  // 1: switchboard.identity.v1.CompanyConnection
+	(*ListWebhookTargetsResponse)(nil),         // 2: switchboard.identity.v1.ListWebhookTargetsResponse
+	(*WebhookTarget)(nil),                      // 3: switchboard.identity.v1.WebhookTarget
+	(*ListConnectionIntegrationsRequest)(nil),  // 4: switchboard.identity.v1.ListConnectionIntegrationsRequest
+	(*ListConnectionIntegrationsResponse)(nil), // 5: switchboard.identity.v1.ListConnectionIntegrationsResponse
+	(*ConnectionIntegrations)(nil),             // 6: switchboard.identity.v1.ConnectionIntegrations
 }
 var file_switchboard_identity_v1_v1_internal_proto_depIdxs = []int32{
-	2, // 0: switchboard.identity.v1.ListConnectionIntegrationsResponse.connections:type_name -> switchboard.identity.v1.ConnectionIntegrations
-	0, // 1: switchboard.identity.v1.V1IntegrationsInternalService.ListConnectionIntegrations:input_type -> switchboard.identity.v1.ListConnectionIntegrationsRequest
-	1, // 2: switchboard.identity.v1.V1IntegrationsInternalService.ListConnectionIntegrations:output_type -> switchboard.identity.v1.ListConnectionIntegrationsResponse
-	2, // [2:3] is the sub-list for method output_type
-	1, // [1:2] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	1, // 0: switchboard.identity.v1.ListWebhookTargetsRequest.connections:type_name -> switchboard.identity.v1.CompanyConnection
+	3, // 1: switchboard.identity.v1.ListWebhookTargetsResponse.targets:type_name -> switchboard.identity.v1.WebhookTarget
+	6, // 2: switchboard.identity.v1.ListConnectionIntegrationsResponse.connections:type_name -> switchboard.identity.v1.ConnectionIntegrations
+	4, // 3: switchboard.identity.v1.V1IntegrationsInternalService.ListConnectionIntegrations:input_type -> switchboard.identity.v1.ListConnectionIntegrationsRequest
+	0, // 4: switchboard.identity.v1.V1IntegrationsInternalService.ListWebhookTargets:input_type -> switchboard.identity.v1.ListWebhookTargetsRequest
+	5, // 5: switchboard.identity.v1.V1IntegrationsInternalService.ListConnectionIntegrations:output_type -> switchboard.identity.v1.ListConnectionIntegrationsResponse
+	2, // 6: switchboard.identity.v1.V1IntegrationsInternalService.ListWebhookTargets:output_type -> switchboard.identity.v1.ListWebhookTargetsResponse
+	5, // [5:7] is the sub-list for method output_type
+	3, // [3:5] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_identity_v1_v1_internal_proto_init() }
@@ -230,7 +473,7 @@ func file_switchboard_identity_v1_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_identity_v1_v1_internal_proto_rawDesc), len(file_switchboard_identity_v1_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

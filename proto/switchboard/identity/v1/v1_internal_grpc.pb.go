@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	V1IntegrationsInternalService_ListConnectionIntegrations_FullMethodName = "/switchboard.identity.v1.V1IntegrationsInternalService/ListConnectionIntegrations"
+	V1IntegrationsInternalService_ListWebhookTargets_FullMethodName         = "/switchboard.identity.v1.V1IntegrationsInternalService/ListWebhookTargets"
 )
 
 // V1IntegrationsInternalServiceClient is the client API for V1IntegrationsInternalService service.
@@ -33,6 +34,10 @@ type V1IntegrationsInternalServiceClient interface {
 	// The integrations bound to each of the given connections of the
 	// company, ids ascending (a v2 connection's "integrations"). Reads only.
 	ListConnectionIntegrations(ctx context.Context, in *ListConnectionIntegrationsRequest, opts ...grpc.CallOption) (*ListConnectionIntegrationsResponse, error)
+	// The delivery targets of events of the given connections: each enabled
+	// webhook integration with a URL that a connection is bound to, as it is
+	// now (the webhooks service asks when it takes events in). Reads only.
+	ListWebhookTargets(ctx context.Context, in *ListWebhookTargetsRequest, opts ...grpc.CallOption) (*ListWebhookTargetsResponse, error)
 }
 
 type v1IntegrationsInternalServiceClient struct {
@@ -53,6 +58,16 @@ func (c *v1IntegrationsInternalServiceClient) ListConnectionIntegrations(ctx con
 	return out, nil
 }
 
+func (c *v1IntegrationsInternalServiceClient) ListWebhookTargets(ctx context.Context, in *ListWebhookTargetsRequest, opts ...grpc.CallOption) (*ListWebhookTargetsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebhookTargetsResponse)
+	err := c.cc.Invoke(ctx, V1IntegrationsInternalService_ListWebhookTargets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // V1IntegrationsInternalServiceServer is the server API for V1IntegrationsInternalService service.
 // All implementations must embed UnimplementedV1IntegrationsInternalServiceServer
 // for forward compatibility.
@@ -64,6 +79,10 @@ type V1IntegrationsInternalServiceServer interface {
 	// The integrations bound to each of the given connections of the
 	// company, ids ascending (a v2 connection's "integrations"). Reads only.
 	ListConnectionIntegrations(context.Context, *ListConnectionIntegrationsRequest) (*ListConnectionIntegrationsResponse, error)
+	// The delivery targets of events of the given connections: each enabled
+	// webhook integration with a URL that a connection is bound to, as it is
+	// now (the webhooks service asks when it takes events in). Reads only.
+	ListWebhookTargets(context.Context, *ListWebhookTargetsRequest) (*ListWebhookTargetsResponse, error)
 	mustEmbedUnimplementedV1IntegrationsInternalServiceServer()
 }
 
@@ -76,6 +95,9 @@ type UnimplementedV1IntegrationsInternalServiceServer struct{}
 
 func (UnimplementedV1IntegrationsInternalServiceServer) ListConnectionIntegrations(context.Context, *ListConnectionIntegrationsRequest) (*ListConnectionIntegrationsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListConnectionIntegrations not implemented")
+}
+func (UnimplementedV1IntegrationsInternalServiceServer) ListWebhookTargets(context.Context, *ListWebhookTargetsRequest) (*ListWebhookTargetsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListWebhookTargets not implemented")
 }
 func (UnimplementedV1IntegrationsInternalServiceServer) mustEmbedUnimplementedV1IntegrationsInternalServiceServer() {
 }
@@ -117,6 +139,24 @@ func _V1IntegrationsInternalService_ListConnectionIntegrations_Handler(srv inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _V1IntegrationsInternalService_ListWebhookTargets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebhookTargetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(V1IntegrationsInternalServiceServer).ListWebhookTargets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: V1IntegrationsInternalService_ListWebhookTargets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(V1IntegrationsInternalServiceServer).ListWebhookTargets(ctx, req.(*ListWebhookTargetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // V1IntegrationsInternalService_ServiceDesc is the grpc.ServiceDesc for V1IntegrationsInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -127,6 +167,10 @@ var V1IntegrationsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListConnectionIntegrations",
 			Handler:    _V1IntegrationsInternalService_ListConnectionIntegrations_Handler,
+		},
+		{
+			MethodName: "ListWebhookTargets",
+			Handler:    _V1IntegrationsInternalService_ListWebhookTargets_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -173,3 +173,24 @@ func (s *Service) SetWebhookURL(ctx context.Context, in domain.Integration, url,
 func (s *Service) ConnectionIntegrations(ctx context.Context, companyID int64, connectionIDs []int64) (map[int64][]int64, error) {
 	return s.repo.ConnectionIntegrations(ctx, companyID, connectionIDs)
 }
+
+// CompanyConnection names a connection with its company.
+type CompanyConnection struct {
+	CompanyID, ConnectionID int64
+}
+
+// WebhookTarget is where a connection's events go besides v2
+// subscriptions: an enabled webhook integration with a URL.
+type WebhookTarget struct {
+	CompanyID, ConnectionID, IntegrationID int64
+	URL, Secret                            string
+}
+
+// WebhookTargets are the targets of events of the connections, as they
+// are now.
+func (s *Service) WebhookTargets(ctx context.Context, pairs []CompanyConnection) ([]WebhookTarget, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	return s.repo.WebhookTargets(ctx, pairs)
+}

@@ -47,6 +47,9 @@ type Service struct {
 	cfg         Config
 	// checker sends the check of v1 webhook integrations' URLs (v1.go).
 	checker Sender
+	// targets are the v1 webhook integrations events go to (intake.go);
+	// nil: none.
+	targets IntegrationTargets
 }
 
 // New wires the use cases.

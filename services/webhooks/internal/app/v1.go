@@ -20,6 +20,13 @@ func (s *Service) WithChecker(snd Sender) *Service {
 	return s
 }
 
+// WithTargets gives the intake the v1 webhook integrations events also go
+// to.
+func (s *Service) WithTargets(t IntegrationTargets) *Service {
+	s.targets = t
+	return s
+}
+
 // CheckV1URL checks url as a target (a 422 at body.<field> when it may
 // not be one, and nothing is sent), then POSTs the check to it once,
 // signed with secret under a fresh webhook-id. It answers the HTTP status,

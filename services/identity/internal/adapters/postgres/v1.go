@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"switchboard.dev/pkg/postgres"
+	"switchboard.dev/services/identity/internal/app"
 	"switchboard.dev/services/identity/internal/domain"
 )
 
@@ -63,4 +64,26 @@ func (r *Repo) ConnectionIntegrations(ctx context.Context, companyID int64, conn
 		return nil
 	})
 	return out, err
+}
+
+// WebhookTargets implements app.Repository.
+func (r *Repo) WebhookTargets(ctx context.Context, pairs []app.CompanyConnection) ([]app.WebhookTarget, error) {
+	companies, connections := make([]int64, len(pairs)), make([]int64, len(pairs))
+	for i, p := range pairs {
+		companies[i], connections[i] = p.CompanyID, p.ConnectionID
+	}
+	rows, err := r.db.Query(ctx, `SELECT DISTINCT b.company_id, b.connection_id, i.id, i.webhook_url, i.secret
+		FROM unnest($1::bigint[], $2::bigint[]) AS u(company_id, connection_id)
+		JOIN integration_connections b ON b.company_id = u.company_id AND b.connection_id = u.connection_id
+		JOIN integrations i ON i.id = b.integration_id AND i.company_id = b.company_id
+		WHERE i.type = 'webhook' AND i.status = 'enabled' AND i.webhook_url IS NOT NULL
+		ORDER BY 1, 2, 3`, companies, connections)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (app.WebhookTarget, error) {
+		var t app.WebhookTarget
+		err := row.Scan(&t.CompanyID, &t.ConnectionID, &t.IntegrationID, &t.URL, &t.Secret)
+		return t, err
+	})
 }

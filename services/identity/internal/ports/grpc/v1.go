@@ -150,6 +150,25 @@ func (s *Server) ListConnectionIntegrations(ctx context.Context, req *identityv1
 	return out, nil
 }
 
+// ListWebhookTargets serves the webhooks service's intake.
+func (s *Server) ListWebhookTargets(ctx context.Context, req *identityv1.ListWebhookTargetsRequest) (*identityv1.ListWebhookTargetsResponse, error) {
+	pairs := make([]app.CompanyConnection, len(req.GetConnections()))
+	for i, c := range req.GetConnections() {
+		pairs[i] = app.CompanyConnection{CompanyID: c.GetCompanyId(), ConnectionID: c.GetConnectionId()}
+	}
+	list, err := s.app.WebhookTargets(ctx, pairs)
+	if err != nil {
+		return nil, err
+	}
+	out := &identityv1.ListWebhookTargetsResponse{Targets: make([]*identityv1.WebhookTarget, len(list))}
+	for i, t := range list {
+		out.Targets[i] = &identityv1.WebhookTarget{
+			CompanyId: t.CompanyID, ConnectionId: t.ConnectionID, IntegrationId: t.IntegrationID, Url: t.URL, Secret: t.Secret,
+		}
+	}
+	return out, nil
+}
+
 func (s *Server) setStatus(ctx context.Context, id int64, status string) (*identityv1.V1ActionResponse, error) {
 	company, err := keyCompany(ctx)
 	if err != nil {

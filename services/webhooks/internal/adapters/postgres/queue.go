@@ -34,10 +34,11 @@ var _ app.Queue = (*Queue)(nil)
 func NewQueue(db *pgxpool.Pool, log *slog.Logger) *Queue { return &Queue{db: db, log: log} }
 
 // claimed sets the lease on the rows of the CTE "c" (their ids) and
-// returns them as attempts. $2 is the lease in seconds.
+// returns them as attempts, signed with the secret of their subscription
+// or of their v1 integration target. $2 is the lease in seconds.
 const claimed = `
 UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
-FROM c, events e, subscriptions s
+FROM c, events e, (SELECT id, secret FROM subscriptions UNION ALL SELECT id, secret FROM integration_targets) s
 WHERE d.id = c.id AND e.id = d.event_id AND s.id = d.subscription_id
 RETURNING d.id, d.event_id, d.subscription_id, d.url, s.secret, e.payload::text, d.lane, d.seq, d.first,
           d.attempt, d.failures, d.claim_token`
