@@ -509,3 +509,80 @@ func TestV1WebhookSettingsPrivateTargets(t *testing.T) {
 	}
 	require.Empty(t, rc.requests())
 }
+
+// --- Events to webhook integrations.
+
+// TestV1WebhookIntegrationEvents: an enabled webhook integration with a
+// URL receives every event of its bound connections as v2 subscriptions
+// do (the spec-6 envelope, the same webhook-id), signed with its own
+// secret; events taken in while it was disabled, unbound or without a URL
+// never reach it, and other connections' never do.
+func TestV1WebhookIntegrationEvents(t *testing.T) {
+	c := newCompany(t, nil)
+	tok, _ := botToken()
+	bot := idOf(mustCreate(t, c, "telegram_bot", map[string]any{"bot_token": tok}))
+	wa := idOf(mustCreate(t, c, "whatsapp", nil))
+	wdSettled(t, c)
+	rcv := newWDReceiver(t)
+	// The witness: a v2 subscription to every status event of the bot.
+	_, v2Secret := wdSubscribe(t, c, rcv.URL+"/v2", bot, "connections.status_changed")
+	rcv.expect(t, "/v2", v2Secret)
+	id, secret := newWebhookIntegration(t, c, "Events")
+	require.NotEqual(t, v2Secret, secret)
+	rcv.expect(t, "/v1", secret)
+	act := func(action string, body any) {
+		t.Helper()
+		r := v1(t, c.Key, "POST", p("/v1/management/integrations/%v/%s", id, action), body)
+		require.Equal(t, 200, r.Status, "%s: %s", action, r.Body)
+	}
+	// change makes one status event of the bot, waits for the witness and
+	// answers it.
+	witnessed := 0
+	change := func(typ, subtype string) wdHook {
+		t.Helper()
+		wdStatusChange(t, bot, typ, subtype)
+		witnessed++
+		return rcv.await(t, "/v2", witnessed)[witnessed-1]
+	}
+
+	// Bound and enabled but without a URL: nothing.
+	act("bind", map[string]any{"connection_id": bot})
+	act("enable", nil)
+	change("bad", "generic_connection_error")
+	// The URL's check is the one request so far.
+	act("settings", map[string]any{"webhook_url": rcv.URL + "/v1"})
+	checks := rcv.await(t, "/v1", 1)
+	require.Equal(t, `{"service_webhook": "test"}`, string(checks[0].Body))
+
+	// Enabled, bound, with a URL: the event as v2 gets it, same id, own
+	// signature (the receiver verified it with the integration's secret).
+	v2Hook := change("good", "normal")
+	got := rcv.await(t, "/v1", 2)[1]
+	require.Equal(t, v2Hook.ID, got.ID, "webhook-id is the event's")
+	require.Equal(t, string(v2Hook.Body), string(got.Body))
+	require.Equal(t, "connections.status_changed", got.eventType())
+	require.Equal(t, float64(bot), got.event()["connection_id"])
+	// Other connections' events do not go to it.
+	wdStatusChange(t, wa, "good", "normal")
+
+	// Disabled: nothing, and nothing later when enabled again.
+	act("disable", nil)
+	change("bad", "generic_connection_error")
+	act("enable", nil)
+	// Unbound: nothing.
+	act("unbind", map[string]any{"connection_id": bot})
+	change("good", "normal")
+	// Bound again: at once.
+	act("bind", map[string]any{"connection_id": bot})
+	v2Hook = change("bad", "generic_connection_error")
+	got = rcv.await(t, "/v1", 3)[2]
+	require.Equal(t, v2Hook.ID, got.ID)
+	// Deleted: nothing.
+	act("delete", nil)
+	change("good", "normal")
+
+	wdSettled(t, c)
+	time.Sleep(wdQuiet)
+	rcv.requireCount(t, "/v1", 3)
+	rcv.requireCount(t, "/v2", witnessed)
+}
