@@ -194,8 +194,11 @@ func TestV1ConnectionsRefusals(t *testing.T) {
 	ro := newKey(t, c.ID, "connections:read")
 	require.Equal(t, 200, v1(t, ro, "GET", path, nil).Status)
 	requireBody(t, forbidden, v1(t, ro, "POST", path, map[string]any{"type": "whatsapp"}))
-	// The scope is checked before the body is read.
+	// The key and the scope are checked before the body is read.
 	requireBody(t, forbidden, v1(t, ro, "POST", path, `{"type":`))
+	requireBody(t, forbidden, v1(t, ro, "POST", path, `{"type": 5}`))
+	r401 := call(t, "POST", path, `{"type":`)
+	require.Equal(t, 401, r401.Status, "%s", r401.Body)
 
 	// Body rules: 422 on type.
 	r := v1(t, c.Key, "POST", path, `{"type":`)
@@ -286,7 +289,13 @@ func TestV1Integrations(t *testing.T) {
 		{map[string]any{"type": "webhook", "name": ""}, "name"},
 		{map[string]any{"type": "webhook", "name": strings.Repeat("n", 256)}, "name"},
 		{map[string]any{"type": "webhook", "name": 5}, "name"},
+		{`{"type": "webhook", "name": `, ""},
 	} {
+		if tc.loc == "" {
+			requireLoc(t, v1(t, c.Key, "POST", path, tc.body), "body")
+			require.Equal(t, 401, call(t, "POST", path, tc.body).Status)
+			continue
+		}
 		requireLoc(t, v1(t, c.Key, "POST", path, tc.body), "body", tc.loc)
 	}
 	newWebhookIntegration(t, c, strings.Repeat("n", 255))
@@ -383,8 +392,14 @@ func TestV1IntegrationBindings(t *testing.T) {
 		requireError(t, act(c.IntegID, action, map[string]any{"connection_id": wa, "webhook_url": "https://example.com"}), 400, 35001, "V1_INTEGRATION_NOT_WEBHOOK")
 		// Another company's integration is unknown.
 		requireError(t, v1(t, other.Key, "POST", p("/v1/management/integrations/%v/%s", a, action), map[string]any{}), 404, 35000, "V1_INTEGRATION_NOT_FOUND")
-		// Malformed JSON comes before the path id.
+		// Malformed JSON comes after the key and the scope, before the
+		// path id.
 		requireLoc(t, act(999999999, action, `{"connection_id":`), "body")
+		r := call(t, "POST", p("/v1/management/integrations/%v/%s", a, action), `{"connection_id":`)
+		require.Equal(t, 401, r.Status, "%s", r.Body)
+		ro := newKey(t, c.ID, "integrations:read")
+		requireBody(t, `{"error_code":403,"error_name":"FORBIDDEN","message":"forbidden","detail":"Forbidden"}`,
+			v1(t, ro, "POST", p("/v1/management/integrations/%v/%s", a, action), `{"connection_id":`))
 	}
 	r = act(a, "bind", map[string]any{})
 	requireLoc(t, r, "body", "connection_id")

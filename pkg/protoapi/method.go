@@ -31,6 +31,9 @@ type Method struct {
 	// ValidateInHandler: the handler validates the request itself, after
 	// its lookups ((switchboard.api.v1.validate_in_handler)).
 	ValidateInHandler bool
+	// KeyBeforeBody: a body the gateway could not read is answered after
+	// the key's checks ((switchboard.api.v1.key_before_body)).
+	KeyBeforeBody bool
 }
 
 // Write reports whether the RPC changes state: the declared flag, else any
@@ -77,6 +80,7 @@ func build(fullMethod string) *Method {
 		m.Access = a
 	}
 	m.ValidateInHandler, _ = proto.GetExtension(md.Options(), apiv1.E_ValidateInHandler).(bool)
+	m.KeyBeforeBody, _ = proto.GetExtension(md.Options(), apiv1.E_KeyBeforeBody).(bool)
 	if rule, ok := proto.GetExtension(md.Options(), annotations.E_Http).(*annotations.HttpRule); ok && rule != nil {
 		var path string
 		switch p := rule.GetPattern().(type) {

@@ -359,14 +359,14 @@ const file_switchboard_connections_v1_v1_management_proto_rawDesc = "" +
 	"\fV1Connection\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12>\n" +
 	"\x04type\x18\x02 \x01(\x0e2*.switchboard.connections.v1.ConnectionTypeR\x04type\x12/\n" +
-	"\x06params\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06params2\xd9\x04\n" +
+	"\x06params\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06params2\xdd\x04\n" +
 	"\x1eV1ManagementConnectionsService\x12\xb7\x01\n" +
 	"\x11ListV1Connections\x124.switchboard.connections.v1.ListV1ConnectionsRequest\x1a5.switchboard.connections.v1.ListV1ConnectionsResponse\"5\xca\xf3\x18\x0f\n" +
 	"\vconnections0\x01\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/management/connections\x12\xb6\x01\n" +
 	"\x0fGetV1Connection\x122.switchboard.connections.v1.GetV1ConnectionRequest\x1a(.switchboard.connections.v1.V1Connection\"E\xca\xf3\x18\x0f\n" +
-	"\vconnections0\x01\x82\xd3\xe4\x93\x02,\x12*/v1/management/connections/{connection_id}\x12\xbd\x01\n" +
-	"\x12CreateV1Connection\x125.switchboard.connections.v1.CreateV1ConnectionRequest\x1a6.switchboard.connections.v1.CreateV1ConnectionResponse\"8\xca\xf3\x18\x0f\n" +
-	"\vconnections0\x01\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/v1/management/connections\x1a\x04\xe8\xf9\x18\x1eB@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
+	"\vconnections0\x01\x82\xd3\xe4\x93\x02,\x12*/v1/management/connections/{connection_id}\x12\xc1\x01\n" +
+	"\x12CreateV1Connection\x125.switchboard.connections.v1.CreateV1ConnectionRequest\x1a6.switchboard.connections.v1.CreateV1ConnectionResponse\"<\xca\xf3\x18\x0f\n" +
+	"\vconnections0\x01\xe8\xf3\x18\x01\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/v1/management/connections\x1a\x04\xe8\xf9\x18\x1eB@Z>switchboard.dev/proto/switchboard/connections/v1;connectionsv1b\x06proto3"
 
 var (
 	file_switchboard_connections_v1_v1_management_proto_rawDescOnce sync.Once

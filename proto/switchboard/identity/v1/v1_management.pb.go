@@ -755,20 +755,20 @@ const file_switchboard_identity_v1_v1_management_proto_rawDesc = "" +
 	"\tconnected\x18\a \x03(\x03R\tconnected*f\n" +
 	"\x11V1IntegrationType\x12#\n" +
 	"\x1fV1_INTEGRATION_TYPE_UNSPECIFIED\x10\x00\x12,\n" +
-	"\x1bV1_INTEGRATION_TYPE_WEBHOOK\x10\x01\x1a\v\xda\xf3\x18\awebhook2\xaf\x0e\n" +
+	"\x1bV1_INTEGRATION_TYPE_WEBHOOK\x10\x01\x1a\v\xda\xf3\x18\awebhook2\xbf\x0e\n" +
 	"\x1fV1ManagementIntegrationsService\x12\xb6\x01\n" +
 	"\x12ListV1Integrations\x122.switchboard.identity.v1.ListV1IntegrationsRequest\x1a3.switchboard.identity.v1.ListV1IntegrationsResponse\"7\xca\xf3\x18\x10\n" +
 	"\fintegrations0\x01\x82\xd3\xe4\x93\x02\x1d\x12\x1b/v1/management/integrations\x12\xbc\x01\n" +
 	"\x10GetV1Integration\x120.switchboard.identity.v1.GetV1IntegrationRequest\x1a,.switchboard.identity.v1.V1IntegrationDetail\"H\xca\xf3\x18\x10\n" +
-	"\fintegrations0\x01\x82\xd3\xe4\x93\x02.\x12,/v1/management/integrations/{integration_id}\x12\xbc\x01\n" +
-	"\x13CreateV1Integration\x123.switchboard.identity.v1.CreateV1IntegrationRequest\x1a4.switchboard.identity.v1.CreateV1IntegrationResponse\":\xca\xf3\x18\x10\n" +
-	"\fintegrations0\x01\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/v1/management/integrations\x12\xc7\x01\n" +
-	"\x11BindV1Integration\x121.switchboard.identity.v1.BindV1IntegrationRequest\x1a).switchboard.identity.v1.V1ActionResponse\"T\xca\xf3\x18\x10\n" +
-	"\fintegrations0\x01\xe0\xf3\x18\x01\x82\xd3\xe4\x93\x026:\x01*\"1/v1/management/integrations/{integration_id}/bind\x12\xcb\x01\n" +
-	"\x13UnbindV1Integration\x121.switchboard.identity.v1.BindV1IntegrationRequest\x1a).switchboard.identity.v1.V1ActionResponse\"V\xca\xf3\x18\x10\n" +
-	"\fintegrations0\x01\xe0\xf3\x18\x01\x82\xd3\xe4\x93\x028:\x01*\"3/v1/management/integrations/{integration_id}/unbind\x12\xd9\x01\n" +
-	"\x18SetV1IntegrationSettings\x128.switchboard.identity.v1.SetV1IntegrationSettingsRequest\x1a).switchboard.identity.v1.V1ActionResponse\"X\xca\xf3\x18\x10\n" +
-	"\fintegrations0\x01\xe0\xf3\x18\x01\x82\xd3\xe4\x93\x02::\x01*\"5/v1/management/integrations/{integration_id}/settings\x12\xc6\x01\n" +
+	"\fintegrations0\x01\x82\xd3\xe4\x93\x02.\x12,/v1/management/integrations/{integration_id}\x12\xc0\x01\n" +
+	"\x13CreateV1Integration\x123.switchboard.identity.v1.CreateV1IntegrationRequest\x1a4.switchboard.identity.v1.CreateV1IntegrationResponse\">\xca\xf3\x18\x10\n" +
+	"\fintegrations0\x01\xe8\xf3\x18\x01\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/v1/management/integrations\x12\xcb\x01\n" +
+	"\x11BindV1Integration\x121.switchboard.identity.v1.BindV1IntegrationRequest\x1a).switchboard.identity.v1.V1ActionResponse\"X\xca\xf3\x18\x10\n" +
+	"\fintegrations0\x01\xe0\xf3\x18\x01\xe8\xf3\x18\x01\x82\xd3\xe4\x93\x026:\x01*\"1/v1/management/integrations/{integration_id}/bind\x12\xcf\x01\n" +
+	"\x13UnbindV1Integration\x121.switchboard.identity.v1.BindV1IntegrationRequest\x1a).switchboard.identity.v1.V1ActionResponse\"Z\xca\xf3\x18\x10\n" +
+	"\fintegrations0\x01\xe0\xf3\x18\x01\xe8\xf3\x18\x01\x82\xd3\xe4\x93\x028:\x01*\"3/v1/management/integrations/{integration_id}/unbind\x12\xdd\x01\n" +
+	"\x18SetV1IntegrationSettings\x128.switchboard.identity.v1.SetV1IntegrationSettingsRequest\x1a).switchboard.identity.v1.V1ActionResponse\"\\\xca\xf3\x18\x10\n" +
+	"\fintegrations0\x01\xe0\xf3\x18\x01\xe8\xf3\x18\x01\x82\xd3\xe4\x93\x02::\x01*\"5/v1/management/integrations/{integration_id}/settings\x12\xc6\x01\n" +
 	"\x13EnableV1Integration\x123.switchboard.identity.v1.V1IntegrationActionRequest\x1a).switchboard.identity.v1.V1ActionResponse\"O\xca\xf3\x18\x10\n" +
 	"\fintegrations0\x01\x82\xd3\xe4\x93\x025\"3/v1/management/integrations/{integration_id}/enable\x12\xc8\x01\n" +
 	"\x14DisableV1Integration\x123.switchboard.identity.v1.V1IntegrationActionRequest\x1a).switchboard.identity.v1.V1ActionResponse\"P\xca\xf3\x18\x10\n" +
