@@ -11,3 +11,7 @@ type IntegrationTarget struct {
 	CompanyID, ConnectionID, IntegrationID int64
 	URL, Secret                            string
 }
+
+// IntegrationEventTypes are the kinds a v1 webhook integration gets: spec
+// 6's five, every one (waba_templates.status_changed is v2's only).
+var IntegrationEventTypes = EventTypes[:5]

@@ -60,11 +60,12 @@ func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets 
 				SELECT e.id, t.id, t.url, coalesce(e.chat_id, 0), e.seq
 				FROM stored e JOIN unnest($8::bigint[], $9::bigint[], $10::uuid[], $11::text[]) AS t(company_id, connection_id, id, url)
 					ON t.company_id = e.company_id AND t.connection_id = e.connection_id
+				WHERE e.event_type = ANY ($12::text[])
 				ORDER BY e.seq, t.id
 				RETURNING 1)
 			SELECT (SELECT count(*) FROM subs) + (SELECT count(*) FROM integs)`,
 			ids, companies, connections, chats, types, payloads, occurred,
-			tCompanies, tConnections, tIDs, tURLs).Scan(&planned)
+			tCompanies, tConnections, tIDs, tURLs, domain.IntegrationEventTypes).Scan(&planned)
 		if err != nil {
 			return fmt.Errorf("store %d events from %s: %w", n, ids[0], err)
 		}
