@@ -601,3 +601,30 @@ func TestV1WebhookIntegrationEvents(t *testing.T) {
 	rcv.requireCount(t, "/v1", 3)
 	rcv.requireCount(t, "/v2", witnessed)
 }
+
+// TestV1ConnectionCreateRace: v1 creates hold the v2 whatsapp limit under
+// parallel requests: one connection, every other create 400 10010.
+func TestV1ConnectionCreateRace(t *testing.T) {
+	c := newCompany(t, nil)
+	const n = 8
+	statuses := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = call(t, "POST", "/v1/management/connections", map[string]any{"type": "whatsapp"}, key(c.Key)...)
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for _, r := range statuses {
+		if r.Status == 200 {
+			created++
+			continue
+		}
+		requireError(t, r, 400, 10010, "CONNECTION_LIMIT_EXCEEDED")
+	}
+	require.Equal(t, 1, created)
+	require.EqualValues(t, 1, v1(t, c.Key, "GET", "/v1/management/connections", nil).JSON(t)["count"])
+}
