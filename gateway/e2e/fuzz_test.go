@@ -190,6 +190,9 @@ type fzFixtures struct {
 	// the waba connection.
 	template     int64
 	wabaTemplate string
+	// v1Integration is a webhook integration for the v1 actions;
+	// victimV1Integration is for its delete.
+	v1Integration, victimV1Integration int64
 }
 
 func fzSetup(t *testing.T) *fzFixtures {
@@ -230,6 +233,11 @@ func fzSetup(t *testing.T) *fzFixtures {
 	fx.webhook = post("/webhooks/", webhook)["id"].(string)
 	fx.victimWebhook = post("/webhooks/", webhook)["id"].(string)
 	fx.delivery = num(post(p("/webhooks/%s/actions/ping", fx.webhook), nil)["id"])
+	v1Hook := func() int64 {
+		r := ok(api(t, "POST", "/v1/management/integrations", map[string]any{"type": "webhook", "name": "Fuzz"}, k...))
+		return num(r["integration"].(map[string]any)["id"])
+	}
+	fx.v1Integration, fx.victimV1Integration = v1Hook(), v1Hook()
 
 	fx.contact = num(post("/contacts/", map[string]any{"name": "Fuzz contact", "phones": []any{map[string]any{"phone": "+79997000001"}}})["id"])
 	fx.tag = num(post("/tags/", map[string]any{"name": "fuzz"})["id"])
@@ -303,6 +311,14 @@ func (fx *fzFixtures) pathValue(rt route, name string) (string, bool) {
 		}
 		return d(fx.botSub)
 	case "integration_id":
+		switch {
+		case strings.HasSuffix(rt.path, "/delete"):
+			return d(fx.victimV1Integration)
+		case strings.HasPrefix(rt.path, "/v1/management/integrations/{integration_id}/"):
+			// The actions: bind, unbind and settings are for webhooks, and
+			// disabling the company's key would end the v2 routes' tests.
+			return d(fx.v1Integration)
+		}
 		return d(fx.c.IntegID)
 	case "session_id":
 		return fx.tgSession, true
@@ -323,6 +339,12 @@ func (fx *fzFixtures) pathValue(rt route, name string) (string, bool) {
 // fzOverrides adjust the generated base body where a generated one cannot
 // be valid, keyed by RPC full name. Keep it short: the generator should do.
 var fzOverrides = map[string]func(fx *fzFixtures, b map[string]any){
+	// A connection of the company; a URL the check reaches (refused: 35002).
+	"switchboard.identity.v1.V1ManagementIntegrationsService.BindV1Integration":   func(fx *fzFixtures, b map[string]any) { b["connection_id"] = fx.bot },
+	"switchboard.identity.v1.V1ManagementIntegrationsService.UnbindV1Integration": func(fx *fzFixtures, b map[string]any) { b["connection_id"] = fx.bot },
+	"switchboard.identity.v1.V1ManagementIntegrationsService.SetV1IntegrationSettings": func(_ *fzFixtures, b map[string]any) {
+		b["webhook_url"] = "http://127.0.0.1:9/fuzz"
+	},
 	// A promo code must be a partner's.
 	"switchboard.identity.v1.OperatorService.CreateCompany": func(_ *fzFixtures, b map[string]any) { delete(b, "promo_code") },
 	"switchboard.connections.v1.ConnectionsService.CreateConnection": func(_ *fzFixtures, b map[string]any) {

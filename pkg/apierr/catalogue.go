@@ -111,6 +111,11 @@ var (
 	// design/webhooks.md.
 	WebhookNotFound         = Def{33000, "WEBHOOK_NOT_FOUND", 404, "webhook not found"}
 	WebhookDeliveryNotFound = Def{33001, "WEBHOOK_DELIVERY_NOT_FOUND", 404, "webhook delivery not found"}
+
+	// The v1 management API's own codes.
+	V1IntegrationNotFound   = Def{35000, "V1_INTEGRATION_NOT_FOUND", 404, "integration not found"}
+	V1IntegrationNotWebhook = Def{35001, "V1_INTEGRATION_NOT_WEBHOOK", 400, "only webhook integrations have this action"}
+	V1WebhookURLCheckFailed = Def{35002, "V1_WEBHOOK_URL_CHECK_FAILED", 400, "the webhook url did not answer the check with HTTP 200"}
 )
 
 // Catalogue lists every entry, for documentation and for the tests that keep
@@ -140,6 +145,7 @@ func Catalogue() []Def {
 		PartnerClientsDailyLimitExceeded, PartnerNotificationChannelNotFound,
 		VKDirectGenericError, VKDirectSessionNotFound, VKDirectInvalidCode, VKDirectInvalidPassword,
 		WebhookNotFound, WebhookDeliveryNotFound,
+		V1IntegrationNotFound, V1IntegrationNotWebhook, V1WebhookURLCheckFailed,
 	}
 }
 

@@ -78,3 +78,13 @@ func Revoke(ctx context.Context, rdb redis.UniversalClient, keyHash string, ttl 
 	}
 	return nil
 }
+
+// Restore lets a key that Revoke refused work again (an API integration
+// enabled after it was disabled): the tombstone goes, and the next request
+// asks the source. Processes' Local copies hold nothing for a revoked key.
+func Restore(ctx context.Context, rdb redis.UniversalClient, keyHash string) error {
+	if err := rdb.Del(ctx, cacheKey(keyHash)).Err(); err != nil {
+		return fmt.Errorf("restore key: %w", err)
+	}
+	return nil
+}

@@ -28,6 +28,12 @@ type Method struct {
 	PathFields map[string]bool
 	// Body is the body field of the route: "*", a field name, or "".
 	Body string
+	// ValidateInHandler: the handler validates the request itself, after
+	// its lookups ((switchboard.api.v1.validate_in_handler)).
+	ValidateInHandler bool
+	// KeyBeforeBody: a body the gateway could not read is answered after
+	// the key's checks ((switchboard.api.v1.key_before_body)).
+	KeyBeforeBody bool
 }
 
 // Write reports whether the RPC changes state: the declared flag, else any
@@ -73,6 +79,8 @@ func build(fullMethod string) *Method {
 	if a, ok := proto.GetExtension(md.Options(), apiv1.E_Access).(*apiv1.Access); ok && a != nil {
 		m.Access = a
 	}
+	m.ValidateInHandler, _ = proto.GetExtension(md.Options(), apiv1.E_ValidateInHandler).(bool)
+	m.KeyBeforeBody, _ = proto.GetExtension(md.Options(), apiv1.E_KeyBeforeBody).(bool)
 	if rule, ok := proto.GetExtension(md.Options(), annotations.E_Http).(*annotations.HttpRule); ok && rule != nil {
 		var path string
 		switch p := rule.GetPattern().(type) {

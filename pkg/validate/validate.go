@@ -9,12 +9,14 @@ package validate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"buf.build/go/protovalidate"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"switchboard.dev/pkg/apierr"
@@ -42,10 +44,38 @@ func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServer
 	if !ok {
 		return handler(ctx, req)
 	}
+	if err := bodyError(ctx); err != nil {
+		return nil, err
+	}
+	if m, ok := protoapi.Lookup(info.FullMethod); ok && m.ValidateInHandler {
+		return handler(context.WithValue(ctx, deferredKey{}, deferred{i: i, method: info.FullMethod}), req)
+	}
 	if err := i.Check(ctx, info.FullMethod, msg); err != nil {
 		return nil, err
 	}
 	return handler(ctx, req)
+}
+
+type deferredKey struct{}
+
+// deferred is the check Unary left to the handler of a method declared
+// (switchboard.api.v1.validate_in_handler).
+type deferred struct {
+	i      *Interceptor
+	method string
+}
+
+// Deferred applies the rules Unary left to the handler (a method with
+// validate_in_handler): a handler calls it once it has found what the path
+// names, so that an unknown id or a wrong kind of object is answered
+// before a broken body rule. Outside such a call (no interceptor, or a
+// method validated before its handler) it checks nothing.
+func Deferred(ctx context.Context, msg proto.Message) error {
+	d, ok := ctx.Value(deferredKey{}).(deferred)
+	if !ok {
+		return nil
+	}
+	return d.i.Check(ctx, d.method, msg)
 }
 
 // Stream is the grpc.StreamServerInterceptor: every message the handler
@@ -144,4 +174,28 @@ func location(m *protoapi.Method, v *protovalidate.Violation) []any {
 		}
 	}
 	return loc
+}
+
+// BodyErrorHeader is the gRPC metadata key in which the gateway passes on,
+// for a method declared (switchboard.api.v1.key_before_body), the error it
+// found reading the request's body: the 422's one detail.errors item as
+// JSON. Unary answers it once the key is checked, before anything else. A
+// caller that sets it itself only gets that 422. Binary metadata ("-bin"):
+// the error's words may quote any character of the body.
+const BodyErrorHeader = "x-switchboard-body-error-bin"
+
+// bodyError is the 422 of the body error the gateway passed on, if any.
+func bodyError(ctx context.Context) error {
+	v := metadata.ValueFromIncomingContext(ctx, BodyErrorHeader)
+	if len(v) == 0 {
+		return nil
+	}
+	var fe apierr.FieldError
+	if err := json.Unmarshal([]byte(v[0]), &fe); err != nil || fe.Type == "" {
+		return apierr.Validation(apierr.FieldError{Location: []any{"body"}, Message: "Invalid JSON", Type: "json_invalid"})
+	}
+	if fe.Location == nil {
+		fe.Location = []any{"body"}
+	}
+	return apierr.Validation(fe)
 }

@@ -61,11 +61,13 @@ func backends(cfg Config) []backend {
 		{"identity", cfg.IdentityAddr, []registerFunc{
 			identityv1.RegisterIdentityServiceHandler,
 			identityv1.RegisterOperatorServiceHandler,
+			identityv1.RegisterV1ManagementIntegrationsServiceHandler,
 		}},
 		{"connections", cfg.ConnectionsAddr, []registerFunc{
 			connectionsv1.RegisterConnectionsServiceHandler,
 			connectionsv1.RegisterConnectionsOperatorServiceHandler,
 			connectionsv1.RegisterConnectionsSandboxServiceHandler,
+			connectionsv1.RegisterV1ManagementConnectionsServiceHandler,
 		}},
 		{"billing", cfg.BillingAddr, []registerFunc{
 			billingv1.RegisterBillingServiceHandler,

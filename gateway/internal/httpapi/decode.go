@@ -56,8 +56,16 @@ func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 			return io.EOF
 		}
 		val, err := unmarshalJSON(data, v)
-		if rec := recordOf(r); rec != nil && err == nil {
+		rec := recordOf(r)
+		if rec != nil && err == nil {
 			rec.body = val
+		}
+		if err != nil && rec.deferBodyError(err) {
+			// Nothing of a body in error goes on (see deferBodyError).
+			if m, ok := v.(proto.Message); ok {
+				proto.Reset(m)
+			}
+			return nil
 		}
 		return err
 	})

@@ -22,8 +22,9 @@ import (
 
 // NewServeMux is a grpc-gateway mux speaking the API's JSON contract:
 // Marshaler for every media type, QueryParser, ErrorHandler,
-// RoutingErrorHandler, 204 for google.protobuf.Empty, IncomingHeaderMatcher
-// and no response metadata as headers or trailers. The path-length fallback
+// RoutingErrorHandler, 204 for google.protobuf.Empty, IncomingHeaderMatcher,
+// no response metadata as headers or trailers, and the routed method told
+// to the request's record of what was sent (recordMethod). The path-length fallback
 // (a form POST served by a GET route) is off: a POST to a GET-only route is
 // a 404 like any other wrong method. extra options are applied last and can
 // override any of these.
@@ -42,6 +43,7 @@ func NewServeMux(extra ...runtime.ServeMuxOption) *runtime.ServeMux {
 		runtime.WithOutgoingHeaderMatcher(dropHeader),
 		runtime.WithOutgoingTrailerMatcher(dropHeader),
 		runtime.WithDisablePathLengthFallback(),
+		runtime.WithMetadata(recordMethod),
 	}
 	return runtime.NewServeMux(append(opts, extra...)...)
 }

@@ -2,9 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -40,6 +44,40 @@ type sentRecord struct {
 	// drops it once read.
 	body     any
 	rawQuery string
+	// method is the RPC the request was routed to (recordMethod), set
+	// before the body is read.
+	method string
+	// bodyErr is the error in reading the body of a key_before_body
+	// method, which the service answers after the key (see deferBodyError).
+	bodyErr *DecodeError
+}
+
+// recordMethod is the mux's metadata annotator that tells the request's
+// sentRecord which RPC it was routed to: grpc-gateway calls it (in
+// AnnotateContext) before the generated handler reads the body. It adds no
+// metadata.
+func recordMethod(ctx context.Context, r *http.Request) metadata.MD {
+	if rec := recordOf(r.Body); rec != nil {
+		rec.method, _ = runtime.RPCMethod(ctx)
+	}
+	return nil
+}
+
+// deferBodyError keeps err, an error in reading the body, for the service
+// to answer after the key's checks, when the request's method is declared
+// (switchboard.api.v1.key_before_body); false otherwise (the error is
+// answered at once, before the service is called).
+func (rec *sentRecord) deferBodyError(err error) bool {
+	var de *DecodeError
+	if rec == nil || !errors.As(err, &de) {
+		return false
+	}
+	m, ok := protoapi.Lookup(rec.method)
+	if !ok || !m.KeyBeforeBody {
+		return false
+	}
+	rec.bodyErr = de
+	return true
 }
 
 type sentKey struct{}
@@ -65,6 +103,15 @@ func recordOf(r io.Reader) *sentRecord {
 func SentEmptyInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	rec, _ := ctx.Value(sentKey{}).(*sentRecord)
 	msg, ok := req.(proto.Message)
+	if rec != nil && rec.bodyErr != nil {
+		// The message holds nothing of the body: the service answers this
+		// 422 once the key passed.
+		fe, err := appendStdJSON(nil, rec.bodyErr.FieldError())
+		if err != nil {
+			return rec.bodyErr
+		}
+		return invoker(metadata.AppendToOutgoingContext(ctx, validate.BodyErrorHeader, string(fe)), method, req, reply, cc, opts...)
+	}
 	if rec != nil && ok {
 		if names := rec.sentEmpty(method, msg.ProtoReflect()); len(names) > 0 {
 			kv := make([]string, 0, 2*len(names))

@@ -287,6 +287,22 @@ var file_switchboard_api_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 		Filename:      "switchboard/api/v1/options.proto",
 	},
 	{
+		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         51004,
+		Name:          "switchboard.api.v1.validate_in_handler",
+		Tag:           "varint,51004,opt,name=validate_in_handler",
+		Filename:      "switchboard/api/v1/options.proto",
+	},
+	{
+		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         51005,
+		Name:          "switchboard.api.v1.key_before_body",
+		Tag:           "varint,51005,opt,name=key_before_body",
+		Filename:      "switchboard/api/v1/options.proto",
+	},
+	{
 		ExtendedType:  (*descriptorpb.ServiceOptions)(nil),
 		ExtensionType: (*Audience)(nil),
 		Field:         51002,
@@ -308,12 +324,27 @@ var file_switchboard_api_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 var (
 	// optional switchboard.api.v1.Access access = 51001;
 	E_Access = &file_switchboard_api_v1_options_proto_extTypes[0]
+	// The handler applies the request's rules itself (pkg/validate.Deferred),
+	// after finding what the path names: for routes whose errors come in the
+	// order unknown id, wrong kind of object, then body rules (the v1
+	// management API). Other routes are validated before the handler runs.
+	//
+	// optional bool validate_in_handler = 51004;
+	E_ValidateInHandler = &file_switchboard_api_v1_options_proto_extTypes[1]
+	// The key and its scope are checked before the body is read: a body that
+	// is not valid JSON (or holds a value of the wrong JSON type) from a
+	// caller without a key or without access is 401 or 403, not 422 (the v1
+	// APIs' order). The gateway passes the body's error on to the service
+	// (pkg/validate.BodyErrorHeader), which answers it after authentication.
+	//
+	// optional bool key_before_body = 51005;
+	E_KeyBeforeBody = &file_switchboard_api_v1_options_proto_extTypes[2]
 )
 
 // Extension fields to descriptorpb.ServiceOptions.
 var (
 	// optional switchboard.api.v1.Audience audience = 51002;
-	E_Audience = &file_switchboard_api_v1_options_proto_extTypes[1]
+	E_Audience = &file_switchboard_api_v1_options_proto_extTypes[3]
 )
 
 // Extension fields to descriptorpb.EnumValueOptions.
@@ -322,7 +353,7 @@ var (
 	// A value without one (the UNSPECIFIED zero) is written as null.
 	//
 	// optional string json = 51003;
-	E_Json = &file_switchboard_api_v1_options_proto_extTypes[2]
+	E_Json = &file_switchboard_api_v1_options_proto_extTypes[4]
 )
 
 var File_switchboard_api_v1_options_proto protoreflect.FileDescriptor
@@ -359,7 +390,9 @@ const file_switchboard_api_v1_options_proto_rawDesc = "" +
 	"\x10AUDIENCE_SANDBOX\x10\x02\x12\x15\n" +
 	"\x11AUDIENCE_INTERNAL\x10\x03\x12\x16\n" +
 	"\x12AUDIENCE_ANONYMOUS\x10\x04:T\n" +
-	"\x06access\x12\x1e.google.protobuf.MethodOptions\x18\xb9\x8e\x03 \x01(\v2\x1a.switchboard.api.v1.AccessR\x06access:[\n" +
+	"\x06access\x12\x1e.google.protobuf.MethodOptions\x18\xb9\x8e\x03 \x01(\v2\x1a.switchboard.api.v1.AccessR\x06access:P\n" +
+	"\x13validate_in_handler\x12\x1e.google.protobuf.MethodOptions\x18\xbc\x8e\x03 \x01(\bR\x11validateInHandler:H\n" +
+	"\x0fkey_before_body\x12\x1e.google.protobuf.MethodOptions\x18\xbd\x8e\x03 \x01(\bR\rkeyBeforeBody:[\n" +
 	"\baudience\x12\x1f.google.protobuf.ServiceOptions\x18\xba\x8e\x03 \x01(\x0e2\x1c.switchboard.api.v1.AudienceR\baudience:7\n" +
 	"\x04json\x12!.google.protobuf.EnumValueOptions\x18\xbb\x8e\x03 \x01(\tR\x04jsonB0Z.switchboard.dev/proto/switchboard/api/v1;apiv1b\x06proto3"
 
@@ -387,14 +420,16 @@ var file_switchboard_api_v1_options_proto_goTypes = []any{
 }
 var file_switchboard_api_v1_options_proto_depIdxs = []int32{
 	3, // 0: switchboard.api.v1.access:extendee -> google.protobuf.MethodOptions
-	4, // 1: switchboard.api.v1.audience:extendee -> google.protobuf.ServiceOptions
-	5, // 2: switchboard.api.v1.json:extendee -> google.protobuf.EnumValueOptions
-	1, // 3: switchboard.api.v1.access:type_name -> switchboard.api.v1.Access
-	0, // 4: switchboard.api.v1.audience:type_name -> switchboard.api.v1.Audience
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	3, // [3:5] is the sub-list for extension type_name
-	0, // [0:3] is the sub-list for extension extendee
+	3, // 1: switchboard.api.v1.validate_in_handler:extendee -> google.protobuf.MethodOptions
+	3, // 2: switchboard.api.v1.key_before_body:extendee -> google.protobuf.MethodOptions
+	4, // 3: switchboard.api.v1.audience:extendee -> google.protobuf.ServiceOptions
+	5, // 4: switchboard.api.v1.json:extendee -> google.protobuf.EnumValueOptions
+	1, // 5: switchboard.api.v1.access:type_name -> switchboard.api.v1.Access
+	0, // 6: switchboard.api.v1.audience:type_name -> switchboard.api.v1.Audience
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	5, // [5:7] is the sub-list for extension type_name
+	0, // [0:5] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
 }
 
@@ -411,7 +446,7 @@ func file_switchboard_api_v1_options_proto_init() {
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_api_v1_options_proto_rawDesc), len(file_switchboard_api_v1_options_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   2,
-			NumExtensions: 3,
+			NumExtensions: 5,
 			NumServices:   0,
 		},
 		GoTypes:           file_switchboard_api_v1_options_proto_goTypes,

@@ -122,7 +122,10 @@ func spec(s settings, sealer *postgres.Sealer) service.Spec {
 				Logins:    logins.New(d.Redis),
 				Pictures:  picture.New(s.AllowPrivateTargets),
 				Companies: peers.NewCompanies(identityConn),
-				Config:    cfg,
+				// v2 connections show the v1 webhook integrations bound
+				// to them.
+				Integrations: identity.NewIntegrations(identityConn),
+				Config:       cfg,
 			}
 			if d.Config.Sandbox {
 				sb := sandbox.New(d.DB, d.Redis)
@@ -148,4 +151,5 @@ func (r registrar) Register(s *grpc.Server) {
 	connectionsv1.RegisterConnectionsOperatorServiceServer(s, r.srv)
 	connectionsv1.RegisterConnectionsSandboxServiceServer(s, r.srv)
 	connectionsv1.RegisterConnectionsInternalServiceServer(s, r.srv)
+	connectionsv1.RegisterV1ManagementConnectionsServiceServer(s, r.srv)
 }

@@ -46,6 +46,7 @@ type Service struct {
 	messenger Messenger      // the messenger side of logins (messenger.go)
 	pictures  PictureFetcher // WABA profile picture checks (waba.go)
 	companies Companies      // which companies exist (companies.go)
+	integs    Integrations   // v1 webhook integrations bound to connections (integrations.go)
 	cfg       Config
 	now       func() time.Time
 }
@@ -59,7 +60,9 @@ type Deps struct {
 	Messenger Messenger
 	Pictures  PictureFetcher
 	Companies Companies
-	Config    Config
+	// Integrations may be nil: every connection is then in none.
+	Integrations Integrations
+	Config       Config
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -73,6 +76,6 @@ func New(d Deps) *Service {
 	return &Service{
 		repo: d.Repo, billing: d.Billing, verifier: d.Verifier,
 		logins: d.Logins, messenger: d.Messenger, pictures: d.Pictures, companies: d.Companies,
-		cfg: d.Config, now: now,
+		integs: d.Integrations, cfg: d.Config, now: now,
 	}
 }

@@ -204,6 +204,9 @@ func (s *Service) AttachSubscription(ctx context.Context, c domain.Connection) (
 	if err := s.attachSubscriptions(ctx, c.CompanyID, list); err != nil {
 		return c, err
 	}
+	if err := s.attachIntegrations(ctx, c.CompanyID, list); err != nil {
+		return c, err
+	}
 	return list[0], nil
 }
 
@@ -247,6 +250,9 @@ func (s *Service) Connections(ctx context.Context, companyID int64, page Page) (
 		return nil, 0, err
 	}
 	if err := s.attachSubscriptions(ctx, companyID, list); err != nil {
+		return nil, 0, err
+	}
+	if err := s.attachIntegrations(ctx, companyID, list); err != nil {
 		return nil, 0, err
 	}
 	return list, total, nil

@@ -33,6 +33,9 @@ type Connection struct {
 	// Subscription is the billing view of SubscriptionID, filled by the
 	// use cases that answer it to clients; never stored here.
 	Subscription *SubscriptionRef
+	// Integrations are the ids, ascending, of the v1 webhook integrations
+	// bound to the connection (identity's), filled like Subscription.
+	Integrations []int64
 }
 
 // SubscriptionRef is the subscription summary shown with a connection.

@@ -10,9 +10,11 @@ import (
 
 	"switchboard.dev/pkg/auth"
 	"switchboard.dev/pkg/mail"
+	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	"switchboard.dev/services/identity/internal/adapters/companycache"
+	"switchboard.dev/services/identity/internal/adapters/peers"
 	"switchboard.dev/services/identity/internal/adapters/postgres"
 	"switchboard.dev/services/identity/internal/app"
 	grpcport "switchboard.dev/services/identity/internal/ports/grpc"
@@ -28,6 +30,11 @@ type settings struct {
 	SMTPURL string `env:"SWITCHBOARD_SMTP_URL"`
 	// MailFrom is the sender address of the platform's mail.
 	MailFrom string `env:"SWITCHBOARD_MAIL_FROM" envDefault:"Switchboard <noreply@switchboard.local>"`
+	// The v1 management API asks connections whether a connection bound
+	// to a webhook integration is the company's, and webhooks to check a
+	// webhook integration's URL.
+	ConnectionsAddr string `env:"SWITCHBOARD_CONNECTIONS_ADDR" envDefault:"127.0.0.1:9102"`
+	WebhooksAddr    string `env:"SWITCHBOARD_WEBHOOKS_ADDR" envDefault:"127.0.0.1:9107"`
 }
 
 func main() {
@@ -56,7 +63,19 @@ func spec(s settings) service.Spec {
 			}
 			sender := mail.NewSender(d.DB, d.Log, mail.SenderOptions{From: s.MailFrom, Transports: transports})
 			d.Background("mail", sender.Run)
-			a := app.New(repo, revoker{d}, app.Config{MailDeliverable: sender.Deliverable()})
+			connectionsConn, err := server.DialInternal(s.ConnectionsAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			webhooksConn, err := server.DialInternal(s.WebhooksAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			a := app.New(repo, revoker{d}, app.Config{MailDeliverable: sender.Deliverable()}).WithV1(app.V1Peers{
+				Connections: peers.NewConnections(connectionsConn),
+				URLs:        peers.NewURLs(webhooksConn),
+				Keys:        revoker{d},
+			})
 			// Partner companies from before promo codes get theirs before
 			// anything is served (each replica; they skip each other's).
 			n, err := a.EnsurePromoCodes(ctx)
@@ -83,6 +102,8 @@ func (i identity) Register(s *grpc.Server) {
 	identityv1.RegisterOperatorServiceServer(s, i.grpc)
 	identityv1.RegisterAuthServiceServer(s, i.grpc)
 	identityv1.RegisterIdentityInternalServiceServer(s, i.grpc)
+	identityv1.RegisterV1ManagementIntegrationsServiceServer(s, i.grpc)
+	identityv1.RegisterV1IntegrationsInternalServiceServer(s, i.grpc)
 }
 
 func (i identity) Authenticate(ctx context.Context, keyHash string) (*identityv1.Principal, error) {
@@ -93,9 +114,15 @@ func (i identity) Authenticate(ctx context.Context, keyHash string) (*identityv1
 	return grpcport.PrincipalPB(p), nil
 }
 
-// revoker revokes replaced keys in the shared auth cache.
+// revoker revokes replaced or disabled keys in the shared auth cache, and
+// restores enabled ones.
 type revoker struct{ d *service.Deps }
 
 func (r revoker) Revoke(ctx context.Context, keyHash string) error {
 	return auth.Revoke(ctx, r.d.Redis, keyHash, r.d.Config.AuthCacheTTL)
+}
+
+// Restore lets an enabled integration's key work again at once.
+func (r revoker) Restore(ctx context.Context, keyHash string) error {
+	return auth.Restore(ctx, r.d.Redis, keyHash)
 }

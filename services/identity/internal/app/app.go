@@ -63,6 +63,23 @@ type Repository interface {
 	// EnsurePromoCodes gives every partner company the codes it lacks and
 	// answers how many it created.
 	EnsurePromoCodes(ctx context.Context) (int, error)
+
+	// DeleteIntegration deletes the row with its bindings and answers it;
+	// domain.ErrNotFound when the company has no such integration.
+	DeleteIntegration(ctx context.Context, companyID, id int64) (domain.Integration, error)
+	// BindConnection binds the connection to the company's webhook
+	// integration (nothing when bound already); domain.ErrNotFound when
+	// the company has no such webhook integration.
+	BindConnection(ctx context.Context, companyID, id, connectionID int64) error
+	UnbindConnection(ctx context.Context, companyID, id, connectionID int64) error
+	// IntegrationConnections are the connection ids bound, ascending.
+	IntegrationConnections(ctx context.Context, companyID, id int64) ([]int64, error)
+	// ConnectionIntegrations are the integration ids bound to each of the
+	// connections, ascending; connections with none are left out.
+	ConnectionIntegrations(ctx context.Context, companyID int64, connectionIDs []int64) (map[int64][]int64, error)
+	// WebhookTargets are the enabled webhook integrations with a URL bound
+	// to each of the connections, by company, connection and integration.
+	WebhookTargets(ctx context.Context, pairs []CompanyConnection) ([]WebhookTarget, error)
 }
 
 // Revoker makes a replaced key stop working everywhere at once.
@@ -149,6 +166,7 @@ type Service struct {
 	repo    Repository
 	revoker Revoker
 	cfg     Config
+	v1      V1Peers
 }
 
 // New wires the use cases.

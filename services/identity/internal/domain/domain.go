@@ -4,6 +4,7 @@ package domain
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -203,8 +204,35 @@ type Integration struct {
 	Status    string
 	Scopes    []string
 	KeyHash   string
+	// WebhookURL of a webhook integration; nil until one passed the check.
+	WebhookURL *string
+	// Secret signs a webhook integration's requests; "" for other types.
+	Secret    string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// Integration statuses.
+const (
+	StatusEnabled  = "enabled"
+	StatusDisabled = "disabled"
+)
+
+// NewWebhookIntegration is a webhook integration as the v1 management API
+// creates it: disabled, without a URL, with a fresh secret.
+func NewWebhookIntegration(companyID int64, name string) Integration {
+	return Integration{
+		CompanyID: companyID, Type: IntegrationWebhook, Name: name,
+		Status: StatusDisabled, Scopes: []string{}, Secret: NewWebhookSecret(),
+	}
+}
+
+// NewWebhookSecret is "whsec_" and the base64 of 32 random bytes, the
+// form of webhook subscriptions' secrets.
+func NewWebhookSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
 }
 
 // ResetKey gives the integration a new key and returns it with the hash it

@@ -16,6 +16,7 @@ import (
 	"switchboard.dev/pkg/service"
 	webhooksv1 "switchboard.dev/proto/switchboard/webhooks/v1"
 	"switchboard.dev/services/webhooks/internal/adapters/connections"
+	"switchboard.dev/services/webhooks/internal/adapters/identity"
 	"switchboard.dev/services/webhooks/internal/adapters/postgres"
 	"switchboard.dev/services/webhooks/internal/adapters/sender"
 	"switchboard.dev/services/webhooks/internal/app"
@@ -117,11 +118,22 @@ func spec(s settings, cfg app.EngineConfig) service.Spec {
 			if err != nil {
 				return nil, err
 			}
-			a := app.New(postgres.New(d.DB), connections.New(conn), app.Config{AllowPrivateTargets: s.AllowPrivateTargets})
-			engine := app.NewEngine(postgres.NewQueue(d.DB, d.Log), sender.New(sender.Options{
+			snd := sender.New(sender.Options{
 				Timeout: cfg.Timeout, AllowPrivate: s.AllowPrivateTargets, MaxConnsPerHost: cfg.Workers,
 				SourceAddr: s.SourceAddr,
-			}), cfg, d.Log)
+			})
+			// v1 webhook integrations' URLs are checked by the deliveries'
+			// own sender.
+			identityConn, err := server.DialInternal(d.Config.IdentityAddr, d.Config.InternalToken)
+			if err != nil {
+				return nil, err
+			}
+			a := app.New(postgres.New(d.DB), connections.New(conn), app.Config{AllowPrivateTargets: s.AllowPrivateTargets}).
+				WithChecker(snd).
+				// Events also go to the v1 webhook integrations bound to
+				// their connections (identity's).
+				WithTargets(identity.New(identityConn))
+			engine := app.NewEngine(postgres.NewQueue(d.DB, d.Log), snd, cfg, d.Log)
 			d.Background("delivery engine", engine.Run)
 			return registrar{grpcport.New(a)}, nil
 		},
@@ -133,4 +145,5 @@ type registrar struct{ srv *grpcport.Server }
 func (r registrar) Register(s *grpc.Server) {
 	webhooksv1.RegisterWebhooksServiceServer(s, r.srv)
 	webhooksv1.RegisterWebhooksInternalServiceServer(s, r.srv)
+	webhooksv1.RegisterWebhooksV1InternalServiceServer(s, r.srv)
 }

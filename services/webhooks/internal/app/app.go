@@ -45,6 +45,11 @@ type Service struct {
 	deliveries  DeliveriesRepository
 	connections Connections
 	cfg         Config
+	// checker sends the check of v1 webhook integrations' URLs (v1.go).
+	checker Sender
+	// targets are the v1 webhook integrations events go to (intake.go);
+	// nil: none.
+	targets IntegrationTargets
 }
 
 // New wires the use cases.
@@ -74,7 +79,7 @@ type CreateCmd struct {
 
 // Create subscribes a URL; the answer carries the secret, once.
 func (s *Service) Create(ctx context.Context, cmd CreateCmd) (domain.Subscription, error) {
-	if err := s.checkURL(ctx, cmd.URL); err != nil {
+	if err := s.checkURL(ctx, cmd.URL, "url"); err != nil {
 		return domain.Subscription{}, err
 	}
 	if err := s.connections.CheckConnection(ctx, cmd.CompanyID, cmd.ConnectionID); err != nil {
@@ -113,7 +118,7 @@ func (s *Service) Update(ctx context.Context, company int64, id string, rawURL *
 		return domain.Subscription{}, apierr.WebhookNotFound.E()
 	}
 	if rawURL != nil {
-		if err := s.checkURL(ctx, *rawURL); err != nil {
+		if err := s.checkURL(ctx, *rawURL, "url"); err != nil {
 			return domain.Subscription{}, err
 		}
 	}
@@ -134,9 +139,10 @@ func (s *Service) Delete(ctx context.Context, company int64, id string) error {
 // allowed). A name that does not resolve now is taken: deliveries to it
 // are dropped while it does not, and the delivery dialer checks the
 // address it connects to in any case.
-func (s *Service) checkURL(ctx context.Context, raw string) error {
+// field is the body field the URL came in, for the 422's location.
+func (s *Service) checkURL(ctx context.Context, raw, field string) error {
 	bad := func(format string, args ...any) error {
-		return apierr.Field(apierr.Body("url"), "value_error", "Value error, "+format, args...)
+		return apierr.Field(apierr.Body(field), "value_error", "Value error, "+format, args...)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {

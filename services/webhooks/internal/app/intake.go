@@ -14,9 +14,17 @@ import (
 // IntakeRepository stores events and plans their deliveries.
 type IntakeRepository interface {
 	// IngestEvents stores the events not stored yet and, for each, one
-	// delivery per subscription of its company, connection and kind, in one
+	// delivery per subscription of its company, connection and kind and
+	// one per integration target of its company and connection, in one
 	// transaction.
-	IngestEvents(ctx context.Context, events []domain.Event) error
+	IngestEvents(ctx context.Context, events []domain.Event, targets []domain.IntegrationTarget) error
+}
+
+// IntegrationTargets are the v1 webhook integrations (the identity
+// service's) that events of connections go to, as they are now: every
+// event kind, no filter.
+type IntegrationTargets interface {
+	Targets(ctx context.Context, connections []domain.CompanyConnection) ([]domain.IntegrationTarget, error)
 }
 
 // IncomingEvent is an event as a service's relay hands it over.
@@ -61,5 +69,24 @@ func (s *Service) Ingest(ctx context.Context, in []IncomingEvent) error {
 			Type: e.Type, Payload: bytes.TrimSuffix(body.Bytes(), []byte("\n")), OccurredAt: e.OccurredAt,
 		})
 	}
-	return s.intake.IngestEvents(ctx, events)
+	// Where the events go besides subscriptions is fixed now: an
+	// integration disabled, unbound or without a URL at this moment never
+	// gets them.
+	var targets []domain.IntegrationTarget
+	if s.targets != nil {
+		pairs := make([]domain.CompanyConnection, 0, len(events))
+		seen := make(map[domain.CompanyConnection]bool, len(events))
+		for _, e := range events {
+			p := domain.CompanyConnection{CompanyID: e.CompanyID, ConnectionID: e.ConnectionID}
+			if !seen[p] {
+				seen[p] = true
+				pairs = append(pairs, p)
+			}
+		}
+		var err error
+		if targets, err = s.targets.Targets(ctx, pairs); err != nil {
+			return err
+		}
+	}
+	return s.intake.IngestEvents(ctx, events, targets)
 }

@@ -137,7 +137,9 @@ func startWebhooks(t testing.TB, name, dsn string, settings ...string) *proc {
 		"SWITCHBOARD_INTERNAL_TOKEN="+internalToken,
 		"SWITCHBOARD_ALLOW_PRIVATE_TARGETS=1",
 		"SWITCHBOARD_CONNECTIONS_ADDR=127.0.0.1:1", // never called by the engine or the intake
-		"SWITCHBOARD_IDENTITY_ADDR=127.0.0.1:1",    // the internal token needs no identity
+		// The internal token needs no identity; the intake asks it for v1
+		// webhook integrations (none here).
+		"SWITCHBOARD_IDENTITY_ADDR="+identityAddr(t),
 		// Info for the "serving" line with the address; the engine logs
 		// nothing below warn, and successful calls are debug.
 		"SWITCHBOARD_LOG_LEVEL=info",

@@ -42,8 +42,8 @@ func statusOf(t connectionsv1.StatusType, sub connectionsv1.StatusSubtype) domai
 }
 
 // connectionPB is a connection as the API shows it: public params only,
-// integrations null (nothing adds connections to integrations yet), the
-// subscription summary when the use case filled it.
+// the v1 webhook integrations bound to it (null when none) and the
+// subscription summary when the use case filled them.
 func connectionPB(c domain.Connection) (*connectionsv1.Connection, error) {
 	params, err := structpb.NewStruct(c.Params)
 	if err != nil {
@@ -56,6 +56,15 @@ func connectionPB(c domain.Connection) (*connectionsv1.Connection, error) {
 		ServiceToken:   c.ServiceToken,
 		SubscriptionId: c.SubscriptionID,
 		Params:         params,
+	}
+	if len(c.Integrations) > 0 {
+		ids := make([]any, len(c.Integrations))
+		for i, id := range c.Integrations {
+			ids[i] = id
+		}
+		if out.Integrations, err = structpb.NewList(ids); err != nil {
+			return nil, fmt.Errorf("encode integrations of connection %d: %w", c.ID, err)
+		}
 	}
 	if c.LastStatus != nil {
 		out.LastStatus = &connectionsv1.LastStatus{

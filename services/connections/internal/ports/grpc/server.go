@@ -19,6 +19,7 @@ type Server struct {
 	connectionsv1.UnimplementedConnectionsOperatorServiceServer
 	connectionsv1.UnimplementedConnectionsSandboxServiceServer
 	connectionsv1.UnimplementedConnectionsInternalServiceServer
+	connectionsv1.UnimplementedV1ManagementConnectionsServiceServer
 	app *app.Service
 }
 

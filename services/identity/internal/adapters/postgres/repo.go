@@ -243,12 +243,12 @@ func (r *Repo) Roles(ctx context.Context, companyID int64) ([]domain.Role, error
 	})
 }
 
-const integrationCols = `id, company_id, type, name, status, scopes, coalesce(key_hash, ''), created_at, updated_at`
+const integrationCols = `id, company_id, type, name, status, scopes, coalesce(key_hash, ''), webhook_url, coalesce(secret, ''), created_at, updated_at`
 
 func scanIntegration(row pgx.Row) (domain.Integration, error) {
 	var in domain.Integration
 	var typ string
-	err := row.Scan(&in.ID, &in.CompanyID, &typ, &in.Name, &in.Status, &in.Scopes, &in.KeyHash, &in.CreatedAt, &in.UpdatedAt)
+	err := row.Scan(&in.ID, &in.CompanyID, &typ, &in.Name, &in.Status, &in.Scopes, &in.KeyHash, &in.WebhookURL, &in.Secret, &in.CreatedAt, &in.UpdatedAt)
 	in.Type = domain.IntegrationType(typ)
 	return in, miss(err)
 }
@@ -289,18 +289,18 @@ func (r *Repo) UpdateIntegration(ctx context.Context, companyID, id int64, updat
 			return err
 		}
 		out, err = scanIntegration(tx.QueryRow(ctx, `UPDATE integrations
-			SET name = $3, status = $4, scopes = $5, key_hash = nullif($6, ''), updated_at = now()
+			SET name = $3, status = $4, scopes = $5, key_hash = nullif($6, ''), webhook_url = $7, updated_at = now()
 			WHERE company_id = $1 AND id = $2 RETURNING `+integrationCols,
-			companyID, id, in.Name, in.Status, in.Scopes, in.KeyHash))
+			companyID, id, in.Name, in.Status, in.Scopes, in.KeyHash, in.WebhookURL))
 		return err
 	})
 	return out, err
 }
 
 func insertIntegration(ctx context.Context, q queryer, in domain.Integration) (domain.Integration, error) {
-	out, err := scanIntegration(q.QueryRow(ctx, `INSERT INTO integrations (company_id, type, name, status, scopes, key_hash)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, '')) RETURNING `+integrationCols,
-		in.CompanyID, string(in.Type), in.Name, in.Status, in.Scopes, in.KeyHash))
+	out, err := scanIntegration(q.QueryRow(ctx, `INSERT INTO integrations (company_id, type, name, status, scopes, key_hash, webhook_url, secret)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, nullif($8, '')) RETURNING `+integrationCols,
+		in.CompanyID, string(in.Type), in.Name, in.Status, in.Scopes, in.KeyHash, in.WebhookURL, in.Secret))
 	if err != nil {
 		return out, fmt.Errorf("insert integration: %w", err)
 	}

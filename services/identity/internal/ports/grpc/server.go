@@ -24,6 +24,8 @@ type Server struct {
 	identityv1.UnimplementedOperatorServiceServer
 	identityv1.UnimplementedAuthServiceServer
 	identityv1.UnimplementedIdentityInternalServiceServer
+	identityv1.UnimplementedV1ManagementIntegrationsServiceServer
+	identityv1.UnimplementedV1IntegrationsInternalServiceServer
 	app *app.Service
 }
 

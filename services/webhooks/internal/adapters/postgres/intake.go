@@ -13,11 +13,12 @@ import (
 
 var _ app.IntakeRepository = (*Repo)(nil)
 
-// IngestEvents implements app.IntakeRepository: two statements per
+// IngestEvents implements app.IntakeRepository: three statements per
 // batch, however long. An event already stored (the relay handing a batch
 // over again) plans nothing more. Events take their seq, the order their
 // lanes deliver in, in the batch's order (the emitter's, oldest first).
-func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event) error {
+// Integration targets get their delivery id (integration_targets) first.
+func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets []domain.IntegrationTarget) error {
 	n := len(events)
 	if n == 0 {
 		return nil
@@ -31,31 +32,89 @@ func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event) error {
 		companies[i], connections[i], chats[i], occurred[i] = e.CompanyID, e.ConnectionID, e.ChatID, e.OccurredAt
 	}
 	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `WITH stored AS (
+		tCompanies, tConnections, tIDs, tURLs, err := targetIDs(ctx, tx, targets)
+		if err != nil {
+			return err
+		}
+		var planned int64
+		err = tx.QueryRow(ctx, `WITH stored AS (
 				INSERT INTO events (id, company_id, connection_id, chat_id, event_type, payload, occurred_at)
 				SELECT u.id, u.company_id, u.connection_id, u.chat_id, u.event_type, u.payload::json, u.occurred_at
 				FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[])
 					WITH ORDINALITY AS u(id, company_id, connection_id, chat_id, event_type, payload, occurred_at, n)
 				ORDER BY u.n
 				ON CONFLICT (id) DO NOTHING
-				RETURNING id, company_id, connection_id, chat_id, event_type, seq)
-			INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
-			SELECT e.id, s.id, s.url, coalesce(e.chat_id, 0), e.seq
-			FROM stored e JOIN subscriptions s
-				ON s.company_id = e.company_id AND s.connection_id = e.connection_id AND e.event_type = ANY (s.events)
-			ORDER BY e.seq, s.created_at, s.id
-			-- A URL change moves what waits in its own transaction: it must
-			-- not miss deliveries being planned on the old URL.
-			FOR SHARE OF s`,
-			ids, companies, connections, chats, types, payloads, occurred)
+				RETURNING id, company_id, connection_id, chat_id, event_type, seq),
+			subs AS (
+				INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
+				SELECT e.id, s.id, s.url, coalesce(e.chat_id, 0), e.seq
+				FROM stored e JOIN subscriptions s
+					ON s.company_id = e.company_id AND s.connection_id = e.connection_id AND e.event_type = ANY (s.events)
+				ORDER BY e.seq, s.created_at, s.id
+				-- A URL change moves what waits in its own transaction: it must
+				-- not miss deliveries being planned on the old URL.
+				FOR SHARE OF s
+				RETURNING 1),
+			integs AS (
+				INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
+				SELECT e.id, t.id, t.url, coalesce(e.chat_id, 0), e.seq
+				FROM stored e JOIN unnest($8::bigint[], $9::bigint[], $10::uuid[], $11::text[]) AS t(company_id, connection_id, id, url)
+					ON t.company_id = e.company_id AND t.connection_id = e.connection_id
+				WHERE e.event_type = ANY ($12::text[])
+				ORDER BY e.seq, t.id
+				RETURNING 1)
+			SELECT (SELECT count(*) FROM subs) + (SELECT count(*) FROM integs)`,
+			ids, companies, connections, chats, types, payloads, occurred,
+			tCompanies, tConnections, tIDs, tURLs, domain.IntegrationEventTypes).Scan(&planned)
 		if err != nil {
 			return fmt.Errorf("store %d events from %s: %w", n, ids[0], err)
 		}
-		if tag.RowsAffected() > 0 {
+		if planned > 0 {
 			return notifyDeliveries(ctx, tx)
 		}
 		return nil
 	})
+}
+
+// targetIDs gives each integration of targets its delivery id (made once,
+// kept with the secret) and answers the targets as the columns the intake
+// joins.
+func targetIDs(ctx context.Context, tx pgx.Tx, targets []domain.IntegrationTarget) (companies, connections []int64, ids, urls []string, err error) {
+	if len(targets) == 0 {
+		return []int64{}, []int64{}, []string{}, []string{}, nil
+	}
+	var iCompanies, iIDs []int64
+	var iSecrets []string
+	seen := map[int64]bool{}
+	for _, t := range targets {
+		if !seen[t.IntegrationID] {
+			seen[t.IntegrationID] = true
+			iCompanies, iIDs, iSecrets = append(iCompanies, t.CompanyID), append(iIDs, t.IntegrationID), append(iSecrets, t.Secret)
+		}
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO integration_targets (id, company_id, integration_id, secret)
+		SELECT gen_random_uuid(), u.company_id, u.integration_id, u.secret
+		FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(company_id, integration_id, secret)
+		ORDER BY u.integration_id
+		ON CONFLICT (integration_id) DO UPDATE SET secret = EXCLUDED.secret
+		RETURNING integration_id, id::text`, iCompanies, iIDs, iSecrets)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("integration targets: %w", err)
+	}
+	byIntegration := map[int64]string{}
+	var integ int64
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&integ, &id}, func() error {
+		byIntegration[integ] = id
+		return nil
+	}); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("integration targets: %w", err)
+	}
+	for _, t := range targets {
+		companies, connections = append(companies, t.CompanyID), append(connections, t.ConnectionID)
+		ids, urls = append(ids, byIntegration[t.IntegrationID]), append(urls, t.URL)
+	}
+	return companies, connections, ids, urls, nil
 }
 
 // DeliveriesChannel is the notification a transaction that queues

@@ -34,13 +34,20 @@ var _ app.Queue = (*Queue)(nil)
 func NewQueue(db *pgxpool.Pool, log *slog.Logger) *Queue { return &Queue{db: db, log: log} }
 
 // claimed sets the lease on the rows of the CTE "c" (their ids) and
-// returns them as attempts. $2 is the lease in seconds.
+// returns them as attempts, signed with the secret of their subscription
+// or of their v1 integration target (one primary-key lookup each; a
+// delivery whose subscription is gone is not claimed). $2 is the lease in
+// seconds.
 const claimed = `
 UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
-FROM c, events e, subscriptions s
-WHERE d.id = c.id AND e.id = d.event_id AND s.id = d.subscription_id
-RETURNING d.id, d.event_id, d.subscription_id, d.url, s.secret, e.payload::text, d.lane, d.seq, d.first,
-          d.attempt, d.failures, d.claim_token`
+FROM c, events e
+WHERE d.id = c.id AND e.id = d.event_id
+  AND (EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id)
+       OR EXISTS (SELECT 1 FROM integration_targets t WHERE t.id = d.subscription_id))
+RETURNING d.id, d.event_id, d.subscription_id, d.url,
+          coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = d.subscription_id),
+                   (SELECT t.secret FROM integration_targets t WHERE t.id = d.subscription_id)),
+          e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token`
 
 // notPaused is true for a delivery whose URL is not paused.
 const notPaused = `NOT EXISTS (SELECT 1 FROM targets t WHERE t.url = d.url AND t.paused)`

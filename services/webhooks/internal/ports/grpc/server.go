@@ -21,6 +21,7 @@ import (
 type Server struct {
 	webhooksv1.UnimplementedWebhooksServiceServer
 	webhooksv1.UnimplementedWebhooksInternalServiceServer
+	webhooksv1.UnimplementedWebhooksV1InternalServiceServer
 	app *app.Service
 }
 
