@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
+	"switchboard.dev/pkg/localcache"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 )
 
@@ -66,14 +67,15 @@ func (c *Cache) Authenticate(ctx context.Context, keyHash string) (*identityv1.P
 
 // Revoke makes a key unusable at once across all services. The tombstone
 // outlives any cached principal; the announcement on RevokedChannel, in the
-// same transaction, makes every process's Local forget it.
+// same transaction, makes every process's Local forget it, and Revoke
+// returns once each listening Local has (localcache.AnnounceWith). One
+// that did not confirm in time is stalled or stopping: it forgets the key
+// when it reads the announcement, so that is not the caller's failure.
 func Revoke(ctx context.Context, rdb redis.UniversalClient, keyHash string, ttl time.Duration) error {
-	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	err := localcache.AnnounceWith(ctx, rdb, RevokedChannel, func(p redis.Pipeliner) {
 		p.Set(ctx, cacheKey(keyHash), revoked, 2*ttl)
-		p.Publish(ctx, RevokedChannel, keyHash)
-		return nil
-	})
-	if err != nil {
+	}, keyHash)
+	if err != nil && !errors.Is(err, localcache.ErrUnconfirmed) {
 		return fmt.Errorf("revoke key: %w", err)
 	}
 	return nil

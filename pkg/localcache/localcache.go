@@ -9,7 +9,10 @@
 // its answer (see Cache.gen), so a value read just before a change cannot
 // outlive the change here.
 //
-// The owner announces after its change is durable (Announce). A process
+// The owner announces after its change is durable (Announce), and every
+// listening Cache confirms that it dropped the keys before Announce
+// returns, so the owner's answer is not sent before the replicas forget
+// the old value. A process
 // that dies between the two leaves other replicas' copies stale until the
 // TTL ends, so the TTL bounds how stale a copy can ever be.
 package localcache
@@ -17,8 +20,12 @@ package localcache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,25 +97,112 @@ func (c *Cache[V]) Live() bool { return c.live.Load() }
 // announcement was heard.
 func (c *Cache[V]) Generation() uint64 { return c.gen.Load() }
 
-// Announce tells every Cache on channel to forget keys, in one round trip.
+// Announce tells every Cache on channel to forget keys, and returns once
+// every Cache that heard it has forgotten them (see AnnounceWith).
+func Announce(ctx context.Context, rdb redis.UniversalClient, channel string, keys ...string) error {
+	return AnnounceWith(ctx, rdb, channel, nil, keys...)
+}
+
+// AnnounceWith runs with's commands (nil: none) and the announcements of
+// keys on channel in one MULTI/EXEC, then waits until every subscriber
+// that received them has dropped its copies: each Cache confirms an
+// announcement after its removal (an RPUSH on a list named for this
+// call), and PUBLISH tells how many subscribers received each. So when it
+// returns nil, no process that was listening still answers the old value,
+// and a change is seen "at once" on every replica, not a moment later.
+//
 // The caller's change must already be durable: a load that starts after
 // the announcement must see it. Since the change is stored, the
 // announcement goes out even when ctx has ended (the caller gone away),
-// bounded by a timeout of its own; an error means copies elsewhere stay
-// stale until their TTL ends.
-func Announce(ctx context.Context, rdb redis.UniversalClient, channel string, keys ...string) error {
+// bounded by a timeout of its own. An error wrapping ErrUnconfirmed means
+// the announcement went out but some subscriber did not confirm in time (a
+// process stalled or stopping: it drops the keys when it reads them, and
+// its silence soon marks its Cache down); any other error means copies
+// elsewhere stay stale until their TTL ends.
+func AnnounceWith(ctx context.Context, rdb redis.UniversalClient, channel string, with func(redis.Pipeliner), keys ...string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
 	defer cancel()
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	id := ackPrefix + strconv.FormatUint(ackSeq.Add(1), 36) + "." + strconv.FormatInt(time.Now().UnixNano(), 36) +
+		"." + strconv.FormatUint(rand.Uint64(), 36)
+	var sent []*redis.IntCmd
+	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if with != nil {
+			with(p)
+		}
 		for _, k := range keys {
-			p.Publish(ctx, channel, k)
+			sent = append(sent, p.Publish(ctx, channel, id+ackSep+k))
 		}
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	var want int64
+	for _, c := range sent {
+		want += c.Val()
+	}
+	deadline, _ := ctx.Deadline()
+	for got := int64(0); got < want; got++ {
+		// BLPOP waits whole seconds (at least one); the deadline bounds
+		// the whole wait.
+		wait := max(time.Until(deadline).Round(time.Second), time.Second)
+		err := rdb.BLPop(ctx, wait, id).Err()
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %d of %d confirmations: %v", ErrUnconfirmed, got, want, err)
+		}
+	}
+	// The list is empty now, so Redis has deleted it; a confirmation that
+	// comes after a timeout expires with its list (ackTTL).
+	return nil
 }
 
-const announceTimeout = 2 * time.Second
+// ErrUnconfirmed: an announcement went out, but not every subscriber
+// confirmed it within the timeout.
+var ErrUnconfirmed = errors.New("localcache: announcement not confirmed by every subscriber")
+
+const (
+	announceTimeout = 2 * time.Second
+	// ackPrefix names the confirmation lists; ackSep separates the list's
+	// name from the key in a message (neither a key nor an id holds it).
+	ackPrefix = "sb:localcache:ack:"
+	ackSep    = "\x1f"
+	ackTTL    = time.Minute
+)
+
+var ackSeq atomic.Uint64
+
+// Key is the key an announcement's message names (the message also names
+// where to confirm it); tests that listen on a channel themselves read
+// messages with it.
+func Key(payload string) string {
+	_, key := splitMessage(payload)
+	return key
+}
+
+func splitMessage(payload string) (ack, key string) {
+	if i := strings.Index(payload, ackSep); i >= 0 && strings.HasPrefix(payload, ackPrefix) {
+		return payload[:i], payload[i+len(ackSep):]
+	}
+	return "", payload
+}
+
+// confirm tells the announcer that this Cache has dropped the key. A
+// failure only makes the announcer wait out its timeout.
+func (c *Cache[V]) confirm(ctx context.Context, rdb redis.UniversalClient, ack string) {
+	ctx, cancel := context.WithTimeout(ctx, announceTimeout)
+	defer cancel()
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.RPush(ctx, ack, "1")
+		p.Expire(ctx, ack, ackTTL)
+		return nil
+	})
+	if err != nil {
+		c.log.Warn("localcache: could not confirm an announcement", "cache", c.what, "err", err)
+	}
+}
 
 // Run listens for announcements until ctx ends, resubscribing (with a
 // growing pause, up to 5 s) whenever the subscription is lost.
@@ -166,7 +260,11 @@ func (c *Cache[V]) listen(ctx context.Context, rdb redis.UniversalClient) (confi
 				confirmed = true
 			}
 		case *redis.Message:
-			c.invalidate(func() { c.entries.Remove(m.Payload) })
+			ack, key := splitMessage(m.Payload)
+			c.invalidate(func() { c.entries.Remove(key) })
+			if ack != "" {
+				c.confirm(ctx, rdb, ack)
+			}
 		}
 	}
 }

@@ -144,3 +144,60 @@ func TestRunEndsWithItsContext(t *testing.T) {
 		t.Fatal("Run still waits for its subscription's read after its context ended")
 	}
 }
+
+// TestAnnounceReturnsOnceEveryCacheForgot: when Announce returns, every
+// Cache listening on the channel has already dropped the key, so the very
+// next Get anywhere loads afresh (no waiting for the message to arrive:
+// that was the gap a key revoked through one service and used at once
+// through another could slip through). Two caches, many rounds, no
+// Eventually.
+func TestAnnounceReturnsOnceEveryCacheForgot(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	ctx := context.Background()
+	channel := prefix + "changes"
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	caches := []*localcache.Cache[int]{
+		localcache.New[int]("one", channel, 100, time.Minute, log),
+		localcache.New[int]("two", channel, 100, time.Minute, log),
+	}
+	for _, c := range caches {
+		running(t, c, rdb)
+	}
+	loads := make([]*counter, len(caches))
+	for i := range loads {
+		loads[i] = &counter{}
+	}
+	for round := 1; round <= 200; round++ {
+		for i, c := range caches {
+			v, err := c.Get(ctx, "k", loads[i].load)
+			require.NoError(t, err)
+			require.Equal(t, round, v, "cache %d, round %d: loaded afresh", i, round)
+			v, err = c.Get(ctx, "k", loads[i].load)
+			require.NoError(t, err)
+			require.Equal(t, round, v, "cache %d, round %d: kept", i, round)
+		}
+		require.NoError(t, localcache.Announce(ctx, rdb, channel, "k"))
+	}
+}
+
+// TestAnnounceWaitsForEveryReceiver: a subscriber that never confirms (a
+// stalled process) makes Announce wait its timeout and say so, with the
+// announcement sent all the same.
+func TestAnnounceWaitsForEveryReceiver(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	ctx := context.Background()
+	channel := prefix + "changes"
+	ps := rdb.Subscribe(ctx, channel)
+	defer ps.Close()
+	_, err := ps.Receive(ctx) // the subscription's confirmation
+	require.NoError(t, err)
+
+	err = localcache.Announce(ctx, rdb, channel, "k")
+	require.ErrorIs(t, err, localcache.ErrUnconfirmed)
+	msg, err := ps.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "k", localcache.Key(msg.Payload))
+
+	// Nobody listening: nothing to wait for.
+	require.NoError(t, localcache.Announce(ctx, rdb, prefix+"nobody", "k"))
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"switchboard.dev/pkg/localcache"
 	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/redisx/redistest"
 	"switchboard.dev/services/billing/internal/adapters/announce"
@@ -38,7 +39,7 @@ func TestAnnouncesTheCompany(t *testing.T) {
 	for {
 		msg, err := ps.ReceiveMessage(wait)
 		require.NoError(t, err, "announcement not heard")
-		if msg.Payload == strconv.FormatInt(company, 10) {
+		if localcache.Key(msg.Payload) == strconv.FormatInt(company, 10) {
 			return
 		}
 	}
