@@ -28,6 +28,7 @@ import (
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
 	partnersv1 "switchboard.dev/proto/switchboard/partners/v1"
+	salesv1 "switchboard.dev/proto/switchboard/sales/v1"
 	webhooksv1 "switchboard.dev/proto/switchboard/webhooks/v1"
 )
 
@@ -41,6 +42,7 @@ type Config struct {
 	MessagingAddr   string `env:"SWITCHBOARD_MESSAGING_ADDR" envDefault:"127.0.0.1:9106"`
 	WebhooksAddr    string `env:"SWITCHBOARD_WEBHOOKS_ADDR" envDefault:"127.0.0.1:9107"`
 	PartnersAddr    string `env:"SWITCHBOARD_PARTNERS_ADDR" envDefault:"127.0.0.1:9108"`
+	SalesAddr       string `env:"SWITCHBOARD_SALES_ADDR" envDefault:"127.0.0.1:9109"`
 	LogLevel        string `env:"SWITCHBOARD_LOG_LEVEL" envDefault:"info"`
 	// Grace period for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration `env:"SWITCHBOARD_SHUTDOWN_TIMEOUT" envDefault:"20s"`
@@ -97,6 +99,9 @@ func backends(cfg Config) []backend {
 			partnersv1.RegisterPartnersServiceHandler,
 			partnersv1.RegisterPartnersOperatorServiceHandler,
 			partnersv1.RegisterPartnersSandboxServiceHandler,
+		}},
+		{"sales", cfg.SalesAddr, []registerFunc{
+			salesv1.RegisterSalesServiceHandler,
 		}},
 	}
 }

@@ -295,6 +295,14 @@ var file_switchboard_api_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 		Filename:      "switchboard/api/v1/options.proto",
 	},
 	{
+		ExtendedType:  (*descriptorpb.MessageOptions)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         51010,
+		Name:          "switchboard.api.v1.null_refused",
+		Tag:           "varint,51010,opt,name=null_refused",
+		Filename:      "switchboard/api/v1/options.proto",
+	},
+	{
 		ExtendedType:  (*descriptorpb.EnumValueOptions)(nil),
 		ExtensionType: (*string)(nil),
 		Field:         51003,
@@ -316,13 +324,24 @@ var (
 	E_Audience = &file_switchboard_api_v1_options_proto_extTypes[1]
 )
 
+// Extension fields to descriptorpb.MessageOptions.
+var (
+	// A JSON null in a field of this request is the field's type error (422),
+	// not "left out", except in a google.protobuf.Value field without
+	// `required`, which keeps the null: for requests whose design refuses
+	// null except where it means "none" (sales' products and shops).
+	//
+	// optional bool null_refused = 51010;
+	E_NullRefused = &file_switchboard_api_v1_options_proto_extTypes[2]
+)
+
 // Extension fields to descriptorpb.EnumValueOptions.
 var (
 	// The string this enum value has in JSON ("whatsapp", "messages.create").
 	// A value without one (the UNSPECIFIED zero) is written as null.
 	//
 	// optional string json = 51003;
-	E_Json = &file_switchboard_api_v1_options_proto_extTypes[2]
+	E_Json = &file_switchboard_api_v1_options_proto_extTypes[3]
 )
 
 var File_switchboard_api_v1_options_proto protoreflect.FileDescriptor
@@ -360,7 +379,8 @@ const file_switchboard_api_v1_options_proto_rawDesc = "" +
 	"\x11AUDIENCE_INTERNAL\x10\x03\x12\x16\n" +
 	"\x12AUDIENCE_ANONYMOUS\x10\x04:T\n" +
 	"\x06access\x12\x1e.google.protobuf.MethodOptions\x18\xb9\x8e\x03 \x01(\v2\x1a.switchboard.api.v1.AccessR\x06access:[\n" +
-	"\baudience\x12\x1f.google.protobuf.ServiceOptions\x18\xba\x8e\x03 \x01(\x0e2\x1c.switchboard.api.v1.AudienceR\baudience:7\n" +
+	"\baudience\x12\x1f.google.protobuf.ServiceOptions\x18\xba\x8e\x03 \x01(\x0e2\x1c.switchboard.api.v1.AudienceR\baudience:D\n" +
+	"\fnull_refused\x12\x1f.google.protobuf.MessageOptions\x18\u008e\x03 \x01(\bR\vnullRefused:7\n" +
 	"\x04json\x12!.google.protobuf.EnumValueOptions\x18\xbb\x8e\x03 \x01(\tR\x04jsonB0Z.switchboard.dev/proto/switchboard/api/v1;apiv1b\x06proto3"
 
 var (
@@ -383,18 +403,20 @@ var file_switchboard_api_v1_options_proto_goTypes = []any{
 	(*ErrorDetail)(nil),                   // 2: switchboard.api.v1.ErrorDetail
 	(*descriptorpb.MethodOptions)(nil),    // 3: google.protobuf.MethodOptions
 	(*descriptorpb.ServiceOptions)(nil),   // 4: google.protobuf.ServiceOptions
-	(*descriptorpb.EnumValueOptions)(nil), // 5: google.protobuf.EnumValueOptions
+	(*descriptorpb.MessageOptions)(nil),   // 5: google.protobuf.MessageOptions
+	(*descriptorpb.EnumValueOptions)(nil), // 6: google.protobuf.EnumValueOptions
 }
 var file_switchboard_api_v1_options_proto_depIdxs = []int32{
 	3, // 0: switchboard.api.v1.access:extendee -> google.protobuf.MethodOptions
 	4, // 1: switchboard.api.v1.audience:extendee -> google.protobuf.ServiceOptions
-	5, // 2: switchboard.api.v1.json:extendee -> google.protobuf.EnumValueOptions
-	1, // 3: switchboard.api.v1.access:type_name -> switchboard.api.v1.Access
-	0, // 4: switchboard.api.v1.audience:type_name -> switchboard.api.v1.Audience
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	3, // [3:5] is the sub-list for extension type_name
-	0, // [0:3] is the sub-list for extension extendee
+	5, // 2: switchboard.api.v1.null_refused:extendee -> google.protobuf.MessageOptions
+	6, // 3: switchboard.api.v1.json:extendee -> google.protobuf.EnumValueOptions
+	1, // 4: switchboard.api.v1.access:type_name -> switchboard.api.v1.Access
+	0, // 5: switchboard.api.v1.audience:type_name -> switchboard.api.v1.Audience
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	4, // [4:6] is the sub-list for extension type_name
+	0, // [0:4] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
 }
 
@@ -411,7 +433,7 @@ func file_switchboard_api_v1_options_proto_init() {
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_api_v1_options_proto_rawDesc), len(file_switchboard_api_v1_options_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   2,
-			NumExtensions: 3,
+			NumExtensions: 4,
 			NumServices:   0,
 		},
 		GoTypes:           file_switchboard_api_v1_options_proto_goTypes,
