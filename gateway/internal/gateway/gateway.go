@@ -20,6 +20,7 @@ import (
 	"switchboard.dev/gateway/internal/files"
 	"switchboard.dev/gateway/internal/httpapi"
 	"switchboard.dev/gateway/internal/payments"
+	"switchboard.dev/gateway/internal/storefront"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/telemetry"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
@@ -102,6 +103,7 @@ func backends(cfg Config) []backend {
 		}},
 		{"sales", cfg.SalesAddr, []registerFunc{
 			salesv1.RegisterSalesServiceHandler,
+			salesv1.RegisterStorefrontServiceHandler,
 		}},
 	}
 }
@@ -143,6 +145,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 	}
 	// Payment providers' notifications, in their own formats.
 	if err := payments.Register(mux, g.conns["billing"]); err != nil {
+		g.Close()
+		return nil, err
+	}
+	// The shops' mini app page (the storefront's JSON routes are sales').
+	if err := storefront.Register(mux, g.conns["sales"]); err != nil {
 		g.Close()
 		return nil, err
 	}

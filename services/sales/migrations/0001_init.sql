@@ -63,3 +63,18 @@ CREATE TABLE shops (
 );
 CREATE INDEX shops_company ON shops (company_id, id);
 CREATE INDEX shops_catalog ON shops (catalog_id);
+
+-- Orders placed from a storefront, one per launch (its query_id, or its
+-- hash when the messenger gave no query_id): a replay answers the stored
+-- order. body_hash tells a replay from another body.
+CREATE TABLE storefront_orders (
+    id         uuid        PRIMARY KEY,
+    shop_id    bigint      NOT NULL,
+    company_id bigint      NOT NULL,
+    launch_key text        NOT NULL,
+    body_hash  text        NOT NULL,
+    -- The answer as given: {amount, currency, items}.
+    answer     jsonb       NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (shop_id, launch_key)
+);

@@ -10,6 +10,7 @@ import (
 	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	_ "switchboard.dev/proto/switchboard/api/v1"
 	sync "sync"
@@ -119,20 +120,193 @@ func (x *FileRecord) GetMimeType() string {
 	return ""
 }
 
+type IngestInboundRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId int64                  `protobuf:"varint,1,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// The messenger's chat id (a bot's private chat: the user's id).
+	SourceChatId string `protobuf:"bytes,2,opt,name=source_chat_id,json=sourceChatId,proto3" json:"source_chat_id,omitempty"`
+	Name         string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Username     string `protobuf:"bytes,4,opt,name=username,proto3" json:"username,omitempty"`
+	// The message type's JSON name (service_order).
+	MessageType string `protobuf:"bytes,5,opt,name=message_type,json=messageType,proto3" json:"message_type,omitempty"`
+	// The content object of the type, as the API shows it.
+	Content         *structpb.Struct `protobuf:"bytes,6,opt,name=content,proto3" json:"content,omitempty"`
+	SourceMessageId string           `protobuf:"bytes,7,opt,name=source_message_id,json=sourceMessageId,proto3" json:"source_message_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *IngestInboundRequest) Reset() {
+	*x = IngestInboundRequest{}
+	mi := &file_switchboard_messaging_v1_internal_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestInboundRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestInboundRequest) ProtoMessage() {}
+
+func (x *IngestInboundRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_messaging_v1_internal_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestInboundRequest.ProtoReflect.Descriptor instead.
+func (*IngestInboundRequest) Descriptor() ([]byte, []int) {
+	return file_switchboard_messaging_v1_internal_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *IngestInboundRequest) GetConnectionId() int64 {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return 0
+}
+
+func (x *IngestInboundRequest) GetSourceChatId() string {
+	if x != nil {
+		return x.SourceChatId
+	}
+	return ""
+}
+
+func (x *IngestInboundRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *IngestInboundRequest) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *IngestInboundRequest) GetMessageType() string {
+	if x != nil {
+		return x.MessageType
+	}
+	return ""
+}
+
+func (x *IngestInboundRequest) GetContent() *structpb.Struct {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *IngestInboundRequest) GetSourceMessageId() string {
+	if x != nil {
+		return x.SourceMessageId
+	}
+	return ""
+}
+
+type IngestInboundResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Dropped bool                   `protobuf:"varint,1,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	// The stored message's id and chat ("" and 0 when dropped).
+	MessageId     string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	ChatId        int64  `protobuf:"varint,3,opt,name=chat_id,json=chatId,proto3" json:"chat_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestInboundResponse) Reset() {
+	*x = IngestInboundResponse{}
+	mi := &file_switchboard_messaging_v1_internal_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestInboundResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestInboundResponse) ProtoMessage() {}
+
+func (x *IngestInboundResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchboard_messaging_v1_internal_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestInboundResponse.ProtoReflect.Descriptor instead.
+func (*IngestInboundResponse) Descriptor() ([]byte, []int) {
+	return file_switchboard_messaging_v1_internal_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *IngestInboundResponse) GetDropped() bool {
+	if x != nil {
+		return x.Dropped
+	}
+	return false
+}
+
+func (x *IngestInboundResponse) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *IngestInboundResponse) GetChatId() int64 {
+	if x != nil {
+		return x.ChatId
+	}
+	return 0
+}
+
 var File_switchboard_messaging_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_messaging_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"'switchboard/messaging/v1/internal.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\"8\n" +
+	"'switchboard/messaging/v1/internal.proto\x12\x18switchboard.messaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a switchboard/api/v1/options.proto\"8\n" +
 	"\x16GetFileInternalRequest\x12\x1e\n" +
 	"\x05token\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x05token\"H\n" +
 	"\n" +
 	"FileRecord\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1b\n" +
-	"\tmime_type\x18\x02 \x01(\tR\bmimeType2\x87\x01\n" +
+	"\tmime_type\x18\x02 \x01(\tR\bmimeType\"\xc8\x02\n" +
+	"\x14IngestInboundRequest\x12#\n" +
+	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\x120\n" +
+	"\x0esource_chat_id\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\fsourceChatId\x12\x1c\n" +
+	"\x04name\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\x04name\x12$\n" +
+	"\busername\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\busername\x12*\n" +
+	"\fmessage_type\x18\x05 \x01(\tB\a\xbaH\x04r\x02\x18@R\vmessageType\x121\n" +
+	"\acontent\x18\x06 \x01(\v2\x17.google.protobuf.StructR\acontent\x126\n" +
+	"\x11source_message_id\x18\a \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x0fsourceMessageId\"i\n" +
+	"\x15IngestInboundResponse\x12\x18\n" +
+	"\adropped\x18\x01 \x01(\bR\adropped\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x17\n" +
+	"\achat_id\x18\x03 \x01(\x03R\x06chatId2\x87\x01\n" +
 	"\x14FilesInternalService\x12i\n" +
-	"\x0fGetFileInternal\x120.switchboard.messaging.v1.GetFileInternalRequest\x1a$.switchboard.messaging.v1.FileRecord\x1a\x04\xd0\xf3\x18\x03B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
+	"\x0fGetFileInternal\x120.switchboard.messaging.v1.GetFileInternalRequest\x1a$.switchboard.messaging.v1.FileRecord\x1a\x04\xd0\xf3\x18\x032\x90\x01\n" +
+	"\x16InboundInternalService\x12p\n" +
+	"\rIngestInbound\x12..switchboard.messaging.v1.IngestInboundRequest\x1a/.switchboard.messaging.v1.IngestInboundResponse\x1a\x04\xd0\xf3\x18\x03B<Z:switchboard.dev/proto/switchboard/messaging/v1;messagingv1b\x06proto3"
 
 var (
 	file_switchboard_messaging_v1_internal_proto_rawDescOnce sync.Once
@@ -146,19 +320,25 @@ func file_switchboard_messaging_v1_internal_proto_rawDescGZIP() []byte {
 	return file_switchboard_messaging_v1_internal_proto_rawDescData
 }
 
-var file_switchboard_messaging_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_switchboard_messaging_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_switchboard_messaging_v1_internal_proto_goTypes = []any{
 	(*GetFileInternalRequest)(nil), // 0: switchboard.messaging.v1.GetFileInternalRequest
 	(*FileRecord)(nil),             // 1: switchboard.messaging.v1.FileRecord
+	(*IngestInboundRequest)(nil),   // 2: switchboard.messaging.v1.IngestInboundRequest
+	(*IngestInboundResponse)(nil),  // 3: switchboard.messaging.v1.IngestInboundResponse
+	(*structpb.Struct)(nil),        // 4: google.protobuf.Struct
 }
 var file_switchboard_messaging_v1_internal_proto_depIdxs = []int32{
-	0, // 0: switchboard.messaging.v1.FilesInternalService.GetFileInternal:input_type -> switchboard.messaging.v1.GetFileInternalRequest
-	1, // 1: switchboard.messaging.v1.FilesInternalService.GetFileInternal:output_type -> switchboard.messaging.v1.FileRecord
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	4, // 0: switchboard.messaging.v1.IngestInboundRequest.content:type_name -> google.protobuf.Struct
+	0, // 1: switchboard.messaging.v1.FilesInternalService.GetFileInternal:input_type -> switchboard.messaging.v1.GetFileInternalRequest
+	2, // 2: switchboard.messaging.v1.InboundInternalService.IngestInbound:input_type -> switchboard.messaging.v1.IngestInboundRequest
+	1, // 3: switchboard.messaging.v1.FilesInternalService.GetFileInternal:output_type -> switchboard.messaging.v1.FileRecord
+	3, // 4: switchboard.messaging.v1.InboundInternalService.IngestInbound:output_type -> switchboard.messaging.v1.IngestInboundResponse
+	3, // [3:5] is the sub-list for method output_type
+	1, // [1:3] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_messaging_v1_internal_proto_init() }
@@ -172,9 +352,9 @@ func file_switchboard_messaging_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_messaging_v1_internal_proto_rawDesc), len(file_switchboard_messaging_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_switchboard_messaging_v1_internal_proto_goTypes,
 		DependencyIndexes: file_switchboard_messaging_v1_internal_proto_depIdxs,

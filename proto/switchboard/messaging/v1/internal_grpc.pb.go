@@ -131,3 +131,124 @@ var FilesInternalService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "switchboard/messaging/v1/internal.proto",
 }
+
+const (
+	InboundInternalService_IngestInbound_FullMethodName = "/switchboard.messaging.v1.InboundInternalService/IngestInbound"
+)
+
+// InboundInternalServiceClient is the client API for InboundInternalService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// InboundInternalService takes inbound messages that reach the platform
+// through another service (the internal token): sales hands over the
+// orders placed from a shop's storefront, each as a message the buyer
+// wrote in the bot's chat.
+type InboundInternalServiceClient interface {
+	// Records the message as a messenger's update is recorded (the chat and
+	// contact made as for any first message, messages.create emitted),
+	// once per (connection, source_message_id). A blacklisted chat's
+	// message is dropped: dropped true, nothing stored.
+	IngestInbound(ctx context.Context, in *IngestInboundRequest, opts ...grpc.CallOption) (*IngestInboundResponse, error)
+}
+
+type inboundInternalServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewInboundInternalServiceClient(cc grpc.ClientConnInterface) InboundInternalServiceClient {
+	return &inboundInternalServiceClient{cc}
+}
+
+func (c *inboundInternalServiceClient) IngestInbound(ctx context.Context, in *IngestInboundRequest, opts ...grpc.CallOption) (*IngestInboundResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IngestInboundResponse)
+	err := c.cc.Invoke(ctx, InboundInternalService_IngestInbound_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// InboundInternalServiceServer is the server API for InboundInternalService service.
+// All implementations must embed UnimplementedInboundInternalServiceServer
+// for forward compatibility.
+//
+// InboundInternalService takes inbound messages that reach the platform
+// through another service (the internal token): sales hands over the
+// orders placed from a shop's storefront, each as a message the buyer
+// wrote in the bot's chat.
+type InboundInternalServiceServer interface {
+	// Records the message as a messenger's update is recorded (the chat and
+	// contact made as for any first message, messages.create emitted),
+	// once per (connection, source_message_id). A blacklisted chat's
+	// message is dropped: dropped true, nothing stored.
+	IngestInbound(context.Context, *IngestInboundRequest) (*IngestInboundResponse, error)
+	mustEmbedUnimplementedInboundInternalServiceServer()
+}
+
+// UnimplementedInboundInternalServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedInboundInternalServiceServer struct{}
+
+func (UnimplementedInboundInternalServiceServer) IngestInbound(context.Context, *IngestInboundRequest) (*IngestInboundResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method IngestInbound not implemented")
+}
+func (UnimplementedInboundInternalServiceServer) mustEmbedUnimplementedInboundInternalServiceServer() {
+}
+func (UnimplementedInboundInternalServiceServer) testEmbeddedByValue() {}
+
+// UnsafeInboundInternalServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to InboundInternalServiceServer will
+// result in compilation errors.
+type UnsafeInboundInternalServiceServer interface {
+	mustEmbedUnimplementedInboundInternalServiceServer()
+}
+
+func RegisterInboundInternalServiceServer(s grpc.ServiceRegistrar, srv InboundInternalServiceServer) {
+	// If the following call pancis, it indicates UnimplementedInboundInternalServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&InboundInternalService_ServiceDesc, srv)
+}
+
+func _InboundInternalService_IngestInbound_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IngestInboundRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InboundInternalServiceServer).IngestInbound(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: InboundInternalService_IngestInbound_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InboundInternalServiceServer).IngestInbound(ctx, req.(*IngestInboundRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// InboundInternalService_ServiceDesc is the grpc.ServiceDesc for InboundInternalService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var InboundInternalService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "switchboard.messaging.v1.InboundInternalService",
+	HandlerType: (*InboundInternalServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "IngestInbound",
+			Handler:    _InboundInternalService_IngestInbound_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "switchboard/messaging/v1/internal.proto",
+}

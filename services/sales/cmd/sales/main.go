@@ -1,5 +1,6 @@
-// Command sales serves the company's products, catalogs and shops (a
-// bot's storefront).
+// Command sales serves the company's products, catalogs and shops, and the
+// shops' storefronts: the catalog a bot's mini app shows and the orders
+// placed from it.
 package main
 
 import (
@@ -7,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -32,6 +34,8 @@ type settings struct {
 	// Catalogs a company may have, products a catalog may hold.
 	MaxCatalogs        int `env:"SWITCHBOARD_SALES_MAX_CATALOGS" envDefault:"100"`
 	MaxCatalogProducts int `env:"SWITCHBOARD_SALES_MAX_CATALOG_PRODUCTS" envDefault:"1000"`
+	// How old a storefront's launch data (initData) may be.
+	InitDataMaxAge time.Duration `env:"SWITCHBOARD_SALES_INIT_DATA_MAX_AGE" envDefault:"24h"`
 }
 
 func main() {
@@ -50,6 +54,9 @@ func spec(s settings) (service.Spec, error) {
 		}
 		currencies = append(currencies, c)
 	}
+	if s.InitDataMaxAge <= 0 {
+		return service.Spec{}, fmt.Errorf("config: SWITCHBOARD_SALES_INIT_DATA_MAX_AGE must be positive")
+	}
 	if s.MaxCatalogs < 1 || s.MaxCatalogProducts < 1 {
 		return service.Spec{}, fmt.Errorf("config: SWITCHBOARD_SALES_MAX_CATALOGS and SWITCHBOARD_SALES_MAX_CATALOG_PRODUCTS must be positive")
 	}
@@ -67,17 +74,24 @@ func spec(s settings) (service.Spec, error) {
 			if err != nil {
 				return nil, err
 			}
-			a := app.New(postgres.New(d.DB), peers.NewConnections(connectionsConn), peers.NewFiles(messagingConn), app.Config{
+			repo, conns := postgres.New(d.DB), peers.NewConnections(connectionsConn)
+			a := app.New(repo, conns, peers.NewFiles(messagingConn), app.Config{
 				Currencies: currencies, MaxCatalogs: s.MaxCatalogs, MaxCatalogProducts: s.MaxCatalogProducts,
 				PublicURL: s.PublicURL,
 			})
-			return registrar{grpcport.New(a)}, nil
+			sf := app.NewStorefront(repo, conns, peers.NewInbound(messagingConn), app.StorefrontConfig{InitDataMaxAge: s.InitDataMaxAge})
+			return registrar{grpcport.New(a), grpcport.NewStorefront(sf)}, nil
 		},
 	}, nil
 }
 
-type registrar struct{ srv *grpcport.Server }
+type registrar struct {
+	srv        *grpcport.Server
+	storefront *grpcport.Storefront
+}
 
 func (r registrar) Register(s *grpc.Server) {
 	salesv1.RegisterSalesServiceServer(s, r.srv)
+	// The shops' mini apps (no API key: signed launch data).
+	salesv1.RegisterStorefrontServiceServer(s, r.storefront)
 }

@@ -1,15 +1,19 @@
 // Package peers is the sales service's side of its peers: connections
 // (a connection's company, type, bot username and bot token) and
-// messaging (an uploaded file's company and MIME type).
+// messaging (an uploaded file's company and MIME type; the intake of
+// storefront orders as inbound messages).
 package peers
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/peers"
@@ -84,4 +88,32 @@ func (f *Files) File(ctx context.Context, token string) (app.File, error) {
 		return app.File{}, apierr.FromPeer("messaging", "GetFileInternal", err)
 	}
 	return app.File{CompanyID: res.GetCompanyId(), MimeType: res.GetMimeType()}, nil
+}
+
+// Inbound implements app.Inbound: messaging's InboundInternalService.
+type Inbound struct {
+	api messagingv1.InboundInternalServiceClient
+}
+
+var _ app.Inbound = (*Inbound)(nil)
+
+// NewInbound uses conn, which must carry the internal token.
+func NewInbound(conn grpc.ClientConnInterface) *Inbound {
+	return &Inbound{api: messagingv1.NewInboundInternalServiceClient(conn)}
+}
+
+// IngestOrder implements app.Inbound.
+func (i *Inbound) IngestOrder(ctx context.Context, connectionID int64, buyer domain.LaunchUser, sourceID string, content map[string]any) (bool, error) {
+	st, err := structpb.NewStruct(content)
+	if err != nil {
+		return false, fmt.Errorf("order content: %w", err)
+	}
+	res, err := i.api.IngestInbound(ctx, &messagingv1.IngestInboundRequest{
+		ConnectionId: connectionID, SourceChatId: strconv.FormatInt(buyer.ID, 10), Name: buyer.Name(), Username: buyer.Username,
+		MessageType: "service_order", Content: st, SourceMessageId: sourceID,
+	})
+	if err != nil {
+		return false, apierr.FromPeer("messaging", "IngestInbound", err)
+	}
+	return res.GetDropped(), nil
 }
