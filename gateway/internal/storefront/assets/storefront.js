@@ -99,7 +99,7 @@
     box.textContent = "";
     var q = cart[p.id] || 0;
     if (!q) {
-      var add = el("button", "add", "Add · " + money.format(p.price));
+      var add = el("button", "add", "Add to cart");
       add.type = "button";
       add.setAttribute("data-product", p.id);
       add.onclick = function () { cart[p.id] = 1; renderQty(box, p); renderCart(); };
