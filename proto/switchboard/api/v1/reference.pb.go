@@ -293,7 +293,7 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\vSectionInfo\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\x91$\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\xf7#\n" +
 	"\aSection\x12\x17\n" +
 	"\x13SECTION_UNSPECIFIED\x10\x00\x12\x94\x01\n" +
 	"\x0fSECTION_COMPANY\x10\x01\x1a\x7f\xe2\xf9\x18{\n" +
@@ -326,10 +326,10 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\x10SECTION_PARTNERS\x10\x0f\x1a\xb6\x01\xe2\xf9\x18\xb1\x01\n" +
 	"\bPartners\x12\x91\x01For partner companies: the profile with the promo codes, clients and their subscriptions, the partner's requisites, rewards, balance and payouts.\x1a\x11Partner programme\x12\x90\x01\n" +
 	"\rSECTION_SALES\x10\x10\x1a}\xe2\xf9\x18y\n" +
-	"\x05Sales\x12iProducts with prices, catalogs of them and shops: a bot's storefront (a mini app) that buyers order from.\x1a\x05Sales\x12\xc8\x01\n" +
-	"\x12SECTION_STOREFRONT\x10\x11\x1a\xaf\x01\xe2\xf9\x18\xaa\x01\n" +
+	"\x05Sales\x12iProducts with prices, catalogs of them and shops: a bot's storefront (a mini app) that buyers order from.\x1a\x05Sales\x12\xae\x01\n" +
+	"\x12SECTION_STOREFRONT\x10\x11\x1a\x95\x01\xe2\xf9\x18\x90\x01\n" +
 	"\n" +
-	"Storefront\x12\x84\x01Called by the shop's mini app inside the messenger, not by clients: the catalog and orders, signed with the messenger's launch data.\x1a\x15Not called by clients\x12\xc0\x01\n" +
+	"Storefront\x12{What a shop's mini app calls inside the messenger (no API key, the messenger's signed launch data): the catalog and orders.\x1a\x05Sales\x12\xc0\x01\n" +
 	"\x1bSECTION_MESSENGER_CALLBACKS\x10\x0e\x1a\x9e\x01\xe2\xf9\x18\x99\x01\n" +
 	"\x13Messenger callbacks\x12kCalled by Telegram, not by clients: the address the platform registers for a bot's updates in webhook mode.\x1a\x15Not called by clients\x12\xb4\x01\n" +
 	"\x1aSECTION_OPERATOR_COMPANIES\x102\x1a\x93\x01\xe2\xf9\x18\x8e\x01\n" +
