@@ -142,6 +142,21 @@ func TestSalesStorefrontCatalog(t *testing.T) {
 	g := slNewShop(t)
 	slUnauthorized(t, call(t, "GET", path, nil, tma(slLaunch(g.token, "AAQ7", 5550001, now))...))
 
+	// A MAX bot's shop: its launch data is signed alike with its token.
+	mk := newKey(t, f.c.ID, "connections")
+	maxToken := p("%d:max-%d", 900000+time.Now().UnixNano()%100000, time.Now().UnixNano())
+	rm := api(t, "POST", cpath(f.c, "/connections/"), map[string]any{"name": "MAX shop bot", "type": "max_bot",
+		"params": map[string]any{"bot_token": maxToken}}, key(mk)...)
+	require.Equal(t, 200, rm.Status, "%s", rm.Body)
+	maxShop := slOK(t, slCall(t, f.c, "POST", "/shops/", map[string]any{"name": "MAX corner", "catalog_id": f.catalog,
+		"connection_id": slID(rm.JSON(t))}))
+	require.True(t, strings.HasPrefix(maxShop["link"].(string), "https://max.ru/sandbox"), maxShop["link"])
+	maxPath := p("/storefront/v1/shops/%d/catalog", slID(maxShop))
+	requireJSON(t, call(t, "GET", maxPath, nil, tma(slLaunch(maxToken, "M1", 5550001, now))...), 200, map[string]any{
+		"shop":    map[string]any{"id": slID(maxShop), "name": "MAX corner", "use_device_color_scheme": false},
+		"catalog": want["catalog"], "products": want["products"]})
+	slUnauthorized(t, call(t, "GET", maxPath, nil, tma(launch)...)) // the telegram bot's data
+
 	// No shop: 404 whatever is sent, the page too.
 	for _, h := range [][]string{nil, tma(launch)} {
 		slShopNotFound(t, call(t, "GET", "/storefront/v1/shops/999999999/catalog", nil, h...))
@@ -217,6 +232,15 @@ func TestSalesStorefrontOrder(t *testing.T) {
 	wg.Wait()
 	slErr(t, call(t, "POST", orders, map[string]any{"items": []any{map[string]any{"product_id": f.mugs, "quantity": 1}}}, tma(launch)...),
 		409, 34012, "SALES_ORDER_REPLAYED", "this launch data placed another order")
+	require.Len(t, inboundMessages(t, company{ID: f.c.ID, Key: ck}, chat["id"]), 1)
+
+	// A crash after messaging stored the message but before sales kept the
+	// order (its row gone, as if never committed): the buyer's retry finds
+	// the same message, and the order is kept once.
+	tag, err := serviceDB(t, "sales").Exec(context.Background(), `DELETE FROM storefront_orders WHERE id = $1`, orderID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	requireJSON(t, call(t, "POST", orders, body, tma(launch)...), 200, got)
 	require.Len(t, inboundMessages(t, company{ID: f.c.ID, Key: ck}, chat["id"]), 1)
 
 	// A second launch of the same buyer places a second order, at the
