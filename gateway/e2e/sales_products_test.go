@@ -199,7 +199,7 @@ func TestSalesProductPatch(t *testing.T) {
 		{map[string]any{"images": []any{"https://a/1", "https://a/1"}}, "value_error", "Value error, list items should be unique: 'https://a/1' is repeated", []any{"body", "images"}},
 		{map[string]any{"prices": nil}, "list_type", "Input should be a valid list", []any{"body", "prices"}},
 		{map[string]any{"prices": []any{}}, "too_short", "List should have at least 1 item after validation, not 0", []any{"body", "prices"}},
-		{map[string]any{"prices": []any{5}}, "dict_type", "Input should be a valid dictionary", []any{"body", "prices", 0}},
+		{map[string]any{"prices": []any{5}}, "dict_type", "Input should be a valid dictionary or object", []any{"body", "prices", 0}},
 		{map[string]any{"prices": []any{slPrice("RUB", "5")}}, "float_type", "Input should be a valid number", []any{"body", "prices", 0, "price"}},
 		{map[string]any{"prices": []any{slPrice("RUB", 0.001)}}, "decimal_max_places", "Decimal input should have no more than 2 decimal places", []any{"body", "prices", 0, "price"}},
 		{map[string]any{"prices": []any{map[string]any{"price": 1}}}, "missing", "Field required", []any{"body", "prices", 0, "currency"}},
@@ -208,6 +208,25 @@ func TestSalesProductPatch(t *testing.T) {
 	} {
 		slValidation(t, slCall(t, c, "PATCH", path, tc.body), tc.typ, tc.msg, tc.loc...)
 	}
+	// Prices are read exactly, in a PATCH as on create: no literal passes
+	// through a float (1.0000000000000001 would read as 1).
+	for _, path := range []string{"/products/", path} {
+		method := map[bool]string{true: "POST", false: "PATCH"}[path == "/products/"]
+		r := slCall(t, c, method, path, `{"name": "Exact", "prices": [{"currency": "RUB", "price": 1.0000000000000001}]}`)
+		slValidation(t, r, "decimal_max_places", "Decimal input should have no more than 2 decimal places", "body", "prices", 0, "price")
+		r = slCall(t, c, method, path, `{"name": "Exact", "prices": [{"currency": "RUB", "price": 123456789.125e0}]}`)
+		slValidation(t, r, "decimal_max_places", "Decimal input should have no more than 2 decimal places", "body", "prices", 0, "price")
+	}
+	got = slOK(t, slCall(t, c, "PATCH", path, `{"prices": [{"currency": "RUB", "price": 999999999.99}, {"currency": "USD", "price": 1e-2}]}`))
+	require.Equal(t, []any{slPrice("RUB", 999999999.99), slPrice("USD", 0.01)}, got["prices"])
+	// images: [] clears, left out keeps.
+	got = slOK(t, slCall(t, c, "PATCH", path, map[string]any{"images": []any{"https://a.example/2.png"}}))
+	require.Equal(t, []any{"https://a.example/2.png"}, got["images"])
+	got = slOK(t, slCall(t, c, "PATCH", path, map[string]any{"name": "Kept images"}))
+	require.Equal(t, []any{"https://a.example/2.png"}, got["images"])
+	got = slOK(t, slCall(t, c, "PATCH", path, map[string]any{"images": []any{}}))
+	require.Equal(t, []any{}, got["images"])
+
 	// 422 before 404.
 	slValidation(t, slCall(t, c, "PATCH", "/products/999999999", map[string]any{"name": nil}), "string_type", "Input should be a valid string", "body", "name")
 	slProductNotFound(t, slCall(t, c, "PATCH", "/products/999999999", map[string]any{"name": "x"}))

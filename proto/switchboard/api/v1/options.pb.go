@@ -329,7 +329,10 @@ var (
 	// A JSON null in a field of this request is the field's type error (422),
 	// not "left out", except in a google.protobuf.Value field without
 	// `required`, which keeps the null: for requests whose design refuses
-	// null except where it means "none" (sales' products and shops).
+	// null except where it means "none" (sales' products and shops). And
+	// the gateway names each list of it the client sent empty in
+	// pkg/validate's SentEmptyHeader, so that a PATCH tells [] from a list
+	// left out.
 	//
 	// optional bool null_refused = 51010;
 	E_NullRefused = &file_switchboard_api_v1_options_proto_extTypes[2]

@@ -584,12 +584,12 @@ type UpdateProductRequest struct {
 	Vat      *string         `protobuf:"bytes,7,opt,name=vat,proto3,oneof" json:"vat,omitempty"`
 	// A string of 1..64 characters, or null: none.
 	Sku *structpb.Value `protobuf:"bytes,8,opt,name=sku,proto3" json:"sku,omitempty"`
-	// Replaces the list: 0..10 distinct links, as on create. A ListValue,
-	// so that [] (no images) is told apart from absent (unchanged).
-	Images *structpb.ListValue `protobuf:"bytes,9,opt,name=images,proto3" json:"images,omitempty"`
+	// Replaces the list: 0..10 distinct links, as on create; [] removes
+	// every image (the gateway tells [] from a list left out).
+	Images []string `protobuf:"bytes,9,rep,name=images,proto3" json:"images,omitempty"`
 	// Replaces the list: 1+ {currency, price}, one per currency, as on
-	// create.
-	Prices        *structpb.ListValue `protobuf:"bytes,10,opt,name=prices,proto3" json:"prices,omitempty"`
+	// create ([] is a 422).
+	Prices        []*PriceInput `protobuf:"bytes,10,rep,name=prices,proto3" json:"prices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -680,14 +680,14 @@ func (x *UpdateProductRequest) GetSku() *structpb.Value {
 	return nil
 }
 
-func (x *UpdateProductRequest) GetImages() *structpb.ListValue {
+func (x *UpdateProductRequest) GetImages() []string {
 	if x != nil {
 		return x.Images
 	}
 	return nil
 }
 
-func (x *UpdateProductRequest) GetPrices() *structpb.ListValue {
+func (x *UpdateProductRequest) GetPrices() []*PriceInput {
 	if x != nil {
 		return x.Prices
 	}
@@ -1772,7 +1772,7 @@ const file_switchboard_sales_v1_sales_proto_rawDesc = "" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
 	"\n" +
-	"product_id\x18\x02 \x01(\x03R\tproductId\"\xbc\a\n" +
+	"product_id\x18\x02 \x01(\x03R\tproductId\"\x8d\x06\n" +
 	"\x14UpdateProductRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12\x1d\n" +
@@ -1784,12 +1784,11 @@ const file_switchboard_sales_v1_sales_proto_rawDesc = "" +
 	"\x13payment_object_type\x18\x05 \x01(\tB\xa4\x01\xbaH\xa0\x01r\x9d\x01R\tcommodityR\x06exciseR\x03jobR\aserviceR\fgambling_betR\x0egambling_prizeR\alotteryR\rlottery_prizeR\x15intellectual_activityR\apaymentR\x10agent_commissionR\tcompositeR\aanotherH\x02R\x11paymentObjectType\x88\x01\x01\x122\n" +
 	"\bcategory\x18\x06 \x01(\v2\x16.google.protobuf.ValueR\bcategory\x12x\n" +
 	"\x03vat\x18\a \x01(\tBa\xbaH^r\\R\x04noneR\x04vat0R\x04vat5R\x04vat7R\x05vat10R\x05vat20R\x05vat22R\x05vat25R\x06vat105R\x06vat107R\x06vat110R\x06vat120R\x06vat122H\x03R\x03vat\x88\x01\x01\x12(\n" +
-	"\x03sku\x18\b \x01(\v2\x16.google.protobuf.ValueR\x03sku\x12\x8c\x01\n" +
-	"\x06images\x18\t \x01(\v2\x1a.google.protobuf.ListValueBX\xbaHU\xba\x01R\n" +
-	"\x12repeated.max_items\x12*value must contain no more than 10 item(s)\x1a\x10size(this) <= 10R\x06images\x12\x8c\x01\n" +
+	"\x03sku\x18\b \x01(\v2\x16.google.protobuf.ValueR\x03sku\x12)\n" +
+	"\x06images\x18\t \x03(\tB\x11\xbaH\x0e\x92\x01\v\x10\n" +
+	"\x18\x01\"\x05r\x03\x18\x80\x10R\x06images\x12B\n" +
 	"\x06prices\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.ListValueBX\xbaHU\xba\x01R\n" +
-	"\x12repeated.max_items\x12*value must contain no more than 50 item(s)\x1a\x10size(this) <= 50R\x06prices:\x04\x90\xf4\x18\x01B\a\n" +
+	" \x03(\v2 .switchboard.sales.v1.PriceInputB\b\xbaH\x05\x92\x01\x02\x102R\x06prices:\x04\x90\xf4\x18\x01B\a\n" +
 	"\x05_nameB\x0e\n" +
 	"\f_descriptionB\x16\n" +
 	"\x14_payment_object_typeB\x06\n" +
@@ -1982,8 +1981,7 @@ var file_switchboard_sales_v1_sales_proto_goTypes = []any{
 	(*v1.Decimal)(nil),             // 24: switchboard.api.v1.Decimal
 	(*timestamppb.Timestamp)(nil),  // 25: google.protobuf.Timestamp
 	(*structpb.Value)(nil),         // 26: google.protobuf.Value
-	(*structpb.ListValue)(nil),     // 27: google.protobuf.ListValue
-	(*emptypb.Empty)(nil),          // 28: google.protobuf.Empty
+	(*emptypb.Empty)(nil),          // 27: google.protobuf.Empty
 }
 var file_switchboard_sales_v1_sales_proto_depIdxs = []int32{
 	24, // 0: switchboard.sales.v1.Price.price:type_name -> switchboard.api.v1.Decimal
@@ -1997,49 +1995,48 @@ var file_switchboard_sales_v1_sales_proto_depIdxs = []int32{
 	1,  // 8: switchboard.sales.v1.ListProductsResponse.products:type_name -> switchboard.sales.v1.Product
 	26, // 9: switchboard.sales.v1.UpdateProductRequest.category:type_name -> google.protobuf.Value
 	26, // 10: switchboard.sales.v1.UpdateProductRequest.sku:type_name -> google.protobuf.Value
-	27, // 11: switchboard.sales.v1.UpdateProductRequest.images:type_name -> google.protobuf.ListValue
-	27, // 12: switchboard.sales.v1.UpdateProductRequest.prices:type_name -> google.protobuf.ListValue
-	9,  // 13: switchboard.sales.v1.ListCatalogsResponse.catalogs:type_name -> switchboard.sales.v1.Catalog
-	17, // 14: switchboard.sales.v1.ListShopsResponse.shops:type_name -> switchboard.sales.v1.Shop
-	2,  // 15: switchboard.sales.v1.SalesService.CreateProduct:input_type -> switchboard.sales.v1.CreateProductRequest
-	4,  // 16: switchboard.sales.v1.SalesService.ListProducts:input_type -> switchboard.sales.v1.ListProductsRequest
-	6,  // 17: switchboard.sales.v1.SalesService.GetProduct:input_type -> switchboard.sales.v1.GetProductRequest
-	7,  // 18: switchboard.sales.v1.SalesService.UpdateProduct:input_type -> switchboard.sales.v1.UpdateProductRequest
-	8,  // 19: switchboard.sales.v1.SalesService.DeleteProduct:input_type -> switchboard.sales.v1.DeleteProductRequest
-	10, // 20: switchboard.sales.v1.SalesService.CreateCatalog:input_type -> switchboard.sales.v1.CreateCatalogRequest
-	11, // 21: switchboard.sales.v1.SalesService.ListCatalogs:input_type -> switchboard.sales.v1.ListCatalogsRequest
-	13, // 22: switchboard.sales.v1.SalesService.GetCatalog:input_type -> switchboard.sales.v1.GetCatalogRequest
-	14, // 23: switchboard.sales.v1.SalesService.UpdateCatalog:input_type -> switchboard.sales.v1.UpdateCatalogRequest
-	15, // 24: switchboard.sales.v1.SalesService.DeleteCatalog:input_type -> switchboard.sales.v1.DeleteCatalogRequest
-	16, // 25: switchboard.sales.v1.SalesService.AddCatalogProducts:input_type -> switchboard.sales.v1.CatalogProductsRequest
-	16, // 26: switchboard.sales.v1.SalesService.DeleteCatalogProducts:input_type -> switchboard.sales.v1.CatalogProductsRequest
-	18, // 27: switchboard.sales.v1.SalesService.CreateShop:input_type -> switchboard.sales.v1.CreateShopRequest
-	19, // 28: switchboard.sales.v1.SalesService.ListShops:input_type -> switchboard.sales.v1.ListShopsRequest
-	21, // 29: switchboard.sales.v1.SalesService.GetShop:input_type -> switchboard.sales.v1.GetShopRequest
-	22, // 30: switchboard.sales.v1.SalesService.UpdateShop:input_type -> switchboard.sales.v1.UpdateShopRequest
-	23, // 31: switchboard.sales.v1.SalesService.DeleteShop:input_type -> switchboard.sales.v1.DeleteShopRequest
-	1,  // 32: switchboard.sales.v1.SalesService.CreateProduct:output_type -> switchboard.sales.v1.Product
-	5,  // 33: switchboard.sales.v1.SalesService.ListProducts:output_type -> switchboard.sales.v1.ListProductsResponse
-	1,  // 34: switchboard.sales.v1.SalesService.GetProduct:output_type -> switchboard.sales.v1.Product
-	1,  // 35: switchboard.sales.v1.SalesService.UpdateProduct:output_type -> switchboard.sales.v1.Product
-	28, // 36: switchboard.sales.v1.SalesService.DeleteProduct:output_type -> google.protobuf.Empty
-	9,  // 37: switchboard.sales.v1.SalesService.CreateCatalog:output_type -> switchboard.sales.v1.Catalog
-	12, // 38: switchboard.sales.v1.SalesService.ListCatalogs:output_type -> switchboard.sales.v1.ListCatalogsResponse
-	9,  // 39: switchboard.sales.v1.SalesService.GetCatalog:output_type -> switchboard.sales.v1.Catalog
-	9,  // 40: switchboard.sales.v1.SalesService.UpdateCatalog:output_type -> switchboard.sales.v1.Catalog
-	28, // 41: switchboard.sales.v1.SalesService.DeleteCatalog:output_type -> google.protobuf.Empty
-	9,  // 42: switchboard.sales.v1.SalesService.AddCatalogProducts:output_type -> switchboard.sales.v1.Catalog
-	9,  // 43: switchboard.sales.v1.SalesService.DeleteCatalogProducts:output_type -> switchboard.sales.v1.Catalog
-	17, // 44: switchboard.sales.v1.SalesService.CreateShop:output_type -> switchboard.sales.v1.Shop
-	20, // 45: switchboard.sales.v1.SalesService.ListShops:output_type -> switchboard.sales.v1.ListShopsResponse
-	17, // 46: switchboard.sales.v1.SalesService.GetShop:output_type -> switchboard.sales.v1.Shop
-	17, // 47: switchboard.sales.v1.SalesService.UpdateShop:output_type -> switchboard.sales.v1.Shop
-	28, // 48: switchboard.sales.v1.SalesService.DeleteShop:output_type -> google.protobuf.Empty
-	32, // [32:49] is the sub-list for method output_type
-	15, // [15:32] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	3,  // 11: switchboard.sales.v1.UpdateProductRequest.prices:type_name -> switchboard.sales.v1.PriceInput
+	9,  // 12: switchboard.sales.v1.ListCatalogsResponse.catalogs:type_name -> switchboard.sales.v1.Catalog
+	17, // 13: switchboard.sales.v1.ListShopsResponse.shops:type_name -> switchboard.sales.v1.Shop
+	2,  // 14: switchboard.sales.v1.SalesService.CreateProduct:input_type -> switchboard.sales.v1.CreateProductRequest
+	4,  // 15: switchboard.sales.v1.SalesService.ListProducts:input_type -> switchboard.sales.v1.ListProductsRequest
+	6,  // 16: switchboard.sales.v1.SalesService.GetProduct:input_type -> switchboard.sales.v1.GetProductRequest
+	7,  // 17: switchboard.sales.v1.SalesService.UpdateProduct:input_type -> switchboard.sales.v1.UpdateProductRequest
+	8,  // 18: switchboard.sales.v1.SalesService.DeleteProduct:input_type -> switchboard.sales.v1.DeleteProductRequest
+	10, // 19: switchboard.sales.v1.SalesService.CreateCatalog:input_type -> switchboard.sales.v1.CreateCatalogRequest
+	11, // 20: switchboard.sales.v1.SalesService.ListCatalogs:input_type -> switchboard.sales.v1.ListCatalogsRequest
+	13, // 21: switchboard.sales.v1.SalesService.GetCatalog:input_type -> switchboard.sales.v1.GetCatalogRequest
+	14, // 22: switchboard.sales.v1.SalesService.UpdateCatalog:input_type -> switchboard.sales.v1.UpdateCatalogRequest
+	15, // 23: switchboard.sales.v1.SalesService.DeleteCatalog:input_type -> switchboard.sales.v1.DeleteCatalogRequest
+	16, // 24: switchboard.sales.v1.SalesService.AddCatalogProducts:input_type -> switchboard.sales.v1.CatalogProductsRequest
+	16, // 25: switchboard.sales.v1.SalesService.DeleteCatalogProducts:input_type -> switchboard.sales.v1.CatalogProductsRequest
+	18, // 26: switchboard.sales.v1.SalesService.CreateShop:input_type -> switchboard.sales.v1.CreateShopRequest
+	19, // 27: switchboard.sales.v1.SalesService.ListShops:input_type -> switchboard.sales.v1.ListShopsRequest
+	21, // 28: switchboard.sales.v1.SalesService.GetShop:input_type -> switchboard.sales.v1.GetShopRequest
+	22, // 29: switchboard.sales.v1.SalesService.UpdateShop:input_type -> switchboard.sales.v1.UpdateShopRequest
+	23, // 30: switchboard.sales.v1.SalesService.DeleteShop:input_type -> switchboard.sales.v1.DeleteShopRequest
+	1,  // 31: switchboard.sales.v1.SalesService.CreateProduct:output_type -> switchboard.sales.v1.Product
+	5,  // 32: switchboard.sales.v1.SalesService.ListProducts:output_type -> switchboard.sales.v1.ListProductsResponse
+	1,  // 33: switchboard.sales.v1.SalesService.GetProduct:output_type -> switchboard.sales.v1.Product
+	1,  // 34: switchboard.sales.v1.SalesService.UpdateProduct:output_type -> switchboard.sales.v1.Product
+	27, // 35: switchboard.sales.v1.SalesService.DeleteProduct:output_type -> google.protobuf.Empty
+	9,  // 36: switchboard.sales.v1.SalesService.CreateCatalog:output_type -> switchboard.sales.v1.Catalog
+	12, // 37: switchboard.sales.v1.SalesService.ListCatalogs:output_type -> switchboard.sales.v1.ListCatalogsResponse
+	9,  // 38: switchboard.sales.v1.SalesService.GetCatalog:output_type -> switchboard.sales.v1.Catalog
+	9,  // 39: switchboard.sales.v1.SalesService.UpdateCatalog:output_type -> switchboard.sales.v1.Catalog
+	27, // 40: switchboard.sales.v1.SalesService.DeleteCatalog:output_type -> google.protobuf.Empty
+	9,  // 41: switchboard.sales.v1.SalesService.AddCatalogProducts:output_type -> switchboard.sales.v1.Catalog
+	9,  // 42: switchboard.sales.v1.SalesService.DeleteCatalogProducts:output_type -> switchboard.sales.v1.Catalog
+	17, // 43: switchboard.sales.v1.SalesService.CreateShop:output_type -> switchboard.sales.v1.Shop
+	20, // 44: switchboard.sales.v1.SalesService.ListShops:output_type -> switchboard.sales.v1.ListShopsResponse
+	17, // 45: switchboard.sales.v1.SalesService.GetShop:output_type -> switchboard.sales.v1.Shop
+	17, // 46: switchboard.sales.v1.SalesService.UpdateShop:output_type -> switchboard.sales.v1.Shop
+	27, // 47: switchboard.sales.v1.SalesService.DeleteShop:output_type -> google.protobuf.Empty
+	31, // [31:48] is the sub-list for method output_type
+	14, // [14:31] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_sales_v1_sales_proto_init() }

@@ -105,8 +105,6 @@ var MaxPrice = decimal.RequireFromString("999999999.99")
 const (
 	MaxCategoryLen = 128
 	MaxSKULen      = 64
-	MaxImageLen    = 2048
-	MaxImages      = 10
 )
 
 // CheckName is the rule on names the protos cannot say: not only

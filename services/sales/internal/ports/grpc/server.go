@@ -6,15 +6,15 @@ package grpc
 
 import (
 	"context"
-	"strconv"
-	"unicode/utf8"
 
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/protoapi"
+	"switchboard.dev/pkg/validate"
 	salesv1 "switchboard.dev/proto/switchboard/sales/v1"
 	"switchboard.dev/services/sales/internal/app"
 	"switchboard.dev/services/sales/internal/domain"
@@ -78,71 +78,15 @@ func (s *Server) prices(in []*salesv1.PriceInput) ([]domain.Price, error) {
 	return out, domain.CheckPrices(out, func(i int) []any { return apierr.Body("prices", i) })
 }
 
-// priceList checks a PATCH's prices, a ListValue (so that it is told apart
-// from absent): 1+ objects {currency, price}, price a JSON number. The
-// gateway reads a number of a free-form list as a double: every price the
-// rules allow (at most 11 significant digits) comes back exact as the
-// shortest decimal that reads as the same double.
-func (s *Server) priceList(lv *structpb.ListValue) ([]domain.Price, error) {
-	vals := lv.GetValues()
-	if len(vals) == 0 {
-		return nil, apierr.Field(apierr.Body("prices"), "too_short", "List should have at least 1 item after validation, not 0")
+// sentEmpty is the set of request fields the gateway says the client sent
+// empty (validate.SentEmptyHeader): for a PATCH, [] rather than a list
+// left out.
+func sentEmpty(ctx context.Context) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range metadata.ValueFromIncomingContext(ctx, validate.SentEmptyHeader) {
+		out[f] = true
 	}
-	out := make([]domain.Price, 0, len(vals))
-	for i, v := range vals {
-		at := apierr.Body("prices", i)
-		obj := v.GetStructValue()
-		if obj == nil {
-			return nil, apierr.Field(at, "dict_type", "Input should be a valid dictionary")
-		}
-		cur, ok := obj.GetFields()["currency"]
-		if !ok {
-			return nil, apierr.Field(append(at, "currency"), "missing", "Field required")
-		}
-		curStr, ok := cur.GetKind().(*structpb.Value_StringValue)
-		if !ok {
-			return nil, apierr.Field(append(at, "currency"), "string_type", "Input should be a valid string")
-		}
-		if err := domain.CheckCurrency(curStr.StringValue, s.app.Currencies(), append(at, "currency")); err != nil {
-			return nil, err
-		}
-		pv, ok := obj.GetFields()["price"]
-		if !ok {
-			return nil, apierr.Field(append(at, "price"), "missing", "Field required")
-		}
-		num, ok := pv.GetKind().(*structpb.Value_NumberValue)
-		if !ok {
-			return nil, apierr.Field(append(at, "price"), "float_type", "Input should be a valid number")
-		}
-		d, err := domain.ParsePrice(strconv.FormatFloat(num.NumberValue, 'f', -1, 64), append(at, "price"))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, domain.Price{Currency: curStr.StringValue, Price: d})
-	}
-	return out, domain.CheckPrices(out, func(i int) []any { return apierr.Body("prices", i) })
-}
-
-// imageList checks a PATCH's images, a ListValue: 0..10 distinct strings
-// of up to 2048 characters.
-func imageList(lv *structpb.ListValue) ([]string, error) {
-	out := make([]string, 0, len(lv.GetValues()))
-	seen := map[string]bool{}
-	for i, v := range lv.GetValues() {
-		str, ok := v.GetKind().(*structpb.Value_StringValue)
-		if !ok {
-			return nil, apierr.Field(apierr.Body("images", i), "string_type", "Input should be a valid string")
-		}
-		if utf8.RuneCountInString(str.StringValue) > domain.MaxImageLen {
-			return nil, apierr.Field(apierr.Body("images", i), "string_too_long", "String should have at most 2048 characters")
-		}
-		if seen[str.StringValue] {
-			return nil, apierr.Field(apierr.Body("images"), "value_error", "Value error, list items should be unique: '%s' is repeated", str.StringValue)
-		}
-		seen[str.StringValue] = true
-		out = append(out, str.StringValue)
-	}
-	return out, nil
+	return out
 }
 
 func (s *Server) CreateProduct(ctx context.Context, req *salesv1.CreateProductRequest) (*salesv1.Product, error) {
@@ -215,16 +159,17 @@ func (s *Server) UpdateProduct(ctx context.Context, req *salesv1.UpdateProductRe
 	if patch.SKU, patch.SetSKU, err = nullableString(req.GetSku(), domain.MaxSKULen, apierr.Body("sku")); err != nil {
 		return nil, err
 	}
-	if req.Images != nil {
-		if patch.Images, err = imageList(req.GetImages()); err != nil {
-			return nil, err
-		}
-		patch.SetImages = true
+	sent := sentEmpty(ctx)
+	if len(req.GetImages()) > 0 || sent["images"] {
+		patch.Images, patch.SetImages = append([]string{}, req.GetImages()...), true
 	}
-	if req.Prices != nil {
-		if patch.Prices, err = s.priceList(req.GetPrices()); err != nil {
+	switch {
+	case len(req.GetPrices()) > 0:
+		if patch.Prices, err = s.prices(req.GetPrices()); err != nil {
 			return nil, err
 		}
+	case sent["prices"]:
+		return nil, apierr.Field(apierr.Body("prices"), "too_short", "List should have at least 1 item after validation, not 0")
 	}
 	p, err := s.app.UpdateProduct(ctx, req.GetCompanyId(), req.GetProductId(), patch)
 	if err != nil {
