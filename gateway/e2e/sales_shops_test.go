@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,8 +81,26 @@ func TestSalesShops(t *testing.T) {
 	require.Empty(t, r.Body)
 	slShopNotFound(t, slCall(t, c, "GET", path, nil))
 	require.Equal(t, 204, slCall(t, c, "DELETE", p("/catalogs/%d", cat2), nil).Status)
-	// Its bot may take a new shop.
-	slOK(t, create(map[string]any{"name": "Again", "catalog_id": cat, "connection_id": bot}))
+	// Its bot may take a new shop; of parallel creates on one bot, one wins.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won := 0
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r := create(map[string]any{"name": p("Again %d", i), "catalog_id": cat, "connection_id": bot})
+			if r.Status == 200 {
+				mu.Lock()
+				won++
+				mu.Unlock()
+				return
+			}
+			slErr(t, r, 409, 34010, "SALES_SHOP_CONNECTION_TAKEN", "the connection has a shop already")
+		}(i)
+	}
+	wg.Wait()
+	require.Equal(t, 1, won)
 }
 
 // TestSalesAccess: the sales scope, sales:read reads only, no scope 403,
