@@ -5,9 +5,9 @@ BIN := $(ROOT)/.bin
 export PATH := $(BIN):$(PATH)
 
 # Every Go module of the workspace.
-MODULES := proto pkg gateway services/identity services/connections services/billing services/contacts services/messaging services/webhooks services/partners
+MODULES := proto pkg gateway services/identity services/connections services/billing services/contacts services/messaging services/webhooks services/partners services/sales
 # Every binary: name=package directory.
-CMDS := identity=services/identity/cmd/identity connections=services/connections/cmd/connections billing=services/billing/cmd/billing contacts=services/contacts/cmd/contacts messaging=services/messaging/cmd/messaging webhooks=services/webhooks/cmd/webhooks partners=services/partners/cmd/partners gateway=gateway/cmd/gateway devstack=pkg/devstack/cmd/devstack
+CMDS := identity=services/identity/cmd/identity connections=services/connections/cmd/connections billing=services/billing/cmd/billing contacts=services/contacts/cmd/contacts messaging=services/messaging/cmd/messaging webhooks=services/webhooks/cmd/webhooks partners=services/partners/cmd/partners sales=services/sales/cmd/sales gateway=gateway/cmd/gateway devstack=pkg/devstack/cmd/devstack
 
 .PHONY: run test bench tools generate check-generate check-tree lint vet build clean
 

@@ -193,6 +193,9 @@ type fzFixtures struct {
 	// v1Integration is a webhook integration for the v1 actions;
 	// victimV1Integration is for its delete.
 	v1Integration, victimV1Integration int64
+	// Sales: a product in a catalog with a shop on a second bot, and
+	// victims for the DELETEs (a catalog no shop uses).
+	product, victimProduct, catalog, victimCatalog, shop, victimShop int64
 }
 
 func fzSetup(t *testing.T) *fzFixtures {
@@ -257,6 +260,18 @@ func fzSetup(t *testing.T) *fzFixtures {
 		return ok(api(t, "GET", "/sandbox/v1/sessions/"+sid, nil, operator()...))["code"].(string)
 	}
 	fx.maxCode, fx.vkCode = code(fx.maxSession), code(fx.vkSession)
+
+	newProduct := func(name string) int64 {
+		return num(post("/sales/products/", map[string]any{"name": name, "prices": []any{map[string]any{"currency": "RUB", "price": 10}}})["id"])
+	}
+	fx.product, fx.victimProduct = newProduct("Fuzz product"), newProduct("Fuzz victim product")
+	fx.catalog = num(post("/sales/catalogs/", map[string]any{"name": "Fuzz catalog", "currency": "RUB"})["id"])
+	fx.victimCatalog = num(post("/sales/catalogs/", map[string]any{"name": "Fuzz victim catalog", "currency": "RUB"})["id"])
+	post(p("/sales/catalogs/%d/add_products", fx.catalog), map[string]any{"product_ids": []any{fx.product}})
+	shopBot := num(post("/connections/", map[string]any{"name": "Fuzz shop bot", "type": "telegram_bot", "params": map[string]any{"bot_token": "223456:ABCdef"}})["id"])
+	victimBot := num(post("/connections/", map[string]any{"name": "Fuzz victim shop bot", "type": "telegram_bot", "params": map[string]any{"bot_token": "323456:ABCdef"}})["id"])
+	fx.shop = num(post("/sales/shops/", map[string]any{"name": "Fuzz shop", "catalog_id": fx.catalog, "connection_id": shopBot})["id"])
+	fx.victimShop = num(post("/sales/shops/", map[string]any{"name": "Fuzz victim shop", "catalog_id": fx.catalog, "connection_id": victimBot})["id"])
 	return fx
 }
 
@@ -324,6 +339,21 @@ func (fx *fzFixtures) pathValue(rt route, name string) (string, bool) {
 		return fx.tgSession, true
 	case "template_id":
 		return d(fx.template)
+	case "product_id":
+		if rt.verb == "DELETE" {
+			return d(fx.victimProduct)
+		}
+		return d(fx.product)
+	case "catalog_id":
+		if rt.verb == "DELETE" && !strings.HasSuffix(rt.path, "/delete_products") {
+			return d(fx.victimCatalog)
+		}
+		return d(fx.catalog)
+	case "shop_id":
+		if rt.verb == "DELETE" {
+			return d(fx.victimShop)
+		}
+		return d(fx.shop)
 	case "name":
 		return fx.wabaTemplate, true
 	case "limit_type":

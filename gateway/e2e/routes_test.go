@@ -21,6 +21,7 @@ import (
 	_ "switchboard.dev/proto/switchboard/identity/v1"    // registers the routes below
 	_ "switchboard.dev/proto/switchboard/messaging/v1"   // registers the routes below
 	_ "switchboard.dev/proto/switchboard/partners/v1"    // registers the routes below
+	_ "switchboard.dev/proto/switchboard/sales/v1"       // registers the routes below
 	_ "switchboard.dev/proto/switchboard/webhooks/v1"    // registers the routes below
 )
 

@@ -112,6 +112,21 @@ var (
 	WebhookNotFound         = Def{33000, "WEBHOOK_NOT_FOUND", 404, "webhook not found"}
 	WebhookDeliveryNotFound = Def{33001, "WEBHOOK_DELIVERY_NOT_FOUND", 404, "webhook delivery not found"}
 
+	// Sales: products, catalogs, shops and their storefront.
+	SalesProductNotFound               = Def{34000, "SALES_PRODUCT_NOT_FOUND", 404, "product not found"}
+	SalesCatalogNotFound               = Def{34001, "SALES_CATALOG_NOT_FOUND", 404, "catalog not found"}
+	SalesShopNotFound                  = Def{34002, "SALES_SHOP_NOT_FOUND", 404, "shop not found"}
+	SalesProductSKUConflict            = Def{34003, "SALES_PRODUCT_SKU_CONFLICT", 409, "another product of the company has this sku"}
+	SalesProductImageURLNotAllowed     = Def{34004, "SALES_PRODUCT_IMAGE_URL_NOT_ALLOWED", 400, "an image is neither an image file the company uploaded nor an https link"}
+	SalesCatalogCurrencyMismatch       = Def{34005, "SALES_CATALOG_CURRENCY_MISMATCH", 409, "a product of the catalog has no price in the catalog's currency"}
+	SalesCatalogProductsLimitExceeded  = Def{34006, "SALES_CATALOG_PRODUCTS_LIMIT_EXCEEDED", 409, "the catalog's limit of products is reached"}
+	SalesCatalogsLimitExceeded         = Def{34007, "SALES_CATALOGS_LIMIT_EXCEEDED", 409, "the company's limit of catalogs is reached"}
+	SalesCatalogInUse                  = Def{34008, "SALES_CATALOG_IN_USE", 409, "a shop uses the catalog"}
+	SalesShopConnectionTypeUnsupported = Def{34009, "SALES_SHOP_CONNECTION_TYPE_NOT_SUPPORTED", 400, "a shop needs a telegram_bot or max_bot connection"}
+	SalesShopConnectionTaken           = Def{34010, "SALES_SHOP_CONNECTION_TAKEN", 409, "the connection has a shop already"}
+	SalesStorefrontUnauthorized        = Def{34011, "SALES_STOREFRONT_UNAUTHORIZED", 401, "the launch data is missing, malformed, not signed by the shop's bot or too old"}
+	SalesOrderReplayed                 = Def{34012, "SALES_ORDER_REPLAYED", 409, "this launch data placed another order"}
+
 	// The v1 management API's own codes.
 	V1IntegrationNotFound   = Def{35000, "V1_INTEGRATION_NOT_FOUND", 404, "integration not found"}
 	V1IntegrationNotWebhook = Def{35001, "V1_INTEGRATION_NOT_WEBHOOK", 400, "only webhook integrations have this action"}
@@ -143,6 +158,10 @@ func Catalogue() []Def {
 		PartnerPayoutInsufficientBalance, PartnerPayoutLocked, PartnerCompanyNotFound, PartnerCompanyIsReferral,
 		PartnerRequisiteNotFound, PartnerRequisiteIncomplete, PartnerPayoutNotFound, PartnerPayoutNotActive,
 		PartnerClientsDailyLimitExceeded, PartnerNotificationChannelNotFound,
+		SalesProductNotFound, SalesCatalogNotFound, SalesShopNotFound, SalesProductSKUConflict,
+		SalesProductImageURLNotAllowed, SalesCatalogCurrencyMismatch, SalesCatalogProductsLimitExceeded,
+		SalesCatalogsLimitExceeded, SalesCatalogInUse, SalesShopConnectionTypeUnsupported,
+		SalesShopConnectionTaken, SalesStorefrontUnauthorized, SalesOrderReplayed,
 		VKDirectGenericError, VKDirectSessionNotFound, VKDirectInvalidCode, VKDirectInvalidPassword,
 		WebhookNotFound, WebhookDeliveryNotFound,
 		V1IntegrationNotFound, V1IntegrationNotWebhook, V1WebhookURLCheckFailed,

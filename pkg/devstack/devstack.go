@@ -40,6 +40,7 @@ var Services = []Service{
 	{Name: "messaging", AddrEnv: "SWITCHBOARD_MESSAGING_ADDR"},
 	{Name: "webhooks", AddrEnv: "SWITCHBOARD_WEBHOOKS_ADDR"},
 	{Name: "partners", AddrEnv: "SWITCHBOARD_PARTNERS_ADDR"},
+	{Name: "sales", AddrEnv: "SWITCHBOARD_SALES_ADDR"},
 }
 
 // Options of a stack.

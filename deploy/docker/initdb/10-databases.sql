@@ -5,3 +5,4 @@ CREATE DATABASE switchboard_contacts;
 CREATE DATABASE switchboard_messaging;
 CREATE DATABASE switchboard_webhooks;
 CREATE DATABASE switchboard_partners;
+CREATE DATABASE switchboard_sales;

@@ -20,6 +20,7 @@ import (
 	"switchboard.dev/gateway/internal/files"
 	"switchboard.dev/gateway/internal/httpapi"
 	"switchboard.dev/gateway/internal/payments"
+	"switchboard.dev/gateway/internal/storefront"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/telemetry"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
@@ -28,6 +29,7 @@ import (
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
 	partnersv1 "switchboard.dev/proto/switchboard/partners/v1"
+	salesv1 "switchboard.dev/proto/switchboard/sales/v1"
 	webhooksv1 "switchboard.dev/proto/switchboard/webhooks/v1"
 )
 
@@ -41,6 +43,7 @@ type Config struct {
 	MessagingAddr   string `env:"SWITCHBOARD_MESSAGING_ADDR" envDefault:"127.0.0.1:9106"`
 	WebhooksAddr    string `env:"SWITCHBOARD_WEBHOOKS_ADDR" envDefault:"127.0.0.1:9107"`
 	PartnersAddr    string `env:"SWITCHBOARD_PARTNERS_ADDR" envDefault:"127.0.0.1:9108"`
+	SalesAddr       string `env:"SWITCHBOARD_SALES_ADDR" envDefault:"127.0.0.1:9109"`
 	LogLevel        string `env:"SWITCHBOARD_LOG_LEVEL" envDefault:"info"`
 	// Grace period for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration `env:"SWITCHBOARD_SHUTDOWN_TIMEOUT" envDefault:"20s"`
@@ -102,6 +105,10 @@ func backends(cfg Config) []backend {
 			partnersv1.RegisterPartnerNotificationsServiceHandler,
 			partnersv1.RegisterPartnerNotificationsSandboxServiceHandler,
 		}},
+		{"sales", cfg.SalesAddr, []registerFunc{
+			salesv1.RegisterSalesServiceHandler,
+			salesv1.RegisterStorefrontServiceHandler,
+		}},
 	}
 }
 
@@ -142,6 +149,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 	}
 	// Payment providers' notifications, in their own formats.
 	if err := payments.Register(mux, g.conns["billing"]); err != nil {
+		g.Close()
+		return nil, err
+	}
+	// The shops' mini app page (the storefront's JSON routes are sales').
+	if err := storefront.Register(mux, g.conns["sales"]); err != nil {
 		g.Close()
 		return nil, err
 	}

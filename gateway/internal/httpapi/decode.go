@@ -19,6 +19,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	apiv1 "switchboard.dev/proto/switchboard/api/v1"
 )
 
 // MaxJSONDepth bounds how deeply a request body's arrays and objects nest.
@@ -417,6 +419,12 @@ func decodeMessage(m protoreflect.Message, v any, loc []any) *DecodeError {
 			// back to its default). A required one still needs a value.
 			if nullableValue(fd) {
 				m.Set(fd, protoreflect.ValueOfMessage(structpb.NewNullValue().ProtoReflect()))
+				continue
+			}
+			if nullRefused(m.Descriptor()) {
+				// The request refuses null where it is not "none": the
+				// field's own type error, as any other wrong JSON type.
+				return decodeField(m, fd, nil, at(loc, key))
 			}
 			continue
 		}
@@ -728,6 +736,13 @@ func plainDecimal(num string) (string, bool) {
 		out = "-" + out
 	}
 	return out, true
+}
+
+// nullRefused reports a message with the (switchboard.api.v1.null_refused)
+// option: a JSON null in it is an error except in a nullableValue field.
+func nullRefused(md protoreflect.MessageDescriptor) bool {
+	refused, _ := proto.GetExtension(md.Options(), apiv1.E_NullRefused).(bool)
+	return refused
 }
 
 // nullableValue reports a singular google.protobuf.Value field without the

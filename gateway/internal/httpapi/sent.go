@@ -31,7 +31,9 @@ import (
 // SentEmptyInterceptor, on the call to the service, names every field the
 // client sent empty whose empty value breaks its rules
 // (validate.Necessary): a body key with "", 0, false or [], a query key, a
-// path parameter. A JSON null is no value: the field was not sent.
+// path parameter; and any list sent [] in a request with the
+// (switchboard.api.v1.null_refused) option, whose PATCHes tell [] from a
+// list left out. A JSON null is no value: the field was not sent.
 
 // maxSentEmpty bounds the fields named in one call. Past it (only a body
 // far past every list's maximum reaches it) a field sent empty reads as
@@ -231,9 +233,16 @@ func sentInField(m protoreflect.Message, fd protoreflect.FieldDescriptor, raw an
 // sentScalar names field fd of m, which the client sent, when it holds its
 // empty value and that breaks its rules.
 func sentScalar(m protoreflect.Message, fd protoreflect.FieldDescriptor, p validate.Path, add func(validate.Path)) {
-	if validate.Necessary(fd) && validate.IsZero(m, fd) {
+	if (validate.Necessary(fd) || sentListCounts(fd)) && validate.IsZero(m, fd) {
 		add(p)
 	}
+}
+
+// sentListCounts is a list of a null_refused request: sent empty, it is
+// named whatever its rules, so that a PATCH tells [] (clear the list, or
+// a 422 where one is needed) from a list left out (unchanged).
+func sentListCounts(fd protoreflect.FieldDescriptor) bool {
+	return fd.IsList() && nullRefused(fd.ContainingMessage())
 }
 
 // isWKT reports the well-known messages the JSON writes as something other

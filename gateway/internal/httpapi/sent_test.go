@@ -23,6 +23,7 @@ import (
 	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
+	salesv1 "switchboard.dev/proto/switchboard/sales/v1"
 	webhooksv1 "switchboard.dev/proto/switchboard/webhooks/v1"
 )
 
@@ -68,6 +69,14 @@ func TestSentEmptyNamesWhatTheClientSentEmpty(t *testing.T) {
 	webhook := &webhooksv1.CreateWebhookRequest{}
 	require.Equal(t, []string{"connection_id", "events"}, sentEmptyOf(t, "/switchboard.webhooks.v1.WebhooksService/CreateWebhook", "",
 		`{"url": "https://example.com", "connection_id": 0, "events": []}`, webhook))
+
+	// A null_refused request names every list sent [] (a PATCH's [] is not
+	// a list left out), and only those.
+	product := &salesv1.UpdateProductRequest{}
+	require.Equal(t, []string{"images", "prices"}, sentEmptyOf(t, "/switchboard.sales.v1.SalesService/UpdateProduct", "",
+		`{"name": "N", "images": [], "prices": []}`, product))
+	require.Empty(t, sentEmptyOf(t, "/switchboard.sales.v1.SalesService/UpdateProduct", "",
+		`{"name": "N", "images": ["https://a/1"]}`, &salesv1.UpdateProductRequest{}))
 
 	// The query: chat_id=0 was sent; the path: company_id has no rule.
 	list := &messagingv1.ListMessagesRequest{CompanyId: 1}

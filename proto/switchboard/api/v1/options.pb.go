@@ -311,6 +311,14 @@ var file_switchboard_api_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 		Filename:      "switchboard/api/v1/options.proto",
 	},
 	{
+		ExtendedType:  (*descriptorpb.MessageOptions)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         51010,
+		Name:          "switchboard.api.v1.null_refused",
+		Tag:           "varint,51010,opt,name=null_refused",
+		Filename:      "switchboard/api/v1/options.proto",
+	},
+	{
 		ExtendedType:  (*descriptorpb.EnumValueOptions)(nil),
 		ExtensionType: (*string)(nil),
 		Field:         51003,
@@ -347,13 +355,27 @@ var (
 	E_Audience = &file_switchboard_api_v1_options_proto_extTypes[3]
 )
 
+// Extension fields to descriptorpb.MessageOptions.
+var (
+	// A JSON null in a field of this request is the field's type error (422),
+	// not "left out", except in a google.protobuf.Value field without
+	// `required`, which keeps the null: for requests whose design refuses
+	// null except where it means "none" (sales' products and shops). And
+	// the gateway names each list of it the client sent empty in
+	// pkg/validate's SentEmptyHeader, so that a PATCH tells [] from a list
+	// left out.
+	//
+	// optional bool null_refused = 51010;
+	E_NullRefused = &file_switchboard_api_v1_options_proto_extTypes[4]
+)
+
 // Extension fields to descriptorpb.EnumValueOptions.
 var (
 	// The string this enum value has in JSON ("whatsapp", "messages.create").
 	// A value without one (the UNSPECIFIED zero) is written as null.
 	//
 	// optional string json = 51003;
-	E_Json = &file_switchboard_api_v1_options_proto_extTypes[4]
+	E_Json = &file_switchboard_api_v1_options_proto_extTypes[5]
 )
 
 var File_switchboard_api_v1_options_proto protoreflect.FileDescriptor
@@ -393,7 +415,8 @@ const file_switchboard_api_v1_options_proto_rawDesc = "" +
 	"\x06access\x12\x1e.google.protobuf.MethodOptions\x18\xb9\x8e\x03 \x01(\v2\x1a.switchboard.api.v1.AccessR\x06access:P\n" +
 	"\x13validate_in_handler\x12\x1e.google.protobuf.MethodOptions\x18\xbc\x8e\x03 \x01(\bR\x11validateInHandler:H\n" +
 	"\x0fkey_before_body\x12\x1e.google.protobuf.MethodOptions\x18\xbd\x8e\x03 \x01(\bR\rkeyBeforeBody:[\n" +
-	"\baudience\x12\x1f.google.protobuf.ServiceOptions\x18\xba\x8e\x03 \x01(\x0e2\x1c.switchboard.api.v1.AudienceR\baudience:7\n" +
+	"\baudience\x12\x1f.google.protobuf.ServiceOptions\x18\xba\x8e\x03 \x01(\x0e2\x1c.switchboard.api.v1.AudienceR\baudience:D\n" +
+	"\fnull_refused\x12\x1f.google.protobuf.MessageOptions\x18\u008e\x03 \x01(\bR\vnullRefused:7\n" +
 	"\x04json\x12!.google.protobuf.EnumValueOptions\x18\xbb\x8e\x03 \x01(\tR\x04jsonB0Z.switchboard.dev/proto/switchboard/api/v1;apiv1b\x06proto3"
 
 var (
@@ -416,20 +439,22 @@ var file_switchboard_api_v1_options_proto_goTypes = []any{
 	(*ErrorDetail)(nil),                   // 2: switchboard.api.v1.ErrorDetail
 	(*descriptorpb.MethodOptions)(nil),    // 3: google.protobuf.MethodOptions
 	(*descriptorpb.ServiceOptions)(nil),   // 4: google.protobuf.ServiceOptions
-	(*descriptorpb.EnumValueOptions)(nil), // 5: google.protobuf.EnumValueOptions
+	(*descriptorpb.MessageOptions)(nil),   // 5: google.protobuf.MessageOptions
+	(*descriptorpb.EnumValueOptions)(nil), // 6: google.protobuf.EnumValueOptions
 }
 var file_switchboard_api_v1_options_proto_depIdxs = []int32{
 	3, // 0: switchboard.api.v1.access:extendee -> google.protobuf.MethodOptions
 	3, // 1: switchboard.api.v1.validate_in_handler:extendee -> google.protobuf.MethodOptions
 	3, // 2: switchboard.api.v1.key_before_body:extendee -> google.protobuf.MethodOptions
 	4, // 3: switchboard.api.v1.audience:extendee -> google.protobuf.ServiceOptions
-	5, // 4: switchboard.api.v1.json:extendee -> google.protobuf.EnumValueOptions
-	1, // 5: switchboard.api.v1.access:type_name -> switchboard.api.v1.Access
-	0, // 6: switchboard.api.v1.audience:type_name -> switchboard.api.v1.Audience
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	5, // [5:7] is the sub-list for extension type_name
-	0, // [0:5] is the sub-list for extension extendee
+	5, // 4: switchboard.api.v1.null_refused:extendee -> google.protobuf.MessageOptions
+	6, // 5: switchboard.api.v1.json:extendee -> google.protobuf.EnumValueOptions
+	1, // 6: switchboard.api.v1.access:type_name -> switchboard.api.v1.Access
+	0, // 7: switchboard.api.v1.audience:type_name -> switchboard.api.v1.Audience
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	6, // [6:8] is the sub-list for extension type_name
+	0, // [0:6] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
 }
 
@@ -446,7 +471,7 @@ func file_switchboard_api_v1_options_proto_init() {
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchboard_api_v1_options_proto_rawDesc), len(file_switchboard_api_v1_options_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   2,
-			NumExtensions: 5,
+			NumExtensions: 6,
 			NumServices:   0,
 		},
 		GoTypes:           file_switchboard_api_v1_options_proto_goTypes,

@@ -48,6 +48,8 @@ const (
 	Section_SECTION_TAGS                Section = 12
 	Section_SECTION_WEBHOOKS            Section = 13
 	Section_SECTION_PARTNERS            Section = 15
+	Section_SECTION_SALES               Section = 16
+	Section_SECTION_STOREFRONT          Section = 17
 	Section_SECTION_V1_MANAGEMENT       Section = 30
 	Section_SECTION_MESSENGER_CALLBACKS Section = 14
 	// The operator document (/admin/v1, /sandbox/v1).
@@ -80,6 +82,8 @@ var (
 		12: "SECTION_TAGS",
 		13: "SECTION_WEBHOOKS",
 		15: "SECTION_PARTNERS",
+		16: "SECTION_SALES",
+		17: "SECTION_STOREFRONT",
 		30: "SECTION_V1_MANAGEMENT",
 		14: "SECTION_MESSENGER_CALLBACKS",
 		50: "SECTION_OPERATOR_COMPANIES",
@@ -108,6 +112,8 @@ var (
 		"SECTION_TAGS":                 12,
 		"SECTION_WEBHOOKS":             13,
 		"SECTION_PARTNERS":             15,
+		"SECTION_SALES":                16,
+		"SECTION_STOREFRONT":           17,
 		"SECTION_V1_MANAGEMENT":        30,
 		"SECTION_MESSENGER_CALLBACKS":  14,
 		"SECTION_OPERATOR_COMPANIES":   50,
@@ -290,7 +296,7 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\vSectionInfo\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\xab#\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\xef%\n" +
 	"\aSection\x12\x17\n" +
 	"\x13SECTION_UNSPECIFIED\x10\x00\x12\x94\x01\n" +
 	"\x0fSECTION_COMPANY\x10\x01\x1a\x7f\xe2\xf9\x18{\n" +
@@ -321,7 +327,12 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\x10SECTION_WEBHOOKS\x10\r\x1a\x91\x01\xe2\xf9\x18\x8c\x01\n" +
 	"\bWebhooks\x12xSubscriptions that push the company's events to its URL as signed POSTs, with the deliveries log, redelivery and a ping.\x1a\x06Events\x12\xcd\x01\n" +
 	"\x10SECTION_PARTNERS\x10\x0f\x1a\xb6\x01\xe2\xf9\x18\xb1\x01\n" +
-	"\bPartners\x12\x91\x01For partner companies: the profile with the promo codes, clients and their subscriptions, the partner's requisites, rewards, balance and payouts.\x1a\x11Partner programme\x12\xf5\x01\n" +
+	"\bPartners\x12\x91\x01For partner companies: the profile with the promo codes, clients and their subscriptions, the partner's requisites, rewards, balance and payouts.\x1a\x11Partner programme\x12\x90\x01\n" +
+	"\rSECTION_SALES\x10\x10\x1a}\xe2\xf9\x18y\n" +
+	"\x05Sales\x12iProducts with prices, catalogs of them and shops: a bot's storefront (a mini app) that buyers order from.\x1a\x05Sales\x12\xae\x01\n" +
+	"\x12SECTION_STOREFRONT\x10\x11\x1a\x95\x01\xe2\xf9\x18\x90\x01\n" +
+	"\n" +
+	"Storefront\x12{What a shop's mini app calls inside the messenger (no API key, the messenger's signed launch data): the catalog and orders.\x1a\x05Sales\x12\xf5\x01\n" +
 	"\x15SECTION_V1_MANAGEMENT\x10\x1e\x1a\xd9\x01\xe2\xf9\x18\xd4\x01\n" +
 	"\x0ev1: management\x12\xb9\x01The older management API, for clients written against it: the same connections and integrations as v2, and webhook integrations that receive the events of the connections bound to them.\x1a\x06v1 API\x12\xc0\x01\n" +
 	"\x1bSECTION_MESSENGER_CALLBACKS\x10\x0e\x1a\x9e\x01\xe2\xf9\x18\x99\x01\n" +

@@ -459,11 +459,12 @@ const file_switchboard_messaging_v1_files_proto_rawDesc = "" +
 	"FileHeader\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1b\n" +
-	"\tmime_type\x18\x03 \x01(\tR\bmimeType2\x92\x01\n" +
-	"\fFilesService\x12|\n" +
+	"\tmime_type\x18\x03 \x01(\tR\bmimeType2\x9a\x01\n" +
+	"\fFilesService\x12\x83\x01\n" +
 	"\n" +
-	"UploadFile\x12+.switchboard.messaging.v1.UploadFileRequest\x1a,.switchboard.messaging.v1.UploadFileResponse\"\x11\xca\xf3\x18\r\n" +
-	"\tmessaging\x18\x01(\x01\x1a\x04\xe8\xf9\x18\n" +
+	"UploadFile\x12+.switchboard.messaging.v1.UploadFileRequest\x1a,.switchboard.messaging.v1.UploadFileResponse\"\x18\xca\xf3\x18\x14\n" +
+	"\tmessaging\n" +
+	"\x05sales\x18\x01(\x01\x1a\x04\xe8\xf9\x18\n" +
 	"2\x8d\x01\n" +
 	"\x10FileLinksService\x12o\n" +
 	"\fDownloadFile\x12-.switchboard.messaging.v1.DownloadFileRequest\x1a..switchboard.messaging.v1.DownloadFileResponse0\x01\x1a\b\xd0\xf3\x18\x04\xe8\xf9\x18\n" +

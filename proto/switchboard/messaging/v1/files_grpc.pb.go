@@ -27,7 +27,8 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // FilesService takes uploads (design/messaging.md "Files"; spec 8: up to
-// 100 MB). It is a stream, so it has no google.api.http route: the gateway's
+// 100 MB; a key with the sales scope uploads product images). It is a
+// stream, so it has no google.api.http route: the gateway's
 // files handler (gateway/internal/files) serves POST
 // /v2/companies/{company_id}/files/ (multipart, field "file") by piping the
 // part into UploadFile.
@@ -65,7 +66,8 @@ type FilesService_UploadFileClient = grpc.ClientStreamingClient[UploadFileReques
 // for forward compatibility.
 //
 // FilesService takes uploads (design/messaging.md "Files"; spec 8: up to
-// 100 MB). It is a stream, so it has no google.api.http route: the gateway's
+// 100 MB; a key with the sales scope uploads product images). It is a
+// stream, so it has no google.api.http route: the gateway's
 // files handler (gateway/internal/files) serves POST
 // /v2/companies/{company_id}/files/ (multipart, field "file") by piping the
 // part into UploadFile.

@@ -193,7 +193,7 @@ func spec(s settings) service.Spec {
 				d.Background("telegram poller", poller.Run)
 				hook = poller
 			}
-			return registrar{srv, grpcport.NewFiles(filesApp), grpcport.NewTelegram(hook)}, nil
+			return registrar{srv, grpcport.NewFiles(filesApp), grpcport.NewTelegram(hook), grpcport.NewInboundInternal(svc)}, nil
 		},
 	}
 }
@@ -202,6 +202,7 @@ type registrar struct {
 	srv      *grpcport.Server
 	files    *grpcport.Files
 	telegram *grpcport.Telegram
+	inbound  *grpcport.InboundInternal
 }
 
 func (r registrar) Register(s *grpc.Server) {
@@ -214,4 +215,6 @@ func (r registrar) Register(s *grpc.Server) {
 	messagingv1.RegisterTemplatesServiceServer(s, r.srv)
 	messagingv1.RegisterWabaTemplatesServiceServer(s, r.srv)
 	messagingv1.RegisterTelegramWebhookServiceServer(s, r.telegram)
+	// Sales hands its storefront orders over here (internal token).
+	messagingv1.RegisterInboundInternalServiceServer(s, r.inbound)
 }

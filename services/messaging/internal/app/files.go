@@ -178,6 +178,19 @@ func (f *Files) Open(ctx context.Context, token string) (File, io.ReadCloser, er
 	return rec, rc, nil
 }
 
+// Record is the record of the file behind a link token, without its
+// bytes; 404 NOT_FOUND when there is none.
+func (f *Files) Record(ctx context.Context, token string) (File, error) {
+	if !tokenShape.MatchString(token) {
+		return File{}, apierr.NotFound.E()
+	}
+	rec, err := f.repo.FileByToken(ctx, token)
+	if errors.Is(err, domain.ErrNotFound) {
+		return File{}, apierr.NotFound.E()
+	}
+	return rec, err
+}
+
 // OpenLink opens the file link names when it is one of the platform's file
 // links (PublicURL + "/files/<token>"), for a messenger that takes the
 // bytes rather than fetching a link; own is false for any other link.

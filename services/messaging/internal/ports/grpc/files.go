@@ -1,6 +1,7 @@
 package grpc
 
 import (
+	"context"
 	"errors"
 	"io"
 
@@ -11,20 +12,33 @@ import (
 	"switchboard.dev/services/messaging/internal/app"
 )
 
-// Files serves FilesService and FileLinksService.
+// Files serves FilesService, FileLinksService and FilesInternalService.
 type Files struct {
 	messagingv1.UnimplementedFilesServiceServer
 	messagingv1.UnimplementedFileLinksServiceServer
+	messagingv1.UnimplementedFilesInternalServiceServer
 	app *app.Files
 }
 
 // NewFiles wraps the file use cases.
 func NewFiles(a *app.Files) *Files { return &Files{app: a} }
 
-// Register adds both services to s.
+// Register adds the three services to s.
 func (f *Files) Register(s *grpc.Server) {
 	messagingv1.RegisterFilesServiceServer(s, f)
 	messagingv1.RegisterFileLinksServiceServer(s, f)
+	// Sales checks product images with it (internal token).
+	messagingv1.RegisterFilesInternalServiceServer(s, f)
+}
+
+// GetFileInternal answers an uploaded file's company and MIME type; an
+// unknown token is 404 NOT_FOUND.
+func (f *Files) GetFileInternal(ctx context.Context, req *messagingv1.GetFileInternalRequest) (*messagingv1.FileRecord, error) {
+	file, err := f.app.Record(ctx, req.GetToken())
+	if err != nil {
+		return nil, err
+	}
+	return &messagingv1.FileRecord{CompanyId: file.CompanyID, MimeType: file.MimeType}, nil
 }
 
 // downloadChunk is the size of each chunk of a download.

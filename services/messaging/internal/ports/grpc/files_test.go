@@ -102,3 +102,27 @@ func TestUploadAndDownloadStreams(t *testing.T) {
 	// Metadata again after the first message: refused.
 	requireCode(1, f.UploadFile(&uploadStream{msgs: []*messagingv1.UploadFileRequest{info(3, "a", ""), chunk(data), info(4, "b", "")}}))
 }
+
+// TestGetFileInternal: an uploaded file's company and type by its link's
+// token (sales' product images); an unknown or malformed token is 404.
+func TestGetFileInternal(t *testing.T) {
+	store, err := storage.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	f := NewFiles(app.NewFiles(memRepo{}, store, app.FilesConfig{PublicURL: "http://gw"}, nil))
+	up := &uploadStream{msgs: []*messagingv1.UploadFileRequest{info(9, "p.png", "image/png"), chunk([]byte("\x89PNG\r\n\x1a\nrest"))}}
+	require.NoError(t, f.UploadFile(up))
+	token := up.res.GetUrl()[len("http://gw/files/"):]
+	got, err := f.GetFileInternal(context.Background(), &messagingv1.GetFileInternalRequest{Token: token})
+	require.NoError(t, err)
+	require.Equal(t, &messagingv1.FileRecord{CompanyId: 9, MimeType: "image/png"}, got)
+	other := token[:42] + "A"
+	if other == token {
+		other = token[:42] + "B"
+	}
+	for _, tok := range []string{"", "nope", other} {
+		_, err := f.GetFileInternal(context.Background(), &messagingv1.GetFileInternalRequest{Token: tok})
+		e, ok := apierr.FromError(err)
+		require.True(t, ok, "%q: %v", tok, err)
+		require.EqualValues(t, 404, e.Code, tok)
+	}
+}
