@@ -269,6 +269,19 @@ func TestSalesStorefrontOrder(t *testing.T) {
 	slUnauthorized(t, call(t, "POST", orders, body, tma(slSign(f.token, map[string]string{"auth_date": strconv.FormatInt(time.Now().Unix(), 10), "query_id": "nouser"}))...))
 	slShopNotFound(t, call(t, "POST", "/storefront/v1/shops/999999999/orders", body, tma(launch)...))
 
+	// An amount past what a message's content carries to the cent (15
+	// significant digits): 422 at items, nothing stored.
+	var gold []int64
+	var big []any
+	for i := range 11 {
+		id := slID(slNewProduct(t, f.c, p("Gold %d", i), slPrice("RUB", 999999999.99)))
+		gold = append(gold, id)
+		big = append(big, item(id, 1000))
+	}
+	slOK(t, slAdd(t, f.c, f.catalog, gold...))
+	slValidation(t, call(t, "POST", orders, map[string]any{"items": big}, fresh()...),
+		"value_error", "Value error, the order's amount is above 9999999999999.99", "body", "items")
+
 	// Blacklisted: 403, nothing stored.
 	rb := api(t, "POST", cpath(f.c, "/connections/%d/chats_blacklist/", f.bot), map[string]any{"chat_id": chat["id"]}, key(ck)...)
 	require.Equal(t, 200, rb.Status, "%s", rb.Body)

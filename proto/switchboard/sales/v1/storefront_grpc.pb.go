@@ -47,7 +47,9 @@ type StorefrontServiceClient interface {
 	// the shop's bot (with its messages.create webhook). The same launch
 	// data (its query_id) with the same body answers the same order; with
 	// another body it is 409 34012. A buyer the bot's blacklist holds is
-	// 403, nothing stored.
+	// 403, nothing stored. An order whose amount is above 9999999999999.99
+	// is 422 at `items` (a message's content carries numbers of at most 15
+	// significant digits exactly).
 	//
 	// Errors: 404 error 34002 SALES_SHOP_NOT_FOUND; 401 error 34011
 	// SALES_STOREFRONT_UNAUTHORIZED; 403 error 403 FORBIDDEN (a blacklisted
@@ -107,7 +109,9 @@ type StorefrontServiceServer interface {
 	// the shop's bot (with its messages.create webhook). The same launch
 	// data (its query_id) with the same body answers the same order; with
 	// another body it is 409 34012. A buyer the bot's blacklist holds is
-	// 403, nothing stored.
+	// 403, nothing stored. An order whose amount is above 9999999999999.99
+	// is 422 at `items` (a message's content carries numbers of at most 15
+	// significant digits exactly).
 	//
 	// Errors: 404 error 34002 SALES_SHOP_NOT_FOUND; 401 error 34011
 	// SALES_STOREFRONT_UNAUTHORIZED; 403 error 403 FORBIDDEN (a blacklisted

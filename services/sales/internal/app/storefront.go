@@ -153,6 +153,10 @@ func (s *Storefront) PlaceOrder(ctx context.Context, shopID int64, authorization
 		order.Items = append(order.Items, domain.OrderLine{ProductID: p.ID, Name: p.Name, Price: price, Quantity: it.Quantity})
 		order.Amount = order.Amount.Add(price.Mul(decimal.NewFromInt32(it.Quantity)))
 	}
+	if order.Amount.GreaterThan(domain.MaxOrderAmount) {
+		return domain.Order{}, apierr.Field(apierr.Body("items"), "value_error",
+			"Value error, the order's amount is above %s", domain.MaxOrderAmount.StringFixed(2))
+	}
 	order.LaunchKey = ld.QueryID
 	if order.LaunchKey == "" {
 		order.LaunchKey = "hash:" + ld.Hash
