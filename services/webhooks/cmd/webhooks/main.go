@@ -118,10 +118,12 @@ func spec(s settings, cfg app.EngineConfig) service.Spec {
 				return nil, err
 			}
 			a := app.New(postgres.New(d.DB), connections.New(conn), app.Config{AllowPrivateTargets: s.AllowPrivateTargets})
-			engine := app.NewEngine(postgres.NewQueue(d.DB, d.Log), sender.New(sender.Options{
+			queue := postgres.NewQueue(d.DB, d.Log)
+			registerMetrics(queue)
+			engine := app.NewEngine(queue, timedSender{sender.New(sender.Options{
 				Timeout: cfg.Timeout, AllowPrivate: s.AllowPrivateTargets, MaxConnsPerHost: cfg.Workers,
 				SourceAddr: s.SourceAddr,
-			}), cfg, d.Log)
+			})}, cfg, d.Log)
 			d.Background("delivery engine", engine.Run)
 			return registrar{grpcport.New(a)}, nil
 		},
