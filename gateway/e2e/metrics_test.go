@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -12,15 +14,23 @@ import (
 // scrape reads one process's /metrics.
 func scrape(t testing.TB, addr string) map[string]*dto.MetricFamily {
 	t.Helper()
-	res, err := http.Get("http://" + addr + "/metrics")
-	require.NoError(t, err)
-	defer res.Body.Close()
-	require.Equal(t, 200, res.StatusCode)
-	require.Contains(t, res.Header.Get("Content-Type"), "text/plain")
-	var parser expfmt.TextParser
-	families, err := parser.TextToMetricFamilies(res.Body)
+	families, err := tryScrape(addr)
 	require.NoError(t, err)
 	return families
+}
+
+// tryScrape is scrape for a process that may not listen yet.
+func tryScrape(addr string) (map[string]*dto.MetricFamily, error) {
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
+		return nil, fmt.Errorf("/metrics answered %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	var parser expfmt.TextParser
+	return parser.TextToMetricFamilies(res.Body)
 }
 
 // sample sums the samples of a family whose labels include want: a
@@ -78,7 +88,7 @@ func TestMetrics(t *testing.T) {
 		"switchboard_redis_pool_timeout_total"}
 	own := map[string][]string{
 		"gateway":   {"switchboard_http_requests_total", "switchboard_http_request_duration_seconds", "grpc_client_handled_total", "grpc_client_handling_seconds"},
-		"messaging": {"switchboard_messaging_sends_queued", "switchboard_messaging_telegram_polls_held", "grpc_client_handled_total"},
+		"messaging": {"switchboard_messaging_sends_queued", "switchboard_messaging_telegram_polls_held"},
 		"webhooks":  {"switchboard_webhooks_deliveries_waiting", "switchboard_webhooks_paused_urls", "switchboard_webhooks_oldest_waiting_seconds"},
 	}
 	require.Len(t, stack.MetricsAddrs, len(devstackNames())+1, "every process has a metrics port")
@@ -108,8 +118,10 @@ func TestMetrics(t *testing.T) {
 
 	gw1, svc1 := scrape(t, stack.MetricsAddrs["gateway"]), scrape(t, stack.MetricsAddrs["contacts"])
 	require.Equal(t, 1.0, sample(gw1, "switchboard_http_requests_total", route)-sample(gw0, "switchboard_http_requests_total", route))
-	require.Equal(t, 1.0, sample(gw1, "switchboard_http_request_duration_seconds", map[string]string{"route": route["route"]})-
-		sample(gw0, "switchboard_http_request_duration_seconds", map[string]string{"route": route["route"]}), "its latency observed")
+	require.Equal(t, 2.0, sample(gw1, "switchboard_http_request_duration_seconds", map[string]string{"route": route["route"]})-
+		sample(gw0, "switchboard_http_request_duration_seconds", map[string]string{"route": route["route"]}), "both requests' latency observed")
+	route404 := map[string]string{"method": "GET", "route": route["route"], "code": "404"}
+	require.Equal(t, 1.0, sample(gw1, "switchboard_http_requests_total", route404)-sample(gw0, "switchboard_http_requests_total", route404))
 	require.Equal(t, 1.0, sample(gw1, "grpc_client_handled_total", rpc)-sample(gw0, "grpc_client_handled_total", rpc))
 	require.Equal(t, 1.0, sample(svc1, "grpc_server_handled_total", rpc)-sample(svc0, "grpc_server_handled_total", rpc))
 	require.Equal(t, 1.0, sample(svc1, "grpc_server_handled_total", notFound)-sample(svc0, "grpc_server_handled_total", notFound),

@@ -142,6 +142,13 @@ func TestReplicasShareTheLoad(t *testing.T) {
 	}
 	a, b := devstack.ReplicaName("contacts", 1), devstack.ReplicaName("contacts", 2)
 
+	// Both replicas connected (the gateway dials on first use).
+	require.Eventually(t, func() bool {
+		for range 20 {
+			require.NoError(t, get())
+		}
+		return served(t, s, a) > 0 && served(t, s, b) > 0
+	}, 10*time.Second, 10*time.Millisecond)
 	a0, b0 := served(t, s, a), served(t, s, b)
 	l := startLoad(8, get)
 	time.Sleep(3 * time.Second)
@@ -167,8 +174,11 @@ func TestReplicasShareTheLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, s.StartService(ctx, b))
-	require.Eventually(t, func() bool { return served(t, s, b) > 0 }, 10*time.Second, 50*time.Millisecond,
-		"the restarted replica serves again")
+	require.Eventually(t, func() bool {
+		fams, err := tryScrape(s.MetricsAddrs[b])
+		return err == nil && sample(fams, "grpc_server_handled_total",
+			map[string]string{"grpc_service": "switchboard.contacts.v1.ContactsService", "grpc_method": "GetContact"}) > 0
+	}, 10*time.Second, 50*time.Millisecond, "the restarted replica serves again")
 	l.end()
 	l.requireNoFailure(t)
 }

@@ -109,7 +109,7 @@ type Gateway struct {
 // New connects to every backend (lazily: gRPC dials on first use) and
 // builds the handler.
 func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
-	mux := httpapi.NewServeMux(runtime.WithMiddlewares(routeNamed))
+	mux := httpapi.NewServeMux(runtime.WithMiddlewares(routeMatched))
 	g := &Gateway{conns: map[string]*grpc.ClientConn{}}
 	for _, b := range backends(cfg) {
 		// Every replica of the backend, as every service reaches its peers
@@ -117,7 +117,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 		conn, err := grpc.NewClient(b.addr, append(server.ClientOptions(),
 			// Tells the services which fields a client sent empty, so
 			// that only the ones it left out are "Field required".
-			grpc.WithChainUnaryInterceptor(httpapi.SentEmptyInterceptor))...)
+			grpc.WithChainUnaryInterceptor(httpapi.SentEmptyInterceptor, routeUnary),
+			grpc.WithChainStreamInterceptor(routeStream))...)
 		if err != nil {
 			g.Close()
 			return nil, fmt.Errorf("backend %s: %w", b.name, err)

@@ -7,13 +7,17 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/metrics"
 )
 
-// The API's requests by route: the route is the pattern the mux matched
-// ("/v2/companies/{company_id}/contacts/"), never the path, so ids do not
-// make a series each. A request no route matched is counted under
+// The API's requests by route: the route is the path pattern of the API
+// method the request called ("/v2/companies/{company_id}/contacts/"),
+// never the path, so ids do not make a series each. A route that calls a
+// service without a pattern of its own (file uploads and links, payment
+// notifications) is named by the gRPC method it calls; one that calls none
+// (health, the reference pages) is "other"; a request no route matched,
 // "unmatched".
 var (
 	httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -32,17 +36,39 @@ func init() { metrics.MustRegister(httpRequests, httpDuration) }
 // routeKey holds where the mux writes the route it matched.
 type routeKey struct{}
 
-// routeNamed is the mux middleware that tells the request's route to the
-// access log, which counts the request once it is answered.
-func routeNamed(next runtime.HandlerFunc) runtime.HandlerFunc {
+// routeMatched is the mux middleware: the request matched a route.
+func routeMatched(next runtime.HandlerFunc) runtime.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
-		if p, ok := runtime.HTTPPathPattern(r.Context()); ok {
-			if holder, ok := r.Context().Value(routeKey{}).(*string); ok {
-				*holder = p
-			}
-		}
+		setRoute(r.Context(), "other")
 		next(w, r, params)
 	}
+}
+
+// routeOfCall names the route by the call it makes: the generated
+// handlers annotate the call's context with their path pattern.
+func routeOfCall(ctx context.Context, method string) {
+	if p, ok := runtime.HTTPPathPattern(ctx); ok {
+		setRoute(ctx, p)
+		return
+	}
+	setRoute(ctx, method)
+}
+
+func setRoute(ctx context.Context, route string) {
+	if holder, ok := ctx.Value(routeKey{}).(*string); ok {
+		*holder = route
+	}
+}
+
+// routeUnary and routeStream tell the access log the route of each call.
+func routeUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	routeOfCall(ctx, method)
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+func routeStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	routeOfCall(ctx, method)
+	return streamer(ctx, desc, cc, method, opts...)
 }
 
 // withRoute gives the request a place for its route.
