@@ -108,9 +108,9 @@ type Stack struct {
 	// and replicas included): every process has one.
 	MetricsAddrs map[string]string
 	// names answers the names of services run as several replicas.
-	names      *NameServer
-	opts       Options
-	procs      []*proc
+	names *NameServer
+	opts  Options
+	procs []*proc
 }
 
 // proc is one process of the stack; cmd is nil while it is stopped.
