@@ -27,7 +27,7 @@ test: check-tree check-generate lint build
 ## gateway and over gRPC vs pgbench -S, the largest accepted body of each route with
 ## a list vs its minimal request, invoice previews through the gateway and over gRPC vs
 ## pgbench -S; BENCH picks
-BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|TelegramIngest|Reads|LargestBodies|InvoicePreview
+BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|TelegramIngest|Reads|LargestBodies|InvoicePreview|Recovery|ReadReplicas
 bench: build
 	@MODULES="gateway services/webhooks" SWITCHBOARD_BIN_DIR="$(BIN)" GO_TEST_FLAGS='-run ^$$ -bench $(BENCH) -benchtime 1x' deploy/local/test.sh
 

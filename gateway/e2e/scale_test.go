@@ -27,7 +27,7 @@ var scale struct {
 	err   error
 }
 
-func scaleStack(t *testing.T) *devstack.Stack {
+func scaleStack(t testing.TB) *devstack.Stack {
 	t.Helper()
 	scale.once.Do(func() {
 		o := stackOpts
@@ -117,7 +117,7 @@ func (l *load) requireNoFailure(t *testing.T) {
 
 // served is how many GetContact calls a replica of contacts has served
 // (its own /metrics).
-func served(t *testing.T, s *devstack.Stack, replica string) float64 {
+func served(t testing.TB, s *devstack.Stack, replica string) float64 {
 	t.Helper()
 	return sample(scrape(t, s.MetricsAddrs[replica]), "grpc_server_handled_total",
 		map[string]string{"grpc_service": "switchboard.contacts.v1.ContactsService", "grpc_method": "GetContact"})
