@@ -281,7 +281,14 @@ func BenchmarkReadReplicas(b *testing.B) {
 		require.NoError(b, s.StopService(b2))
 		r1, _ := run()
 		require.NoError(b, s.StartService(context.Background(), b2))
-		require.Eventually(b, func() bool { _, err := tryScrape(s.MetricsAddrs[b2]); return err == nil }, time.Minute, 50*time.Millisecond)
+		// Until the gateway has connected to it again.
+		require.Eventually(b, func() bool {
+			for range 20 {
+				_, _ = plainGet(url, c.Key)
+			}
+			fams, err := tryScrape(s.MetricsAddrs[b2])
+			return err == nil && sample(fams, "grpc_server_handled_total", map[string]string{"grpc_method": "GetContact"}) > 0
+		}, time.Minute, 50*time.Millisecond)
 		r2, sh := run()
 		fmt.Printf("reads through the gateway, 16 clients: one contacts replica %.0f/s, two %.0f/s (x%.2f); the second replica served %.0f %% of the calls\n",
 			r1, r2, r2/r1, 100*sh)
