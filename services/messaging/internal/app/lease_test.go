@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -199,4 +200,43 @@ func TestSendTakenOverAfterKill(t *testing.T) {
 	sent := f.waitMessage(t, res.Message.ID, func(m domain.Message) bool { return m.SourceMessageID != nil })
 	require.Equal(t, "src-b", *sent.SourceMessageID)
 	require.EqualValues(t, 1, m.calls.Load())
+}
+
+// TestSenderStopFinishesTheSendUnderWay: the worker stopped (its context
+// cancelled) while the messenger has a send finishes and records that
+// send, so no other worker sends it again; the sends of the batch not yet
+// started go back to the queue at once, not after their leases.
+func TestSenderStopFinishesTheSendUnderWay(t *testing.T) {
+	ctx := context.Background()
+	f := newSender(t, &snMessenger{}, nil)
+	first, err := f.send(t, "one", nil)
+	require.NoError(t, err)
+	_, err = f.send(t, "two", nil)
+	require.NoError(t, err)
+
+	release := make(chan struct{})
+	sending := make(chan struct{}, 1)
+	m := &snMessenger{send: func(int32) (string, error) {
+		sending <- struct{}{}
+		<-release
+		return "src-a", nil
+	}}
+	s := app.New(app.Deps{Repo: f.repo, Blacklist: f.repo, Connections: snConnections{}, Payments: snPaid{}, Messenger: m,
+		Sender: app.SenderConfig{Lease: time.Hour, Poll: 5 * time.Millisecond, MaxAttempts: 3, Backoff: time.Millisecond, Batch: 10, Parallel: 1}})
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.RunSender(wctx, slog.New(slog.DiscardHandler)) }()
+	<-sending
+	stop()
+	close(release)
+	<-done
+
+	sent, err := f.repo.Message(ctx, snCompany, first.Message.ID)
+	require.NoError(t, err)
+	require.NotNil(t, sent.SourceMessageID, "the send under way was recorded")
+	require.EqualValues(t, 1, m.calls.Load(), "the second was not started")
+	again, err := f.repo.ClaimSends(ctx, time.Hour, 10)
+	require.NoError(t, err)
+	require.Len(t, again, 1, "the second is free for another worker at once")
+	require.Equal(t, 1, again[0].Attempts, "putting it back did not count an attempt")
 }

@@ -148,18 +148,25 @@ func (s *Service) WakeSender() {
 
 // RunSender is the send worker: it hands queued outbound messages to the
 // messenger until ctx ends. Several may run (one per replica).
+//
+// When ctx ends (the process stops), the sends already under way finish
+// and are recorded, on a context that is not cancelled: a send cut off
+// between the messenger's answer and its record would be sent again by
+// the next holder. Those of the batch not yet started are put back at
+// once for the other replicas.
 func (s *Service) RunSender(ctx context.Context, log *slog.Logger) error {
-	for {
+	work := context.WithoutCancel(ctx)
+	for ctx.Err() == nil {
 		// The leases run from before the claim at the latest.
 		claimedAt := s.now()
-		claims, err := s.repo.ClaimSends(ctx, s.sender.Lease, s.sender.Batch)
+		claims, err := s.repo.ClaimSends(work, s.sender.Lease, s.sender.Batch)
 		if err != nil && ctx.Err() == nil {
 			log.Error("claim sends", "error", err)
 		}
 		if len(claims) > 0 {
 			h := s.hold(claims, claimedAt)
-			stop := h.keep(ctx, log)
-			s.deliverBatch(ctx, log, h, claims)
+			stop := h.keep(work, log)
+			s.deliverBatch(ctx, work, log, h, claims)
 			stop()
 		}
 		if len(claims) > 0 {
@@ -172,16 +179,20 @@ func (s *Service) RunSender(ctx context.Context, log *slog.Logger) error {
 		case <-time.After(s.sender.Poll):
 		}
 	}
+	return nil
 }
 
 // deliverBatch sends the claimed messages: the chats in parallel (up to
 // Parallel at once), each chat's messages one after another in the order
 // they were claimed, so a chat's messages reach the messenger in order.
-func (s *Service) deliverBatch(ctx context.Context, log *slog.Logger, h *holder, claims []Claim) {
+//
+// ctx ending stops it starting sends; work is what the sends under way
+// run on.
+func (s *Service) deliverBatch(ctx, work context.Context, log *slog.Logger, h *holder, claims []Claim) {
 	var order []int64
 	byChat := map[int64][]claimed{}
 	for _, c := range claims {
-		m, err := s.repo.Message(ctx, c.CompanyID, c.MessageID)
+		m, err := s.repo.Message(work, c.CompanyID, c.MessageID)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("read queued message", "message_id", c.MessageID, "error", err)
@@ -201,7 +212,18 @@ func (s *Service) deliverBatch(ctx context.Context, log *slog.Logger, h *holder,
 		go func(list []claimed) {
 			defer func() { <-sem; wg.Done() }()
 			for i, cm := range list {
-				err := s.deliver(ctx, h, cm.Claim, cm.m)
+				if ctx.Err() != nil {
+					// Stopping: the rest go back to the queue now rather
+					// than when their leases run out.
+					for _, rest := range list[i:] {
+						if err := s.repo.SendAfterWait(work, rest.Claim, s.now()); err != nil {
+							log.Error("put back a send", "message_id", rest.MessageID, "error", err)
+						}
+						h.done(rest.MessageID)
+					}
+					return
+				}
+				err := s.deliver(work, h, cm.Claim, cm.m)
 				if errors.Is(err, errLeaseLost) {
 					// Another worker may have it now: this one must not
 					// send it too, nor the chat's later messages before
@@ -213,7 +235,7 @@ func (s *Service) deliverBatch(ctx context.Context, log *slog.Logger, h *holder,
 					}
 					return
 				}
-				if err != nil && ctx.Err() == nil {
+				if err != nil {
 					log.Error("send message", "message_id", cm.MessageID, "attempt", cm.Attempts, "error", err)
 				}
 				h.done(cm.MessageID)
