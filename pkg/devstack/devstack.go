@@ -20,6 +20,10 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"switchboard.dev/pkg/freeport"
 	"switchboard.dev/pkg/metrics"
 	"switchboard.dev/pkg/postgres"
@@ -318,6 +322,44 @@ func (s *Stack) StartService(ctx context.Context, name string) error {
 		return err
 	}
 	return s.waitReady(ctx, 60*time.Second)
+}
+
+// WaitServing waits until a service process (a replica's name too)
+// answers gRPC health SERVING on its own address, as a readiness probe
+// would, whatever the gateway's view.
+func (s *Stack) WaitServing(ctx context.Context, name string) error {
+	p, err := s.find(name)
+	if err != nil {
+		return err
+	}
+	addr := ""
+	for _, kv := range p.env {
+		if v, ok := strings.CutPrefix(kv, "SWITCHBOARD_GRPC_ADDR="); ok {
+			addr = v // the last one wins, as in the process
+		}
+	}
+	if addr == "" {
+		return fmt.Errorf("devstack: %s has no gRPC address", name)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	health := healthpb.NewHealthClient(conn)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		res, err := health.Check(cctx, &healthpb.HealthCheckRequest{})
+		cancel()
+		if err == nil && res.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devstack: %s not serving: %w (last: %v)", name, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // KillService kills one process (SIGKILL), as a crash would: it has no
