@@ -246,6 +246,20 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		s.Stop()
 		return nil, err
 	}
+	// The gateway is ready when each service has a replica serving: with
+	// several, the others may still be starting.
+	for _, p := range s.procs {
+		if p.name == "gateway" {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		err := s.WaitServing(wctx, p.name)
+		cancel()
+		if err != nil {
+			s.Stop()
+			return nil, fmt.Errorf("%w:\n%s", err, s.Tail(p.name, 30))
+		}
+	}
 	return s, nil
 }
 

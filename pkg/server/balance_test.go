@@ -162,3 +162,40 @@ func TestClientRetriesReadsOnly(t *testing.T) {
 	require.Equal(t, codes.Unimplemented, status.Code(err), "%v", err)
 	<-started
 }
+
+// TestClientFindsAReplicaThatStartsLate: a replica that was not listening
+// when the client first resolved the name (still starting) is used once it
+// listens, even when it is then the only one.
+func TestClientFindsAReplicaThatStartsLate(t *testing.T) {
+	ns, err := devstack.StartNameServer()
+	require.NoError(t, err)
+	defer ns.Close()
+	la, lb, port := twoLoopbacks(t)
+	la.Close() // replica a is not there yet
+	ns.Set("late.switchboard.test", netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"))
+	b := serveOn(t, lb)
+
+	conn, err := server.DialInternal(fmt.Sprintf("dns://%s/late.switchboard.test:%d", ns.Addr(), port), "secret")
+	require.NoError(t, err)
+	defer conn.Close()
+	client := identityv1.NewAuthServiceClient(conn)
+	for range 20 {
+		_, err := client.Authenticate(context.Background(), &identityv1.AuthenticateRequest{KeyHash: "k"})
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 20, b.calls.Load())
+
+	// a has been failing to connect for a while when it starts.
+	time.Sleep(2 * time.Second)
+	a := serveReplica(t, fmt.Sprintf("127.0.0.1:%d", port))
+	b.stop()
+	require.NoError(t, <-b.done)
+	b.done <- nil
+	start := time.Now()
+	require.Eventually(t, func() bool {
+		_, err := client.Authenticate(context.Background(), &identityv1.AuthenticateRequest{KeyHash: "k"})
+		return err == nil
+	}, 10*time.Second, 5*time.Millisecond)
+	t.Logf("the late replica served %v after the other stopped", time.Since(start))
+	require.Positive(t, a.calls.Load())
+}
