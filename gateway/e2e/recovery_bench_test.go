@@ -176,7 +176,7 @@ func BenchmarkRecoveryKill(b *testing.B) {
 // (kill -9) while its send worker holds claimed sends of one chat (a
 // backlog it works through in order), and started again at once. The
 // figure is the time from the restart until every queued send went out;
-// the reference is the lease (app.DefaultSenderConfig, 4 s), which bounds
+// the reference is the lease (app.DefaultSenderConfig, 3 s), which bounds
 // how long a dead worker's claims wait. Duplicates are the sandbox
 // messenger's copies beyond one per message: only the send in flight at
 // the kill can be one (sent, its record lost with the process).
@@ -232,7 +232,7 @@ func BenchmarkRecoverySendTakeover(b *testing.B) {
 	require.NoError(b, db.QueryRow(ctx, `SELECT count(*) FROM messages WHERE chat_id = $1 AND direction = 'outbound'
 		AND source_message_id IS NULL AND error_at IS NULL`, chat).Scan(&unsent))
 	require.Zero(b, unsent, "every send went out")
-	fmt.Printf("send takeover: killed holding %d claims (%d queued), %v after the kill the new messaging process started and listened %v later; every send out %v after the restart (lease 4s); %d duplicates\n",
+	fmt.Printf("send takeover: killed holding %d claims (%d queued), %v after the kill the new messaging process started and listened %v later; every send out %v after the restart (lease 3s); %d duplicates\n",
 		held, queued, started.Sub(killed).Round(time.Millisecond), listened.Sub(started).Round(time.Millisecond), drained.Round(time.Millisecond), dups)
 	b.ReportMetric(drained.Seconds(), "takeover_s")
 	b.ReportMetric(float64(dups), "duplicates")

@@ -133,7 +133,7 @@ type SenderConfig struct {
 
 // DefaultSenderConfig is the production tuning.
 func DefaultSenderConfig() SenderConfig {
-	return SenderConfig{Lease: 4 * time.Second, Poll: 250 * time.Millisecond, MaxAttempts: 6, Backoff: 2 * time.Second,
+	return SenderConfig{Lease: 3 * time.Second, Poll: 250 * time.Millisecond, MaxAttempts: 6, Backoff: 2 * time.Second,
 		Batch: 100, Parallel: 16}
 }
 
