@@ -96,9 +96,9 @@ func ClientOptions() []grpc.DialOption {
 
 // Retry is the policy of a call that failed UNAVAILABLE (no replica
 // reachable, or the one called was stopping) on a method safe to repeat:
-// up to four tries in about 0.4 s, the time a killed replica's
-// replacement takes to listen, so a restart is a delay rather than an
-// error. gRPC stops retrying when more than half of recent calls needed
+// four attempts in all, the pauses drawn up to 50, 100 and 200 ms (at
+// most 0.35 s, about the time a killed replica's replacement takes to
+// listen), so a short restart is often a delay rather than an error. gRPC stops retrying when more than half of recent calls needed
 // one (retryThrottling), so an outage is not multiplied.
 var Retry = map[string]any{
 	"maxAttempts":          4,
