@@ -26,8 +26,10 @@ test: check-tree check-generate lint build
 ## polled Telegram bot's updates vs the sandbox's inbound route, reads through the
 ## gateway and over gRPC vs pgbench -S, the largest accepted body of each route with
 ## a list vs its minimal request, invoice previews through the gateway and over gRPC vs
-## pgbench -S; BENCH picks
-BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|TelegramIngest|Reads|LargestBodies|InvoicePreview
+## pgbench -S, recovery after kill -9 (the 503 window vs the new process's time to
+## listen; a killed messaging replica's claimed sends vs the lease), reads through
+## the gateway with one contacts replica vs two; BENCH picks
+BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|TelegramIngest|Reads|LargestBodies|InvoicePreview|Recovery|ReadReplicas
 bench: build
 	@MODULES="gateway services/webhooks" SWITCHBOARD_BIN_DIR="$(BIN)" GO_TEST_FLAGS='-run ^$$ -bench $(BENCH) -benchtime 1x' deploy/local/test.sh
 

@@ -104,6 +104,7 @@ func run(m *testing.M) int {
 	code := m.Run()
 	defer stopTelegramStacks(code != 0)
 	defer stopWebhookStack(code != 0)
+	defer stopScaleStack(code != 0)
 	if u := undocumentedPaths(); len(u) > 0 {
 		fmt.Fprintf(os.Stderr, "e2e: answers of paths the API reference does not have (not checked): %s\n", strings.Join(u, ", "))
 	}

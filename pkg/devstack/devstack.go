@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,12 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"switchboard.dev/pkg/freeport"
+	"switchboard.dev/pkg/metrics"
 	"switchboard.dev/pkg/postgres"
 	"switchboard.dev/pkg/server"
 )
@@ -66,6 +72,22 @@ type Options struct {
 	// NoPprof gives the processes no profiling port whatever the
 	// environment says: a second stack beside one that has them.
 	NoPprof bool
+	// Replicas runs these services as several processes behind one name,
+	// as a Kubernetes headless Service: replica k listens on 127.0.0.k
+	// and one port, and every other process reaches the service through
+	// gRPC's dns resolver at dns://<NameServer>/<name>.switchboard.test:port,
+	// which answers all of them (see NameServer). Services not listed,
+	// or listed with 1, run once on an address of their own.
+	Replicas map[string]int
+}
+
+// ReplicaName is the process name of a service's replica k (1-based): the
+// service's own name for the first, as when it runs once.
+func ReplicaName(service string, k int) string {
+	if k <= 1 {
+		return service
+	}
+	return fmt.Sprintf("%s-r%d", service, k)
 }
 
 // DevSecretsKey seals connections' secrets on a development stack ("switchboard
@@ -87,8 +109,13 @@ type Stack struct {
 	// PprofAddrs are the profiling addresses by process name ("gateway"
 	// included) when SWITCHBOARD_PPROF_BASE_PORT is set, else nil.
 	PprofAddrs map[string]string
-	opts       Options
-	procs      []*proc
+	// MetricsAddrs are the /metrics listeners by process name ("gateway"
+	// and replicas included): every process has one.
+	MetricsAddrs map[string]string
+	// names answers the names of services run as several replicas.
+	names *NameServer
+	opts  Options
+	procs []*proc
 }
 
 // proc is one process of the stack; cmd is nil while it is stopped.
@@ -144,33 +171,72 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		}
 		return env
 	}
-	addrs := map[string]string{}
-	for _, svc := range Services {
-		addr, err := freeAddr()
+	s.MetricsAddrs = map[string]string{}
+	// Each process its own metrics port (the variable is the last of its
+	// env, so it wins over an inherited one).
+	withMetrics := func(env []string, name string) ([]string, error) {
+		a, err := freeAddr()
 		if err != nil {
 			return nil, err
 		}
-		addrs[svc.Name] = addr
-		env = append(env, svc.AddrEnv+"="+addr)
+		s.MetricsAddrs[name] = a
+		return append(env, metrics.AddrEnv+"="+a), nil
+	}
+	addrs := map[string]string{}
+	listen := map[string][]string{}
+	for _, svc := range Services {
+		n := max(o.Replicas[svc.Name], 1)
+		if n == 1 {
+			addr, err := freeAddr()
+			if err != nil {
+				return nil, err
+			}
+			addrs[svc.Name], listen[svc.Name] = addr, []string{addr}
+		} else {
+			target, each, err := s.replicated(svc.Name, n)
+			if err != nil {
+				s.Stop()
+				return nil, err
+			}
+			addrs[svc.Name], listen[svc.Name] = target, each
+		}
+		env = append(env, svc.AddrEnv+"="+addrs[svc.Name])
 	}
 	for _, svc := range Services {
 		db := o.DBPrefix + "_" + svc.Name
 		if err := postgres.EnsureDatabase(ctx, o.AdminDSN, db); err != nil {
+			s.Stop()
 			return nil, err
 		}
 		dsn, err := postgres.DSNWithDatabase(o.AdminDSN, db)
 		if err != nil {
-			return nil, err
-		}
-		if err := s.spawn(svc.Name, withPprof(append(env,
-			"SWITCHBOARD_GRPC_ADDR="+addrs[svc.Name],
-			"SWITCHBOARD_DATABASE_URL="+dsn,
-		), svc.Name)); err != nil {
 			s.Stop()
 			return nil, err
 		}
+		for k, addr := range listen[svc.Name] {
+			name := ReplicaName(svc.Name, k+1)
+			penv := append(slices.Clone(env), "SWITCHBOARD_GRPC_ADDR="+addr, "SWITCHBOARD_DATABASE_URL="+dsn)
+			if k == 0 {
+				penv = withPprof(penv, svc.Name)
+			}
+			if penv, err = withMetrics(penv, name); err != nil {
+				s.Stop()
+				return nil, err
+			}
+			p := &proc{name: name, bin: svc.Name, env: penv}
+			if err := s.run(p, os.O_TRUNC); err != nil {
+				s.Stop()
+				return nil, err
+			}
+			s.procs = append(s.procs, p)
+		}
 	}
-	if err := s.spawn("gateway", withPprof(append(env, "SWITCHBOARD_HTTP_ADDR="+httpAddr), "gateway")); err != nil {
+	genv, err := withMetrics(withPprof(append(env, "SWITCHBOARD_HTTP_ADDR="+httpAddr), "gateway"), "gateway")
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := s.spawn("gateway", genv); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -180,6 +246,20 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err := s.waitReady(ctx, 60*time.Second); err != nil {
 		s.Stop()
 		return nil, err
+	}
+	// The gateway is ready when each service has a replica serving: with
+	// several, the others may still be starting.
+	for _, p := range s.procs {
+		if p.name == "gateway" {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		err := s.WaitServing(wctx, p.name)
+		cancel()
+		if err != nil {
+			s.Stop()
+			return nil, fmt.Errorf("%w:\n%s", err, s.Tail(p.name, 30))
+		}
 	}
 	return s, nil
 }
@@ -259,6 +339,44 @@ func (s *Stack) StartService(ctx context.Context, name string) error {
 	return s.waitReady(ctx, 60*time.Second)
 }
 
+// WaitServing waits until a service process (a replica's name too)
+// answers gRPC health SERVING on its own address, as a readiness probe
+// would, whatever the gateway's view.
+func (s *Stack) WaitServing(ctx context.Context, name string) error {
+	p, err := s.find(name)
+	if err != nil {
+		return err
+	}
+	addr := ""
+	for _, kv := range p.env {
+		if v, ok := strings.CutPrefix(kv, "SWITCHBOARD_GRPC_ADDR="); ok {
+			addr = v // the last one wins, as in the process
+		}
+	}
+	if addr == "" {
+		return fmt.Errorf("devstack: %s has no gRPC address", name)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	health := healthpb.NewHealthClient(conn)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		res, err := health.Check(cctx, &healthpb.HealthCheckRequest{})
+		cancel()
+		if err == nil && res.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devstack: %s not serving: %w (last: %v)", name, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // KillService kills one process (SIGKILL), as a crash would: it has no
 // chance to finish or clean up. StartService brings it back.
 func (s *Stack) KillService(name string) error {
@@ -292,13 +410,21 @@ func (s *Stack) StartReplica(ctx context.Context, name string) (string, error) {
 	}
 	replica := fmt.Sprintf("%s-%d", name, len(s.procs))
 	env := append(slices.Clone(first.env), "SWITCHBOARD_GRPC_ADDR="+addr)
-	// A profiling port is the first's alone.
-	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, server.PprofAddrEnv+"=") })
+	// A profiling port is the first's alone; metrics get one of their own.
+	env = slices.DeleteFunc(env, func(kv string) bool {
+		return strings.HasPrefix(kv, server.PprofAddrEnv+"=") || strings.HasPrefix(kv, metrics.AddrEnv+"=")
+	})
+	maddr, err := freeAddr()
+	if err != nil {
+		return "", err
+	}
+	env = append(env, metrics.AddrEnv+"="+maddr)
 	p := &proc{name: replica, bin: name, env: env}
 	if err := s.run(p, os.O_TRUNC); err != nil {
 		return "", err
 	}
 	s.procs = append(s.procs, p)
+	s.MetricsAddrs[replica] = maddr
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -391,6 +517,45 @@ func (s *Stack) Stop() {
 		}
 	}
 	s.procs = nil
+	if s.names != nil {
+		_ = s.names.Close()
+		s.names = nil
+	}
+}
+
+// replicated gives a service of n replicas its addresses: one port free
+// on 127.0.0.1 to 127.0.0.n, a name the stack's name server answers with
+// all of them, and the dns target that reaches them.
+func (s *Stack) replicated(service string, n int) (target string, each []string, err error) {
+	if s.names == nil {
+		if s.names, err = StartNameServer(); err != nil {
+			return "", nil, err
+		}
+	}
+	for range 50 {
+		port, err := freeport.Port()
+		if err != nil {
+			return "", nil, err
+		}
+		var ips []netip.Addr
+		each = each[:0]
+		for k := 1; k <= n; k++ {
+			ip := netip.AddrFrom4([4]byte{127, 0, 0, byte(k)})
+			addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				break
+			}
+			l.Close()
+			ips, each = append(ips, ip), append(each, addr)
+		}
+		if len(each) == n {
+			name := service + ".switchboard.test"
+			s.names.Set(name, ips...)
+			return fmt.Sprintf("dns://%s/%s:%d", s.names.Addr(), name, port), each, nil
+		}
+	}
+	return "", nil, fmt.Errorf("devstack: no port free on %d loopback addresses for %s", n, service)
 }
 
 // pprofAddrs assigns the profiling ports from SWITCHBOARD_PPROF_BASE_PORT;

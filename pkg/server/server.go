@@ -14,15 +14,16 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/auth"
+	"switchboard.dev/pkg/metrics"
 	"switchboard.dev/pkg/telemetry"
 )
 
@@ -53,11 +54,15 @@ type Server struct {
 
 // New builds the server; register services on GRPC() before Run.
 func New(opts Options) *Server {
+	// The metrics come first: they count the code the client gets, after
+	// the request log has turned a plain error into the catalogue's 500.
 	chain := append([]grpc.UnaryServerInterceptor{
+		metrics.GRPCServer().UnaryServerInterceptor(),
 		requestLog(opts.Logger),
 		recovery(opts.Logger),
 	}, opts.Interceptors...)
 	streamChain := append([]grpc.StreamServerInterceptor{
+		metrics.GRPCServer().StreamServerInterceptor(),
 		streamLog(opts.Logger),
 		streamRecovery(opts.Logger),
 	}, opts.StreamInterceptors...)
@@ -72,6 +77,13 @@ func New(opts Options) *Server {
 			// so a pool of GOMAXPROCS left 13 % of the contacts service's
 			// CPU in stack copying at 32 concurrent reads (issue 12).
 			grpc.NumStreamWorkers(streamWorkers),
+			// Clients find replicas by DNS (ClientOptions) and look again
+			// only when a connection ends: closing each after a while
+			// (GOAWAY, calls in flight finish) makes them see replicas
+			// added since, such as a rolling restart's new pods.
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: MaxConnectionAge}),
+			// The clients' keepalive pings (ClientOptions) are welcome.
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: clientPing / 2}),
 			grpc.ChainUnaryInterceptor(chain...),
 			grpc.ChainStreamInterceptor(streamChain...),
 		)...),
@@ -98,6 +110,8 @@ func (s *Server) Run(ctx context.Context, addr string) error {
 
 // Serve is Run on an existing listener.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	// Every method's series exist from the start, at zero.
+	metrics.GRPCServer().InitializeMetrics(s.grpc)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.opts.Logger.Info("serving", "addr", lis.Addr().String())
 	errc := make(chan error, 1)
@@ -227,12 +241,11 @@ func streamRecovery(log *slog.Logger) grpc.StreamServerInterceptor {
 // take the caller's memory.
 const MaxAnswerBytes = 64 << 20
 
-// DialInternal connects to another service: OpenTelemetry propagation and
-// the internal token on every call.
+// DialInternal connects to another service: every replica behind target
+// (ClientOptions), OpenTelemetry propagation and the internal token on
+// every call.
 func DialInternal(target, token string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(target, append(telemetry.DialOptions(),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxAnswerBytes)),
+	conn, err := grpc.NewClient(target, append(ClientOptions(),
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			ctx = metadata.AppendToOutgoingContext(ctx, auth.HeaderInternalToken, token)
 			return invoker(ctx, method, req, reply, cc, opts...)

@@ -2,7 +2,9 @@
 // the common configuration, sets up logs, tracing, PostgreSQL (migrated at
 // start under an advisory lock), Redis and the authenticating gRPC server,
 // then lets the service wire its own parts with plain constructors. With
-// SWITCHBOARD_PPROF_ADDR set it also serves net/http/pprof there.
+// SWITCHBOARD_PPROF_ADDR set it also serves net/http/pprof there, and with
+// SWITCHBOARD_METRICS_ADDR set, /metrics (pkg/metrics; a service adds its
+// own gauges with metrics.MustRegister in Build).
 package service
 
 import (
@@ -23,6 +25,7 @@ import (
 	"switchboard.dev/pkg/auth"
 	"switchboard.dev/pkg/config"
 	"switchboard.dev/pkg/logging"
+	"switchboard.dev/pkg/metrics"
 	"switchboard.dev/pkg/postgres"
 	"switchboard.dev/pkg/ratelimit"
 	"switchboard.dev/pkg/redisx"
@@ -92,6 +95,12 @@ func Run(ctx context.Context, spec Spec, environ map[string]string, stdout io.Wr
 		return err
 	}
 	defer stopPprof()
+	// Metrics likewise, on their own port, off the gRPC listener.
+	_, stopMetrics, err := metrics.Serve(d.Log, environ[metrics.AddrEnv])
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 
 	shutdownTracing, err := telemetry.Setup(ctx, spec.Name)
 	if err != nil {
@@ -106,10 +115,12 @@ func Run(ctx context.Context, spec Spec, environ map[string]string, stdout io.Wr
 		return err
 	}
 	defer d.DB.Close()
+	metrics.Postgres(d.DB)
 	if d.Redis, err = redisx.Open(ctx, d.Config.RedisAddr); err != nil {
 		return err
 	}
 	defer d.Redis.Close()
+	metrics.Redis(d.Redis)
 
 	reg, err := spec.Build(ctx, d)
 	if err != nil {

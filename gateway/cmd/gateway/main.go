@@ -16,6 +16,7 @@ import (
 
 	"switchboard.dev/gateway/internal/gateway"
 	"switchboard.dev/pkg/logging"
+	"switchboard.dev/pkg/metrics"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/telemetry"
 )
@@ -63,6 +64,12 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer stopPprof()
+	// /metrics on its own port, as every service (pkg/service).
+	_, stopMetrics, err := metrics.Serve(log, os.Getenv(metrics.AddrEnv))
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	g, err := gateway.New(ctx, cfg, log)
 	if err != nil {
 		return err

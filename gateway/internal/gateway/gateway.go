@@ -13,7 +13,6 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"switchboard.dev/gateway/internal/apidocs"
@@ -121,15 +120,16 @@ type Gateway struct {
 // New connects to every backend (lazily: gRPC dials on first use) and
 // builds the handler.
 func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
-	mux := httpapi.NewServeMux()
+	mux := httpapi.NewServeMux(runtime.WithMiddlewares(routeMatched))
 	g := &Gateway{conns: map[string]*grpc.ClientConn{}}
 	for _, b := range backends(cfg) {
-		conn, err := grpc.NewClient(b.addr, append(telemetry.DialOptions(),
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Every replica of the backend, as every service reaches its peers
+		// (server.ClientOptions).
+		conn, err := grpc.NewClient(b.addr, append(server.ClientOptions(),
 			// Tells the services which fields a client sent empty, so
 			// that only the ones it left out are "Field required".
-			grpc.WithChainUnaryInterceptor(httpapi.SentEmptyInterceptor),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(server.MaxAnswerBytes)))...)
+			grpc.WithChainUnaryInterceptor(httpapi.SentEmptyInterceptor, routeUnary),
+			grpc.WithChainStreamInterceptor(routeStream))...)
 		if err != nil {
 			g.Close()
 			return nil, fmt.Errorf("backend %s: %w", b.name, err)
@@ -230,7 +230,9 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		r, route := withRoute(r)
 		next.ServeHTTP(rec, r)
+		observe(r.Method, *route, rec.status, time.Since(start).Seconds())
 		log.InfoContext(r.Context(), "http",
 			"method", r.Method, "path", r.URL.Path, "status", rec.status,
 			"duration_ms", float64(time.Since(start).Microseconds())/1000)

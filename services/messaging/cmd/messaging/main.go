@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"switchboard.dev/pkg/metrics"
 	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
@@ -166,6 +167,12 @@ func spec(s settings) service.Spec {
 				deps.Messenger = tgMessenger
 			}
 			svc := app.New(deps)
+			// The send queue and the Telegram polls, read from the database.
+			repo := postgres.New(d.DB)
+			metrics.MustRegister(
+				metrics.QueryGauge("messaging_sends_queued", "Outbound sends waiting for the messenger (every replica's).", repo.QueuedSends),
+				metrics.QueryGauge("messaging_telegram_polls_held", "telegram_bot connections whose updates a replica polls now.", repo.PollsHeld),
+			)
 			// Sends reach the messenger after the API has answered.
 			d.Background("send worker", func(ctx context.Context) error { return svc.RunSender(ctx, d.Log) })
 			srv := grpcport.New(svc)

@@ -18,17 +18,24 @@ type SendRepository interface {
 	// ClaimSends takes up to n due sends for lease: another worker takes
 	// one again only after its lease runs out (a worker that died).
 	ClaimSends(ctx context.Context, lease time.Duration, n int) ([]Claim, error)
+	// RenewSends extends the leases of claims still held under their
+	// tokens by lease from now, and answers the message ids of those it
+	// extended: a claim missing from the answer was lost (it ran out and
+	// another worker took the send, or the send ended).
+	RenewSends(ctx context.Context, claims []Claim, lease time.Duration) ([]string, error)
 	// SendDone records the messenger's id of a sent message and ends its
 	// send.
 	SendDone(ctx context.Context, messageID, sourceMessageID string) error
 	// SendFailed ends a send with an error on the message and its
 	// messages.delivery.error event, unless the message already has one.
 	SendFailed(ctx context.Context, messageID, errType, errText string) error
-	// SendLater puts a send back in the queue until due.
-	SendLater(ctx context.Context, messageID string, due time.Time) error
+	// SendLater puts a send back in the queue until due, when c still
+	// holds it.
+	SendLater(ctx context.Context, c Claim, due time.Time) error
 	// SendAfterWait puts a send back in the queue until due without
-	// counting the attempt: the messenger asked to wait (a rate limit).
-	SendAfterWait(ctx context.Context, messageID string, due time.Time) error
+	// counting the attempt, when c still holds it: the messenger asked to
+	// wait (a rate limit).
+	SendAfterWait(ctx context.Context, c Claim, due time.Time) error
 	// OpenDialog holds the chat's row while it decides whether a business
 	// send at now needs a new dialog (none paid for at now): then take is
 	// called and, when it takes one, the dialog is paid for
@@ -46,6 +53,9 @@ type Claim struct {
 	CompanyID int64
 	// Attempts counts this one.
 	Attempts int
+	// Token names this claim: only it renews the lease or puts the send
+	// back.
+	Token string
 }
 
 // Receipt is a messenger's word on an outbound message: found by the
@@ -99,8 +109,15 @@ type Payments interface {
 
 // SenderConfig tunes the send worker.
 type SenderConfig struct {
-	// Lease is how long a claimed send is a worker's own.
+	// Lease is how long a claimed send is a worker's own unless renewed;
+	// Renew how often the worker renews the leases of the sends it still
+	// works on (0: a quarter of Lease). A worker killed mid-send leaves
+	// its sends to others after at most Lease, so it is short; a live
+	// worker renews it however long the messenger takes, and sends
+	// nothing whose lease it cannot show (holder.mayStart), so no other
+	// worker sends the same message meanwhile.
 	Lease time.Duration
+	Renew time.Duration
 	// Poll is how often an idle worker looks for due sends.
 	Poll time.Duration
 	// MaxAttempts of a send that fails for a reason other than the
@@ -116,7 +133,7 @@ type SenderConfig struct {
 
 // DefaultSenderConfig is the production tuning.
 func DefaultSenderConfig() SenderConfig {
-	return SenderConfig{Lease: time.Minute, Poll: 250 * time.Millisecond, MaxAttempts: 6, Backoff: 2 * time.Second,
+	return SenderConfig{Lease: 3 * time.Second, Poll: 250 * time.Millisecond, MaxAttempts: 6, Backoff: 2 * time.Second,
 		Batch: 100, Parallel: 16}
 }
 
@@ -131,13 +148,27 @@ func (s *Service) WakeSender() {
 
 // RunSender is the send worker: it hands queued outbound messages to the
 // messenger until ctx ends. Several may run (one per replica).
+//
+// When ctx ends (the process stops), the sends already under way finish
+// and are recorded, on a context that is not cancelled: a send cut off
+// between the messenger's answer and its record would be sent again by
+// the next holder. Those of the batch not yet started are put back at
+// once for the other replicas.
 func (s *Service) RunSender(ctx context.Context, log *slog.Logger) error {
-	for {
-		claims, err := s.repo.ClaimSends(ctx, s.sender.Lease, s.sender.Batch)
+	work := context.WithoutCancel(ctx)
+	for ctx.Err() == nil {
+		// The leases run from before the claim at the latest.
+		claimedAt := s.now()
+		claims, err := s.repo.ClaimSends(work, s.sender.Lease, s.sender.Batch)
 		if err != nil && ctx.Err() == nil {
 			log.Error("claim sends", "error", err)
 		}
-		s.deliverBatch(ctx, log, claims)
+		if len(claims) > 0 {
+			h := s.hold(claims, claimedAt)
+			stop := h.keep(work, log)
+			s.deliverBatch(ctx, work, log, h, claims)
+			stop()
+		}
 		if len(claims) > 0 {
 			continue
 		}
@@ -148,16 +179,20 @@ func (s *Service) RunSender(ctx context.Context, log *slog.Logger) error {
 		case <-time.After(s.sender.Poll):
 		}
 	}
+	return nil
 }
 
 // deliverBatch sends the claimed messages: the chats in parallel (up to
 // Parallel at once), each chat's messages one after another in the order
 // they were claimed, so a chat's messages reach the messenger in order.
-func (s *Service) deliverBatch(ctx context.Context, log *slog.Logger, claims []Claim) {
+//
+// ctx ending stops it starting sends; work is what the sends under way
+// run on.
+func (s *Service) deliverBatch(ctx, work context.Context, log *slog.Logger, h *holder, claims []Claim) {
 	var order []int64
 	byChat := map[int64][]claimed{}
 	for _, c := range claims {
-		m, err := s.repo.Message(ctx, c.CompanyID, c.MessageID)
+		m, err := s.repo.Message(work, c.CompanyID, c.MessageID)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("read queued message", "message_id", c.MessageID, "error", err)
@@ -176,15 +211,42 @@ func (s *Service) deliverBatch(ctx context.Context, log *slog.Logger, claims []C
 		sem <- struct{}{}
 		go func(list []claimed) {
 			defer func() { <-sem; wg.Done() }()
-			for _, cm := range list {
-				if err := s.deliver(ctx, cm.Claim, cm.m); err != nil && ctx.Err() == nil {
+			for i, cm := range list {
+				if ctx.Err() != nil {
+					// Stopping: the rest go back to the queue now rather
+					// than when their leases run out.
+					for _, rest := range list[i:] {
+						if err := s.repo.SendAfterWait(work, rest.Claim, s.now()); err != nil {
+							log.Error("put back a send", "message_id", rest.MessageID, "error", err)
+						}
+						h.done(rest.MessageID)
+					}
+					return
+				}
+				err := s.deliver(work, h, cm.Claim, cm.m)
+				if errors.Is(err, errLeaseLost) {
+					// Another worker may have it now: this one must not
+					// send it too, nor the chat's later messages before
+					// it. Their leases, no longer renewed, bring them
+					// back to whichever worker holds the chat's first.
+					log.Warn("send lease lost before the send; left to its next holder", "message_id", cm.MessageID)
+					for _, rest := range list[i:] {
+						h.done(rest.MessageID)
+					}
+					return
+				}
+				if err != nil {
 					log.Error("send message", "message_id", cm.MessageID, "attempt", cm.Attempts, "error", err)
 				}
+				h.done(cm.MessageID)
 			}
 		}(byChat[chat])
 	}
 	wg.Wait()
 }
+
+// errLeaseLost: the worker can no longer show that a send is its own.
+var errLeaseLost = errors.New("send lease lost")
 
 type claimed struct {
 	Claim
@@ -193,7 +255,10 @@ type claimed struct {
 
 // deliver makes one attempt at a send: the asynchronous refusals first
 // (not paid, blacklisted), then the messenger.
-func (s *Service) deliver(ctx context.Context, c Claim, m domain.Message) error {
+func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Message) error {
+	if !h.mayStart(m.ID) {
+		return errLeaseLost
+	}
 	chat, err := s.repo.Chat(ctx, c.CompanyID, m.ChatID)
 	if err != nil {
 		return fmt.Errorf("read chat: %w", err)
@@ -235,6 +300,11 @@ func (s *Service) deliver(ctx context.Context, c Claim, m domain.Message) error 
 			}
 		}
 	}
+	// The checks above took round trips: the lease is looked at again
+	// right before the one step that cannot be taken back.
+	if !h.mayStart(m.ID) {
+		return errLeaseLost
+	}
 	sent, err := s.messenger.Send(ctx, conn, chat, m)
 	var (
 		refused *SendError
@@ -244,7 +314,7 @@ func (s *Service) deliver(ctx context.Context, c Claim, m domain.Message) error 
 	case errors.As(err, &refused):
 		return s.repo.SendFailed(ctx, m.ID, refused.Type, refused.Text)
 	case errors.As(err, &later):
-		if err := s.repo.SendAfterWait(ctx, m.ID, s.now().Add(later.Wait)); err != nil {
+		if err := s.repo.SendAfterWait(ctx, c, s.now().Add(later.Wait)); err != nil {
 			return err
 		}
 		return fmt.Errorf("attempt %d, next in %s: %w", c.Attempts, later.Wait, err)
@@ -287,7 +357,7 @@ func (s *Service) retry(ctx context.Context, c Claim, cause error) error {
 		return fmt.Errorf("gave up after %d attempts: %w", c.Attempts, cause)
 	}
 	wait := s.sender.Backoff << (c.Attempts - 1)
-	if err := s.repo.SendLater(ctx, c.MessageID, s.now().Add(wait)); err != nil {
+	if err := s.repo.SendLater(ctx, c, s.now().Add(wait)); err != nil {
 		return err
 	}
 	return fmt.Errorf("attempt %d, next in %s: %w", c.Attempts, wait, cause)

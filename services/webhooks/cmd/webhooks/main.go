@@ -133,7 +133,9 @@ func spec(s settings, cfg app.EngineConfig) service.Spec {
 				// Events also go to the v1 webhook integrations bound to
 				// their connections (identity's).
 				WithTargets(identity.New(identityConn))
-			engine := app.NewEngine(postgres.NewQueue(d.DB, d.Log), snd, cfg, d.Log)
+			queue := postgres.NewQueue(d.DB, d.Log)
+			registerMetrics(queue)
+			engine := app.NewEngine(queue, timedSender{snd}, cfg, d.Log)
 			d.Background("delivery engine", engine.Run)
 			return registrar{grpcport.New(a)}, nil
 		},

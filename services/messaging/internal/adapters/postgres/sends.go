@@ -13,21 +13,39 @@ import (
 
 // ClaimSends implements app.SendRepository: due sends, oldest first,
 // skipping those another worker is claiming at this moment; each is leased
-// by moving its due time past the lease.
+// by moving its due time past the lease, under a token of its own.
 func (r *Repo) ClaimSends(ctx context.Context, lease time.Duration, n int) ([]app.Claim, error) {
-	rows, err := r.db.Query(ctx, `UPDATE outbound_sends s SET due_at = now() + $1::interval, attempts = s.attempts + 1
+	rows, err := r.db.Query(ctx, `UPDATE outbound_sends s SET due_at = now() + $1::interval, attempts = s.attempts + 1,
+			claim_token = gen_random_uuid()
 		FROM (SELECT message_id FROM outbound_sends WHERE due_at <= now()
 		      ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) due
 		WHERE s.message_id = due.message_id
-		RETURNING s.message_id, s.company_id, s.attempts`, lease, n)
+		RETURNING s.message_id, s.company_id, s.attempts, s.claim_token::text`, lease, n)
 	if err != nil {
 		return nil, fmt.Errorf("claim sends: %w", err)
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (app.Claim, error) {
 		var c app.Claim
-		err := row.Scan(&c.MessageID, &c.CompanyID, &c.Attempts)
+		err := row.Scan(&c.MessageID, &c.CompanyID, &c.Attempts, &c.Token)
 		return c, err
 	})
+}
+
+// RenewSends implements app.SendRepository: one statement for all the
+// claims a worker holds.
+func (r *Repo) RenewSends(ctx context.Context, claims []app.Claim, lease time.Duration) ([]string, error) {
+	ids, tokens := make([]string, len(claims)), make([]string, len(claims))
+	for i, c := range claims {
+		ids[i], tokens[i] = c.MessageID, c.Token
+	}
+	rows, err := r.db.Query(ctx, `UPDATE outbound_sends s SET due_at = now() + $3::interval
+		FROM unnest($1::uuid[], $2::uuid[]) AS held (message_id, token)
+		WHERE s.message_id = held.message_id AND s.claim_token = held.token
+		RETURNING s.message_id::text`, ids, tokens, lease)
+	if err != nil {
+		return nil, fmt.Errorf("renew sends: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // SendDone implements app.SendRepository.
@@ -42,15 +60,17 @@ func (r *Repo) SendDone(ctx context.Context, messageID, sourceMessageID string) 
 }
 
 // SendLater implements app.SendRepository.
-func (r *Repo) SendLater(ctx context.Context, messageID string, due time.Time) error {
-	_, err := r.db.Exec(ctx, `UPDATE outbound_sends SET due_at = $2 WHERE message_id = $1`, messageID, due)
+func (r *Repo) SendLater(ctx context.Context, c app.Claim, due time.Time) error {
+	_, err := r.db.Exec(ctx, `UPDATE outbound_sends SET due_at = $3, claim_token = NULL
+		WHERE message_id = $1 AND claim_token = $2`, c.MessageID, c.Token, due)
 	return err
 }
 
 // SendAfterWait implements app.SendRepository: the claim counted the
 // attempt, so it is taken back.
-func (r *Repo) SendAfterWait(ctx context.Context, messageID string, due time.Time) error {
-	_, err := r.db.Exec(ctx, `UPDATE outbound_sends SET due_at = $2, attempts = greatest(attempts - 1, 0) WHERE message_id = $1`, messageID, due)
+func (r *Repo) SendAfterWait(ctx context.Context, c app.Claim, due time.Time) error {
+	_, err := r.db.Exec(ctx, `UPDATE outbound_sends SET due_at = $3, attempts = greatest(attempts - 1, 0), claim_token = NULL
+		WHERE message_id = $1 AND claim_token = $2`, c.MessageID, c.Token, due)
 	return err
 }
 
