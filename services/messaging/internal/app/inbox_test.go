@@ -360,6 +360,11 @@ func TestInboxWalkWithConcurrentWriters(t *testing.T) {
 			break
 		}
 		cursor = p.NextCursor
+		// Every page is read with writes between it and the next one,
+		// however slow the machine is (the writers, not the clock, set
+		// the pace): the walk always meets concurrent writes.
+		w := writes.Load()
+		require.Eventually(t, func() bool { return writes.Load() > w+1 }, 30*time.Second, time.Millisecond)
 	}
 	close(stop)
 	wg.Wait()
