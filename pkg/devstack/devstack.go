@@ -289,6 +289,12 @@ func (s *Stack) run(p *proc, logMode int) error {
 	cmd := exec.Command(filepath.Join(s.opts.BinDir, bin))
 	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// The stack dies with its owner: a test binary that panics (a
+	// timeout) or a `make run` killed hard leaves no service running on,
+	// still subscribed to Redis and holding ports. (Linux sends the signal
+	// when the thread that started the child ends; Go ends threads only
+	// for goroutines locked to one, which this package does not do.)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
