@@ -106,10 +106,15 @@ func Announce(ctx context.Context, rdb redis.UniversalClient, channel string, ke
 // AnnounceWith runs with's commands (nil: none) and the announcements of
 // keys on channel in one MULTI/EXEC, then waits until every subscriber
 // that received them has dropped its copies: each Cache confirms an
-// announcement after its removal (an RPUSH on a list named for this
-// call), and PUBLISH tells how many subscribers received each. So when it
+// announcement after its removal by a PUBLISH on a channel named for this
+// call, which the announcer listens on from before it announces, and
+// PUBLISH tells how many subscribers received each key. So when it
 // returns nil, no process that was listening still answers the old value,
 // and a change is seen "at once" on every replica, not a moment later.
+// (Confirmations go by pub/sub, not a list, because pub/sub is one
+// namespace per server whatever database a client selected: a subscriber
+// on another database of the same server, as test stacks sharing a Redis
+// are, hears the announcement and must be able to answer it.)
 //
 // The caller's change must already be durable: a load that starts after
 // the announcement must see it. Since the change is stored, the
@@ -124,6 +129,11 @@ func AnnounceWith(ctx context.Context, rdb redis.UniversalClient, channel string
 	defer cancel()
 	id := ackPrefix + strconv.FormatUint(ackSeq.Add(1), 36) + "." + strconv.FormatInt(time.Now().UnixNano(), 36) +
 		"." + strconv.FormatUint(rand.Uint64(), 36)
+	acks := rdb.Subscribe(ctx, id)
+	defer acks.Close()
+	if _, err := acks.Receive(ctx); err != nil { // the subscription's confirmation
+		return fmt.Errorf("localcache: listen for confirmations: %w", err)
+	}
 	var sent []*redis.IntCmd
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if with != nil {
@@ -141,22 +151,25 @@ func AnnounceWith(ctx context.Context, rdb redis.UniversalClient, channel string
 	for _, c := range sent {
 		want += c.Val()
 	}
-	deadline, _ := ctx.Deadline()
-	for got := int64(0); got < want; got++ {
-		// BLPOP waits whole seconds (at least one); the deadline bounds
-		// the whole wait.
-		wait := max(time.Until(deadline).Round(time.Second), time.Second)
-		err := rdb.BLPop(ctx, wait, id).Err()
-		if err == nil && ctx.Err() != nil {
-			err = ctx.Err()
+	for got := int64(0); got < want; {
+		left := time.Until(deadlineOf(ctx))
+		if left <= 0 {
+			return fmt.Errorf("%w: %d of %d confirmations: %v", ErrUnconfirmed, got, want, context.DeadlineExceeded)
 		}
+		msg, err := acks.ReceiveTimeout(ctx, left)
 		if err != nil {
 			return fmt.Errorf("%w: %d of %d confirmations: %v", ErrUnconfirmed, got, want, err)
 		}
+		if _, ok := msg.(*redis.Message); ok {
+			got++
+		}
 	}
-	// The list is empty now, so Redis has deleted it; a confirmation that
-	// comes after a timeout expires with its list (ackTTL).
 	return nil
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
 
 // ErrUnconfirmed: an announcement went out, but not every subscriber
@@ -165,11 +178,10 @@ var ErrUnconfirmed = errors.New("localcache: announcement not confirmed by every
 
 const (
 	announceTimeout = 2 * time.Second
-	// ackPrefix names the confirmation lists; ackSep separates the list's
-	// name from the key in a message (neither a key nor an id holds it).
+	// ackPrefix names the confirmation channels; ackSep separates the
+	// channel's name from the key in a message (neither holds it).
 	ackPrefix = "sb:localcache:ack:"
 	ackSep    = "\x1f"
-	ackTTL    = time.Minute
 )
 
 var ackSeq atomic.Uint64
@@ -192,14 +204,11 @@ func splitMessage(payload string) (ack, key string) {
 // confirm tells the announcer that this Cache has dropped the key. A
 // failure only makes the announcer wait out its timeout.
 func (c *Cache[V]) confirm(ctx context.Context, rdb redis.UniversalClient, ack string) {
-	ctx, cancel := context.WithTimeout(ctx, announceTimeout)
+	// The key is dropped: say so even while this process stops, or the
+	// announcer waits its timeout out.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
 	defer cancel()
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.RPush(ctx, ack, "1")
-		p.Expire(ctx, ack, ackTTL)
-		return nil
-	})
-	if err != nil {
+	if err := rdb.Publish(ctx, ack, "1").Err(); err != nil {
 		c.log.Warn("localcache: could not confirm an announcement", "cache", c.what, "err", err)
 	}
 }

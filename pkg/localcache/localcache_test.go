@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard.dev/pkg/localcache"
+	"switchboard.dev/pkg/redisx"
 	"switchboard.dev/pkg/redisx/redistest"
 )
 
@@ -200,4 +202,29 @@ func TestAnnounceWaitsForEveryReceiver(t *testing.T) {
 
 	// Nobody listening: nothing to wait for.
 	require.NoError(t, localcache.Announce(ctx, rdb, prefix+"nobody", "k"))
+}
+
+// TestAnnounceConfirmedAcrossDatabases: pub/sub is one namespace for the
+// whole server, so a Cache whose client selected another database hears
+// the announcement, and its confirmation must reach the announcer all the
+// same (test stacks share one Redis on different databases).
+func TestAnnounceConfirmedAcrossDatabases(t *testing.T) {
+	_, prefix := redistest.New(t)
+	ctx := context.Background()
+	channel := prefix + "changes"
+	other, err := redisx.Open(ctx, "redis://"+os.Getenv(redistest.EnvAddr)+"/4")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	c := localcache.New[int]("test", channel, 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	running(t, c, other)
+	announcer, err := redisx.Open(ctx, os.Getenv(redistest.EnvAddr))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = announcer.Close() })
+	a := &counter{}
+	for round := 1; round <= 20; round++ {
+		v, err := c.Get(ctx, "k", a.load)
+		require.NoError(t, err)
+		require.Equal(t, round, v)
+		require.NoError(t, localcache.Announce(ctx, announcer, channel, "k"))
+	}
 }
