@@ -4,10 +4,14 @@ ROOT := $(CURDIR)
 BIN := $(ROOT)/.bin
 export PATH := $(BIN):$(PATH)
 
-# Every Go module of the workspace.
-MODULES := proto pkg gateway services/identity services/connections services/billing services/contacts services/messaging services/webhooks services/partners services/sales
+# The services: one folder each under services/ (pkg/devstack's Services is
+# the list; deploy's tests fail when a folder and the list disagree).
+SERVICES := $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard services/*/go.mod)))))
+# Every Go module of the workspace (deploy: the manifests' and the service
+# list's tests).
+MODULES := proto pkg gateway $(addprefix services/,$(SERVICES)) deploy
 # Every binary: name=package directory.
-CMDS := identity=services/identity/cmd/identity connections=services/connections/cmd/connections billing=services/billing/cmd/billing contacts=services/contacts/cmd/contacts messaging=services/messaging/cmd/messaging webhooks=services/webhooks/cmd/webhooks partners=services/partners/cmd/partners sales=services/sales/cmd/sales gateway=gateway/cmd/gateway devstack=pkg/devstack/cmd/devstack
+CMDS := $(foreach s,$(SERVICES),$(s)=services/$(s)/cmd/$(s)) gateway=gateway/cmd/gateway devstack=pkg/devstack/cmd/devstack
 
 .PHONY: run test bench tools generate check-generate check-tree lint vet build clean
 
