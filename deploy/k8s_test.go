@@ -27,8 +27,16 @@ import (
 	"switchboard.dev/pkg/devstack"
 )
 
-// overlays are the shapes a platform team deploys.
-var overlays = []string{"k8s/overlays/development", "k8s/overlays/production"}
+// overlays are the shapes a platform team deploys. K8S_DIR replaces the
+// folder k8s (TestRulesCatchMistakes checks altered copies).
+var overlays = []string{k8sDir() + "/overlays/development", k8sDir() + "/overlays/production"}
+
+func k8sDir() string {
+	if d := os.Getenv("K8S_DIR"); d != "" {
+		return d
+	}
+	return "k8s"
+}
 
 // decoder decodes strictly: an unknown or repeated field is an error, as
 // `kubectl apply --validate=strict` would refuse it.
