@@ -32,8 +32,9 @@ test: check-tree check-generate lint build
 ## a list vs its minimal request, invoice previews through the gateway and over gRPC vs
 ## pgbench -S, recovery after kill -9 (the 503 window vs the new process's time to
 ## listen; a killed messaging replica's claimed sends vs the lease), reads through
-## the gateway with one contacts replica vs two; BENCH picks
-BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|TelegramIngest|Reads|LargestBodies|InvoicePreview|Recovery|ReadReplicas
+## the gateway with one contacts replica vs two, the CPU of every process per
+## message sent and per webhook delivery (docs/capacity.md); BENCH picks
+BENCH ?= Contacts100k|Messages1M|SendMessages|WebhooksFanout|TwoReplicas|TelegramIngest|Reads|LargestBodies|InvoicePreview|Recovery|ReadReplicas|Capacity
 bench: build
 	@MODULES="gateway services/webhooks" SWITCHBOARD_BIN_DIR="$(BIN)" GO_TEST_FLAGS='-run ^$$ -bench $(BENCH) -benchtime 1x' deploy/local/test.sh
 
