@@ -110,6 +110,16 @@ func TestCompose(t *testing.T) {
 		require.True(t, created.MatchString(devdb), "the development overlay's initdb.sql creates %s", db)
 		require.Equal(t, fmt.Sprintf("%s:%d", s.Name, s.Port), compose.Env[s.AddrEnv], "compose's x-service-env %s", s.AddrEnv)
 	}
+	// Every process gets what has no use in a container as its default.
+	for name, p := range processes(t) {
+		env := compose.Services[name].Environment
+		for _, v := range p.Vars {
+			if v.mustSet() {
+				require.NotEmpty(t, env[v.Name], "compose %s reads %s (default %q), which a container must set", name, v.Name, v.Default)
+			}
+		}
+		require.Equal(t, fmt.Sprintf("0.0.0.0:%d", p.Port), env[p.ListenEnv], "compose %s: %s", name, p.ListenEnv)
+	}
 	deps, _ := compose.Services["gateway"].DependsOn.([]any)
 	for _, s := range devstack.Services {
 		require.True(t, slices.Contains(deps, any(s.Name)), "compose: the gateway depends on %s", s.Name)
