@@ -35,18 +35,27 @@ type Service struct {
 	Name string
 	// AddrEnv is the variable other processes use to reach it.
 	AddrEnv string
+	// Port is its gRPC port wherever the port is fixed: the service's
+	// default address (127.0.0.1:Port), docker-compose and the Kubernetes
+	// manifests. The local stack gives each process a free port instead.
+	Port int
 }
 
-// Services in start order. A new service adds one line.
+// Services in start order: the one list of the platform's services. The
+// Makefile builds and tests services/<name> for each folder there, and
+// tests check every other place against this list (go.work, the gateway's
+// backends, each service's default address, docker-compose and its
+// databases, the Kubernetes manifests, the README): a new service adds one
+// line here and the tests name what else it needs.
 var Services = []Service{
-	{Name: "identity", AddrEnv: "SWITCHBOARD_IDENTITY_ADDR"},
-	{Name: "billing", AddrEnv: "SWITCHBOARD_BILLING_ADDR"},
-	{Name: "connections", AddrEnv: "SWITCHBOARD_CONNECTIONS_ADDR"},
-	{Name: "contacts", AddrEnv: "SWITCHBOARD_CONTACTS_ADDR"},
-	{Name: "messaging", AddrEnv: "SWITCHBOARD_MESSAGING_ADDR"},
-	{Name: "webhooks", AddrEnv: "SWITCHBOARD_WEBHOOKS_ADDR"},
-	{Name: "partners", AddrEnv: "SWITCHBOARD_PARTNERS_ADDR"},
-	{Name: "sales", AddrEnv: "SWITCHBOARD_SALES_ADDR"},
+	{Name: "identity", AddrEnv: "SWITCHBOARD_IDENTITY_ADDR", Port: 9101},
+	{Name: "billing", AddrEnv: "SWITCHBOARD_BILLING_ADDR", Port: 9105},
+	{Name: "connections", AddrEnv: "SWITCHBOARD_CONNECTIONS_ADDR", Port: 9102},
+	{Name: "contacts", AddrEnv: "SWITCHBOARD_CONTACTS_ADDR", Port: 9104},
+	{Name: "messaging", AddrEnv: "SWITCHBOARD_MESSAGING_ADDR", Port: 9106},
+	{Name: "webhooks", AddrEnv: "SWITCHBOARD_WEBHOOKS_ADDR", Port: 9107},
+	{Name: "partners", AddrEnv: "SWITCHBOARD_PARTNERS_ADDR", Port: 9108},
+	{Name: "sales", AddrEnv: "SWITCHBOARD_SALES_ADDR", Port: 9109},
 }
 
 // Options of a stack.
