@@ -68,6 +68,7 @@ func backends(cfg Config) []backend {
 			connectionsv1.RegisterConnectionsOperatorServiceHandler,
 			connectionsv1.RegisterConnectionsSandboxServiceHandler,
 			connectionsv1.RegisterV1ManagementConnectionsServiceHandler,
+			connectionsv1.RegisterV1InstancesServiceHandler,
 		}},
 		{"billing", cfg.BillingAddr, []registerFunc{
 			billingv1.RegisterBillingServiceHandler,

@@ -49,6 +49,7 @@ const (
 	Section_SECTION_WEBHOOKS            Section = 13
 	Section_SECTION_PARTNERS            Section = 15
 	Section_SECTION_V1_MANAGEMENT       Section = 30
+	Section_SECTION_V1_INSTANCES        Section = 31
 	Section_SECTION_MESSENGER_CALLBACKS Section = 14
 	// The operator document (/admin/v1, /sandbox/v1).
 	Section_SECTION_OPERATOR_COMPANIES   Section = 50
@@ -81,6 +82,7 @@ var (
 		13: "SECTION_WEBHOOKS",
 		15: "SECTION_PARTNERS",
 		30: "SECTION_V1_MANAGEMENT",
+		31: "SECTION_V1_INSTANCES",
 		14: "SECTION_MESSENGER_CALLBACKS",
 		50: "SECTION_OPERATOR_COMPANIES",
 		51: "SECTION_OPERATOR_CONNECTIONS",
@@ -109,6 +111,7 @@ var (
 		"SECTION_WEBHOOKS":             13,
 		"SECTION_PARTNERS":             15,
 		"SECTION_V1_MANAGEMENT":        30,
+		"SECTION_V1_INSTANCES":         31,
 		"SECTION_MESSENGER_CALLBACKS":  14,
 		"SECTION_OPERATOR_COMPANIES":   50,
 		"SECTION_OPERATOR_CONNECTIONS": 51,
@@ -290,7 +293,7 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\vSectionInfo\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\xab#\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\x8a%\n" +
 	"\aSection\x12\x17\n" +
 	"\x13SECTION_UNSPECIFIED\x10\x00\x12\x94\x01\n" +
 	"\x0fSECTION_COMPANY\x10\x01\x1a\x7f\xe2\xf9\x18{\n" +
@@ -323,7 +326,9 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\x10SECTION_PARTNERS\x10\x0f\x1a\xb6\x01\xe2\xf9\x18\xb1\x01\n" +
 	"\bPartners\x12\x91\x01For partner companies: the profile with the promo codes, clients and their subscriptions, the partner's requisites, rewards, balance and payouts.\x1a\x11Partner programme\x12\xf5\x01\n" +
 	"\x15SECTION_V1_MANAGEMENT\x10\x1e\x1a\xd9\x01\xe2\xf9\x18\xd4\x01\n" +
-	"\x0ev1: management\x12\xb9\x01The older management API, for clients written against it: the same connections and integrations as v2, and webhook integrations that receive the events of the connections bound to them.\x1a\x06v1 API\x12\xc0\x01\n" +
+	"\x0ev1: management\x12\xb9\x01The older management API, for clients written against it: the same connections and integrations as v2, and webhook integrations that receive the events of the connections bound to them.\x1a\x06v1 API\x12\xdc\x01\n" +
+	"\x14SECTION_V1_INSTANCES\x10\x1f\x1a\xc1\x01\xe2\xf9\x18\xbc\x01\n" +
+	"\x16v1: WhatsApp instances\x12\x99\x01The older instances API of a whatsapp connection, for clients written against it: its status and QR, chats, phone checks, and sends that are v2 messages.\x1a\x06v1 API\x12\xc0\x01\n" +
 	"\x1bSECTION_MESSENGER_CALLBACKS\x10\x0e\x1a\x9e\x01\xe2\xf9\x18\x99\x01\n" +
 	"\x13Messenger callbacks\x12kCalled by Telegram, not by clients: the address the platform registers for a bot's updates in webhook mode.\x1a\x15Not called by clients\x12\xb4\x01\n" +
 	"\x1aSECTION_OPERATOR_COMPANIES\x102\x1a\x93\x01\xe2\xf9\x18\x8e\x01\n" +
