@@ -85,6 +85,7 @@ func backends(cfg Config) []backend {
 			messagingv1.RegisterInboxServiceHandler,
 			messagingv1.RegisterBlacklistServiceHandler,
 			messagingv1.RegisterMessagesServiceHandler,
+			messagingv1.RegisterV1InstanceMessagesServiceHandler,
 			messagingv1.RegisterMessagingSandboxServiceHandler,
 			// Before WabaTemplatesService: its literal
 			// /messaging/templates/waba_templates/... must win over

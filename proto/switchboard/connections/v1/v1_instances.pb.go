@@ -68,15 +68,17 @@ func (x *GetV1InstanceStatusRequest) GetConnectionId() int64 {
 	return 0
 }
 
-// An instance's state as v1 shows it.
+// An instance's state as v1 shows it. The camelCase JSON names are v1's;
+// the proto names are lowercase words so that they differ from what
+// protoc would derive, which is how the gateway knows to use them.
 type V1InstanceStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "authenticated", "loading" or "got qr code".
-	AccountStatus string `protobuf:"bytes,1,opt,name=account_status,json=accountStatus,proto3" json:"account_status,omitempty"`
+	Accountstatus string `protobuf:"bytes,1,opt,name=accountstatus,json=accountStatus,proto3" json:"accountstatus,omitempty"`
 	// With "got qr code": data:image/png;base64,... of the QR; null
 	// otherwise.
-	QrCode        *string               `protobuf:"bytes,2,opt,name=qr_code,json=qrCode,proto3,oneof" json:"qr_code,omitempty"`
-	StatusData    *V1InstanceStatusData `protobuf:"bytes,3,opt,name=status_data,json=statusData,proto3" json:"status_data,omitempty"`
+	Qrcode        *string               `protobuf:"bytes,2,opt,name=qrcode,json=qrCode,proto3,oneof" json:"qrcode,omitempty"`
+	Statusdata    *V1InstanceStatusData `protobuf:"bytes,3,opt,name=statusdata,json=statusData,proto3" json:"statusdata,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -111,23 +113,23 @@ func (*V1InstanceStatus) Descriptor() ([]byte, []int) {
 	return file_switchboard_connections_v1_v1_instances_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *V1InstanceStatus) GetAccountStatus() string {
+func (x *V1InstanceStatus) GetAccountstatus() string {
 	if x != nil {
-		return x.AccountStatus
+		return x.Accountstatus
 	}
 	return ""
 }
 
-func (x *V1InstanceStatus) GetQrCode() string {
-	if x != nil && x.QrCode != nil {
-		return *x.QrCode
+func (x *V1InstanceStatus) GetQrcode() string {
+	if x != nil && x.Qrcode != nil {
+		return *x.Qrcode
 	}
 	return ""
 }
 
-func (x *V1InstanceStatus) GetStatusData() *V1InstanceStatusData {
+func (x *V1InstanceStatus) GetStatusdata() *V1InstanceStatusData {
 	if x != nil {
-		return x.StatusData
+		return x.Statusdata
 	}
 	return nil
 }
@@ -405,14 +407,14 @@ const file_switchboard_connections_v1_v1_instances_proto_rawDesc = "" +
 	"\n" +
 	"-switchboard/connections/v1/v1_instances.proto\x12\x1aswitchboard.connections.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a switchboard/api/v1/options.proto\x1a\"switchboard/api/v1/reference.proto\x1a,switchboard/connections/v1/connections.proto\"A\n" +
 	"\x1aGetV1InstanceStatusRequest\x12#\n" +
-	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\"\xc7\x01\n" +
-	"\x10V1InstanceStatus\x126\n" +
-	"\x0eaccount_status\x18\x01 \x01(\tB\x0f\xfa\xf9\x18\vgot qr codeR\raccountStatus\x12\x1c\n" +
-	"\aqr_code\x18\x02 \x01(\tH\x00R\x06qrCode\x88\x01\x01\x12Q\n" +
-	"\vstatus_data\x18\x03 \x01(\v20.switchboard.connections.v1.V1InstanceStatusDataR\n" +
-	"statusDataB\n" +
+	"\rconnection_id\x18\x01 \x01(\x03R\fconnectionId\"\xc3\x01\n" +
+	"\x10V1InstanceStatus\x125\n" +
+	"\raccountstatus\x18\x01 \x01(\tB\x0f\xfa\xf9\x18\vgot qr codeR\raccountStatus\x12\x1b\n" +
+	"\x06qrcode\x18\x02 \x01(\tH\x00R\x06qrCode\x88\x01\x01\x12P\n" +
 	"\n" +
-	"\b_qr_code\"\xbd\x01\n" +
+	"statusdata\x18\x03 \x01(\v20.switchboard.connections.v1.V1InstanceStatusDataR\n" +
+	"statusDataB\t\n" +
+	"\a_qrcode\"\xbd\x01\n" +
 	"\x14V1InstanceStatusData\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12\x10\n" +
 	"\x03msg\x18\x02 \x01(\tR\x03msg\x12G\n" +
@@ -464,7 +466,7 @@ var file_switchboard_connections_v1_v1_instances_proto_goTypes = []any{
 	(StatusSubtype)(0),                   // 7: switchboard.connections.v1.StatusSubtype
 }
 var file_switchboard_connections_v1_v1_instances_proto_depIdxs = []int32{
-	2, // 0: switchboard.connections.v1.V1InstanceStatus.status_data:type_name -> switchboard.connections.v1.V1InstanceStatusData
+	2, // 0: switchboard.connections.v1.V1InstanceStatus.statusdata:type_name -> switchboard.connections.v1.V1InstanceStatusData
 	7, // 1: switchboard.connections.v1.V1InstanceStatusData.substatus:type_name -> switchboard.connections.v1.StatusSubtype
 	0, // 2: switchboard.connections.v1.V1InstancesService.GetV1InstanceStatus:input_type -> switchboard.connections.v1.GetV1InstanceStatusRequest
 	3, // 3: switchboard.connections.v1.V1InstancesService.CheckV1InstancePhone:input_type -> switchboard.connections.v1.CheckV1InstancePhoneRequest

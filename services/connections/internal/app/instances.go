@@ -64,7 +64,7 @@ func (s *Service) CheckWhatsappPhone(ctx context.Context, companyID, connectionI
 	if err := checkRequest(); err != nil {
 		return false, err
 	}
-	e164, err := s.normalizePhone(rawPhone, []any{"query", "phone"})
+	e164, err := s.normalizePhone(rawPhone, apierr.Query("phone"))
 	if err != nil {
 		return false, err
 	}

@@ -34,20 +34,20 @@ func (s *Server) GetV1InstanceStatus(ctx context.Context, req *connectionsv1.Get
 	}
 	texts := instanceTexts[st.State]
 	out := &connectionsv1.V1InstanceStatus{
-		AccountStatus: texts.account,
-		StatusData: &connectionsv1.V1InstanceStatusData{
+		Accountstatus: texts.account,
+		Statusdata: &connectionsv1.V1InstanceStatusData{
 			Title: texts.title, Msg: texts.msg, Substatus: statusSubtypePB(st.Subtype), Actions: []string{},
 		},
 	}
 	switch st.State {
 	case domain.InstanceDropped:
-		out.StatusData.Actions = []string{"takeover", "reboot"}
+		out.Statusdata.Actions = []string{"takeover", "reboot"}
 	case domain.InstanceNeedsQR:
 		img, err := app.QRDataURI(st.QR.QR)
 		if err != nil {
 			return nil, err
 		}
-		out.QrCode, out.StatusData.Qr = &img, &st.QR.QR
+		out.Qrcode, out.Statusdata.Qr = &img, &st.QR.QR
 	}
 	return out, nil
 }
