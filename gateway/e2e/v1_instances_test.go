@@ -111,12 +111,14 @@ func TestV1InstanceStatus(t *testing.T) {
 	require.Equal(t, 200, api(t, "POST", p("/sandbox/v1/whatsapp/%d/scan", id), map[string]any{"phone": phone}, operator()...).Status)
 	instanceStatus(t, c.Key, id, v1Authenticated)
 
-	// A pending pairing code gives way to a QR; the QR then stays.
-	id2 := idOf(mustCreate(t, c, "whatsapp", nil))
-	r = api(t, "POST", cpath(c, "/whatsapp/%d/login", id2), map[string]any{"auth_type": "phone", "phone": newPhone()}, key(c.Key)...)
+	// A pending pairing code gives way to a QR; the QR then stays. (One
+	// whatsapp connection per company: v2's limit.)
+	c2 := newCompany(t, nil)
+	id2 := idOf(mustCreate(t, c2, "whatsapp", nil))
+	r = api(t, "POST", cpath(c2, "/whatsapp/%d/login", id2), map[string]any{"auth_type": "phone", "phone": newPhone()}, key(c2.Key)...)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
-	a := instanceStatus(t, c.Key, id2, v1GotQR("whatsapp_qr_not_scanned"))
-	require.Equal(t, a, instanceStatus(t, c.Key, id2, v1GotQR("whatsapp_qr_not_scanned")))
+	a := instanceStatus(t, c2.Key, id2, v1GotQR("whatsapp_qr_not_scanned"))
+	require.Equal(t, a, instanceStatus(t, c2.Key, id2, v1GotQR("whatsapp_qr_not_scanned")))
 
 	// Only the company's whatsapp connections are instances.
 	tok, _ := botToken()
@@ -169,6 +171,7 @@ func TestV1InstanceTakeoverReboot(t *testing.T) {
 	}
 
 	// Needs a scan: takeover is 409 35003 and changes nothing.
+	c = newCompany(t, nil)
 	wa := idOf(mustCreate(t, c, "whatsapp", nil))
 	before := instanceStatus(t, c.Key, wa, v1GotQR("whatsapp_qr_not_scanned"))
 	history, events := len(v2Statuses(t, c, wa)), statusEvents(t, wa)
@@ -201,16 +204,21 @@ func TestV1InstanceTakeoverReboot(t *testing.T) {
 // a whatsapp account, in any writing; the query's rules after the id; a
 // connection never authorised has no provider to ask (10020).
 func TestV1InstanceCheckPhone(t *testing.T) {
-	c := newCompany(t, nil)
+	var fresh int64
+	c, fc := newCompany(t, nil), newCompany(t, nil)
 	check := func(id any, query string) response {
 		t.Helper()
-		return v1(t, c.Key, "GET", instancePath(id, "check_phone")+query, nil)
+		k := c.Key
+		if id == any(fresh) {
+			k = fc.Key
+		}
+		return v1(t, k, "GET", instancePath(id, "check_phone")+query, nil)
 	}
 	registered, other, telegramOnly := newPhone(), newPhone(), newPhone()
 	sandboxAccount(t, "whatsapp", registered, nil)
 	sandboxAccount(t, "telegram", telegramOnly, nil)
 
-	fresh := idOf(mustCreate(t, c, "whatsapp", nil))
+	fresh = idOf(mustCreate(t, fc, "whatsapp", nil))
 	requireBody(t, `{"error_code":10020,"error_name":"CONNECTION_WHATSAPP_PROVIDER_UNSUPPORTED","message":"whatsapp provider is not supported; contact support","detail":{}}`,
 		check(fresh, "?phone="+url.QueryEscape(registered)))
 	// The query's rules come before: the phone is read first.
