@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -178,8 +179,7 @@ func TestV1InstanceTakeoverReboot(t *testing.T) {
 	requireBody(t, `{"error_code":35003,"error_name":"V1_INSTANCE_NOT_AUTHORIZED","message":"the instance needs a QR scan: read its status for the QR","detail":{}}`,
 		v1(t, c.Key, "POST", instancePath(wa, "takeover"), nil))
 	require.Equal(t, before, instanceStatus(t, c.Key, wa, v1GotQR("whatsapp_qr_not_scanned")), "takeover keeps the pending QR")
-	// Reboot keeps the status and drops the pending login: a new QR, and
-	// the old one can no longer be scanned... the new one can.
+	// Reboot keeps the status and drops the pending login: a new QR.
 	requireJSON(t, v1(t, c.Key, "POST", instancePath(wa, "reboot"), nil), 200, ok)
 	require.Len(t, v2Statuses(t, c, wa), history)
 	require.Equal(t, events, statusEvents(t, wa))
@@ -187,10 +187,15 @@ func TestV1InstanceTakeoverReboot(t *testing.T) {
 	after := instanceStatus(t, c.Key, wa, v1GotQR("whatsapp_qr_not_scanned"))
 	require.NotEqual(t, before["qrCode"], after["qrCode"])
 	require.NotEqual(t, before["statusData"].(map[string]any)["qr"], after["statusData"].(map[string]any)["qr"])
-	// A reboot with nothing pending is a reboot all the same.
+	// A reboot with nothing pending is a reboot all the same; with nothing
+	// pending there is nothing to scan until status shows a QR again.
 	requireJSON(t, v1(t, c.Key, "POST", instancePath(wa, "reboot"), nil), 200, ok)
 	requireJSON(t, v1(t, c.Key, "POST", instancePath(wa, "reboot"), nil), 200, ok)
+	requireError(t, api(t, "POST", p("/sandbox/v1/whatsapp/%d/scan", wa), map[string]any{"phone": newPhone()}, operator()...),
+		409, 10022, "CONNECTION_WHATSAPP_NO_PENDING_LOGIN")
+	instanceStatus(t, c.Key, wa, v1GotQR("whatsapp_qr_not_scanned"))
 	require.Equal(t, 200, api(t, "POST", p("/sandbox/v1/whatsapp/%d/scan", wa), map[string]any{"phone": newPhone()}, operator()...).Status)
+	instanceStatus(t, c.Key, wa, v1Authenticated)
 	// generic_authorization_error needs a scan too.
 	require.Equal(t, 200, sandboxStatus(t, wa, "bad", "generic_authorization_error").Status)
 	requireError(t, v1(t, c.Key, "POST", instancePath(wa, "takeover"), nil), 409, 35003, "V1_INSTANCE_NOT_AUTHORIZED")
@@ -285,4 +290,50 @@ func TestV1InstanceAccess(t *testing.T) {
 	// The key comes before the id: another company's id with no key is 401.
 	require.Equal(t, 401, call(t, "GET", instancePath(999999999, "status"), nil).Status)
 	require.Equal(t, 403, v1(t, noScope, "GET", instancePath(999999999, "status"), nil).Status)
+}
+
+// --- Test mode off.
+
+// TestV1InstancesRealMode: with test mode off no WhatsApp provider is
+// configured, and the instances API says so as v2 does: a send or a phone
+// check is 500 10020 (no chat made, as a v2 send makes no message), a QR
+// cannot be had (503), takeover of a connection that needs a scan is 409
+// 35003.
+func TestV1InstancesRealMode(t *testing.T) {
+	s, _ := tgPolling.start(t)
+	c := newCompanyAt(t, s.BaseURL, nil)
+	at := func(method, path string, body any) response {
+		t.Helper()
+		r := callAt(t, s.BaseURL, method, path, body, key(c.Key)...)
+		for i := 0; r.Status == 429 && i < 10; i++ {
+			time.Sleep(time.Second)
+			r = callAt(t, s.BaseURL, method, path, body, key(c.Key)...)
+		}
+		return r
+	}
+	created := requireJSON(t, at("POST", "/v1/management/connections", map[string]any{"type": "whatsapp"}), 200, anyPresent).(map[string]any)
+	wa := created["connection"].(map[string]any)["id"]
+	ph := newPhone()
+	chatID := digits(ph) + "@c.us"
+	unsupported := `{"error_code":10020,"error_name":"CONNECTION_WHATSAPP_PROVIDER_UNSUPPORTED","message":"whatsapp provider is not supported; contact support","detail":{}}`
+	requireBody(t, unsupported, at("POST", instancePath(wa, "send_message"), map[string]any{"chat_id": chatID, "text": "hi"}))
+	requireBody(t, unsupported, at("POST", instancePath(wa, "send_file"), map[string]any{"chat_id": chatID, "url": "https://files.example.com/a.pdf", "file_name": "a.pdf"}))
+	requireBody(t, unsupported, at("GET", instancePath(wa, "check_phone")+"?phone="+url.QueryEscape(ph), nil))
+	require.Equal(t, 404, at("GET", cpath(c, "/messaging/chats/by_source/?connection_id=%v&source_chat_id=%s", wa, url.QueryEscape(chatID)), nil).Status,
+		"a refused send makes no chat")
+	// v2 refuses the same send the same way.
+	chat := requireJSON(t, at("POST", cpath(c, "/messaging/chats/"), map[string]any{"connection_id": wa, "phone": ph}), 200, anyPresent).(map[string]any)["chat_id"]
+	requireBody(t, unsupported, at("POST", cpath(c, "/messaging/messages/"), map[string]any{"chat_id": chat, "message_type": "text", "text": map[string]any{"text": "hi"}}))
+
+	// No QR without a messenger: 503, as v2's login.
+	r := at("GET", instancePath(wa, "status"), nil)
+	require.Equal(t, 503, r.Status, "%s", r.Body)
+	requireJSON(t, r, 503, map[string]any{"error_code": 503, "error_name": "SERVICE_UNAVAILABLE",
+		"message": "whatsapp logins are not available: no messenger is configured", "detail": anyPresent})
+	require.Equal(t, 503, at("POST", cpath(c, "/whatsapp/%v/login", wa), map[string]any{}).Status)
+	requireError(t, at("POST", instancePath(wa, "takeover"), nil), 409, 35003, "V1_INSTANCE_NOT_AUTHORIZED")
+	requireJSON(t, at("POST", instancePath(wa, "reboot"), nil), 200, map[string]any{"success": true})
+	requireJSON(t, at("GET", instancePath(wa, "dialogs"), nil), 200, map[string]any{"dialogs": []any{
+		map[string]any{"id": chatID, "name": ph, "image": nil, "metadata": map[string]any{"isGroup": false, "participants": []any{}, "groupInviteLink": nil}},
+	}})
 }
