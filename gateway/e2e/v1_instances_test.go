@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/pkg/postgres"
 )
 
 // --- Helpers of the v1 instances API tests.
@@ -294,6 +297,18 @@ func TestV1InstanceAccess(t *testing.T) {
 
 // --- Test mode off.
 
+// realServiceDB opens a service's database of a real-mode stack.
+func realServiceDB(t *testing.T, r *realStack, service string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	dsn, err := postgres.DSNWithDatabase(adminDSN, dbPrefix+"_"+r.name+"_"+service)
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(ctx) })
+	return conn
+}
+
 // TestV1InstancesRealMode: with test mode off no WhatsApp provider is
 // configured, and the instances API says so as v2 does: a send or a phone
 // check is 500 10020 (no chat made, as a v2 send makes no message), a QR
@@ -311,8 +326,19 @@ func TestV1InstancesRealMode(t *testing.T) {
 		}
 		return r
 	}
-	created := requireJSON(t, at("POST", "/v1/management/connections", map[string]any{"type": "whatsapp"}), 200, anyPresent).(map[string]any)
-	wa := created["connection"].(map[string]any)["id"]
+	// No whatsapp connection can be created without a provider (503, as
+	// v2's create)...
+	r := at("POST", "/v1/management/connections", map[string]any{"type": "whatsapp"})
+	requireError(t, r, 503, 503, "SERVICE_UNAVAILABLE")
+	// ...so the one this test drives is stored as a connection made before
+	// the provider went (one never authorised: params.phone null).
+	db := realServiceDB(t, tgPolling, "connections")
+	var wa int64
+	require.NoError(t, db.QueryRow(context.Background(), `INSERT INTO connections (company_id, type, name, status_type, status_subtype, params)
+		VALUES ($1, 'whatsapp', 'WhatsApp', 'bad', 'whatsapp_qr_not_scanned', '{"phone": null, "qr_url": null, "group_chats_enabled": false}')
+		RETURNING id`, c.ID).Scan(&wa))
+	requireJSON(t, at("GET", p("/v1/management/connections/%d", wa), nil), 200, map[string]any{"id": wa, "type": "whatsapp",
+		"params": map[string]any{"service_token": anyUUID, "phone": nil, "qr_url": nil, "group_chats_enabled": false}})
 	ph := newPhone()
 	chatID := digits(ph) + "@c.us"
 	unsupported := `{"error_code":10020,"error_name":"CONNECTION_WHATSAPP_PROVIDER_UNSUPPORTED","message":"whatsapp provider is not supported; contact support","detail":{}}`
@@ -326,7 +352,7 @@ func TestV1InstancesRealMode(t *testing.T) {
 	requireBody(t, unsupported, at("POST", cpath(c, "/messaging/messages/"), map[string]any{"chat_id": chat, "message_type": "text", "text": map[string]any{"text": "hi"}}))
 
 	// No QR without a messenger: 503, as v2's login.
-	r := at("GET", instancePath(wa, "status"), nil)
+	r = at("GET", instancePath(wa, "status"), nil)
 	require.Equal(t, 503, r.Status, "%s", r.Body)
 	requireJSON(t, r, 503, map[string]any{"error_code": 503, "error_name": "SERVICE_UNAVAILABLE",
 		"message": "whatsapp logins are not available: no messenger is configured", "detail": anyPresent})
