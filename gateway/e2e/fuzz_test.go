@@ -196,6 +196,10 @@ type fzFixtures struct {
 	// Sales: a product in a catalog with a shop on a second bot, and
 	// victims for the DELETEs (a catalog no shop uses).
 	product, victimProduct, catalog, victimCatalog, shop, victimShop int64
+
+	// instance is an authorised whatsapp connection for the v1 instances
+	// API (sends on one never authorised are 500 10020 by design).
+	instance int64
 }
 
 func fzSetup(t *testing.T) *fzFixtures {
@@ -223,6 +227,9 @@ func fzSetup(t *testing.T) *fzFixtures {
 		map[string]any{"subscription_plan": "STANDARD", "max_size": 5}, operator()...))
 	fx.scanned = num(post("/connections/", map[string]any{"name": "Fuzz WhatsApp 2", "type": "whatsapp"})["id"])
 	post(p("/whatsapp/%d/login", fx.scanned), map[string]any{})
+	fx.instance = num(post("/connections/", map[string]any{"name": "Fuzz instance", "type": "whatsapp"})["id"])
+	post(p("/whatsapp/%d/login", fx.instance), map[string]any{})
+	ok(api(t, "POST", p("/sandbox/v1/whatsapp/%d/scan", fx.instance), map[string]any{"phone": "+79997000005"}, operator()...))
 	fx.waba = num(post("/connections/", map[string]any{"name": "Fuzz WABA", "type": "waba",
 		"params": map[string]any{"waba_business_id": "3001", "phone_number_id": "3002", "access_token": "fuzz-secret"}})["id"])
 	// Room for the bots the fuzzer creates (the operator route adjusts the
@@ -312,6 +319,8 @@ func (fx *fzFixtures) pathValue(rt route, name string) (string, bool) {
 		switch {
 		case strings.HasPrefix(rt.path, "/sandbox/v1/whatsapp/"):
 			return d(fx.scanned)
+		case strings.HasPrefix(rt.path, "/v1/instances/whatsapp/"):
+			return d(fx.instance)
 		case strings.Contains(rt.path, "/whatsapp/{connection_id}"):
 			return d(fx.whatsapp)
 		case strings.Contains(rt.path, "/waba/{connection_id}"):

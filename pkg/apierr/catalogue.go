@@ -131,6 +131,7 @@ var (
 	V1IntegrationNotFound   = Def{35000, "V1_INTEGRATION_NOT_FOUND", 404, "integration not found"}
 	V1IntegrationNotWebhook = Def{35001, "V1_INTEGRATION_NOT_WEBHOOK", 400, "only webhook integrations have this action"}
 	V1WebhookURLCheckFailed = Def{35002, "V1_WEBHOOK_URL_CHECK_FAILED", 400, "the webhook url did not answer the check with HTTP 200"}
+	V1InstanceNotAuthorized = Def{35003, "V1_INSTANCE_NOT_AUTHORIZED", 409, "the instance needs a QR scan: read its status for the QR"}
 )
 
 // Catalogue lists every entry, for documentation and for the tests that keep
@@ -164,7 +165,7 @@ func Catalogue() []Def {
 		SalesShopConnectionTaken, SalesStorefrontUnauthorized, SalesOrderReplayed,
 		VKDirectGenericError, VKDirectSessionNotFound, VKDirectInvalidCode, VKDirectInvalidPassword,
 		WebhookNotFound, WebhookDeliveryNotFound,
-		V1IntegrationNotFound, V1IntegrationNotWebhook, V1WebhookURLCheckFailed,
+		V1IntegrationNotFound, V1IntegrationNotWebhook, V1WebhookURLCheckFailed, V1InstanceNotAuthorized,
 	}
 }
 

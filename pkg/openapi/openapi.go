@@ -413,7 +413,7 @@ func (g *gen) operation(rt route) (map[string]any, error) {
 		}
 		params = append(params, qs...)
 	}
-	if rt.method.FullName() == "switchboard.messaging.v1.MessagesService.SendMessage" {
+	if idempotentSends[string(rt.method.FullName())] {
 		params = append(params, map[string]any{
 			"name": "Idempotency-Key", "in": "header", "required": false,
 			"description": "Up to 255 characters: the same key with the same body within 24 hours answers the " +
@@ -652,4 +652,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// idempotentSends are the routes that take an Idempotency-Key: the message
+// sends, v2's and the v1 instances API's.
+var idempotentSends = map[string]bool{
+	"switchboard.messaging.v1.MessagesService.SendMessage":             true,
+	"switchboard.messaging.v1.V1InstanceMessagesService.SendV1Message": true,
+	"switchboard.messaging.v1.V1InstanceMessagesService.SendV1File":    true,
 }

@@ -70,6 +70,7 @@ func backends(cfg Config) []backend {
 			connectionsv1.RegisterConnectionsOperatorServiceHandler,
 			connectionsv1.RegisterConnectionsSandboxServiceHandler,
 			connectionsv1.RegisterV1ManagementConnectionsServiceHandler,
+			connectionsv1.RegisterV1InstancesServiceHandler,
 		}},
 		{"billing", cfg.BillingAddr, []registerFunc{
 			billingv1.RegisterBillingServiceHandler,
@@ -86,6 +87,7 @@ func backends(cfg Config) []backend {
 			messagingv1.RegisterInboxServiceHandler,
 			messagingv1.RegisterBlacklistServiceHandler,
 			messagingv1.RegisterMessagesServiceHandler,
+			messagingv1.RegisterV1InstanceMessagesServiceHandler,
 			messagingv1.RegisterMessagingSandboxServiceHandler,
 			// Before WabaTemplatesService: its literal
 			// /messaging/templates/waba_templates/... must win over

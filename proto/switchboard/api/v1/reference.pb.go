@@ -51,6 +51,7 @@ const (
 	Section_SECTION_SALES               Section = 16
 	Section_SECTION_STOREFRONT          Section = 17
 	Section_SECTION_V1_MANAGEMENT       Section = 30
+	Section_SECTION_V1_INSTANCES        Section = 31
 	Section_SECTION_MESSENGER_CALLBACKS Section = 14
 	// The operator document (/admin/v1, /sandbox/v1).
 	Section_SECTION_OPERATOR_COMPANIES   Section = 50
@@ -85,6 +86,7 @@ var (
 		16: "SECTION_SALES",
 		17: "SECTION_STOREFRONT",
 		30: "SECTION_V1_MANAGEMENT",
+		31: "SECTION_V1_INSTANCES",
 		14: "SECTION_MESSENGER_CALLBACKS",
 		50: "SECTION_OPERATOR_COMPANIES",
 		51: "SECTION_OPERATOR_CONNECTIONS",
@@ -115,6 +117,7 @@ var (
 		"SECTION_SALES":                16,
 		"SECTION_STOREFRONT":           17,
 		"SECTION_V1_MANAGEMENT":        30,
+		"SECTION_V1_INSTANCES":         31,
 		"SECTION_MESSENGER_CALLBACKS":  14,
 		"SECTION_OPERATOR_COMPANIES":   50,
 		"SECTION_OPERATOR_CONNECTIONS": 51,
@@ -296,7 +299,7 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\vSectionInfo\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group*\xef%\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group*\xce'\n" +
 	"\aSection\x12\x17\n" +
 	"\x13SECTION_UNSPECIFIED\x10\x00\x12\x94\x01\n" +
 	"\x0fSECTION_COMPANY\x10\x01\x1a\x7f\xe2\xf9\x18{\n" +
@@ -334,7 +337,9 @@ const file_switchboard_api_v1_reference_proto_rawDesc = "" +
 	"\n" +
 	"Storefront\x12{What a shop's mini app calls inside the messenger (no API key, the messenger's signed launch data): the catalog and orders.\x1a\x05Sales\x12\xf5\x01\n" +
 	"\x15SECTION_V1_MANAGEMENT\x10\x1e\x1a\xd9\x01\xe2\xf9\x18\xd4\x01\n" +
-	"\x0ev1: management\x12\xb9\x01The older management API, for clients written against it: the same connections and integrations as v2, and webhook integrations that receive the events of the connections bound to them.\x1a\x06v1 API\x12\xc0\x01\n" +
+	"\x0ev1: management\x12\xb9\x01The older management API, for clients written against it: the same connections and integrations as v2, and webhook integrations that receive the events of the connections bound to them.\x1a\x06v1 API\x12\xdc\x01\n" +
+	"\x14SECTION_V1_INSTANCES\x10\x1f\x1a\xc1\x01\xe2\xf9\x18\xbc\x01\n" +
+	"\x16v1: WhatsApp instances\x12\x99\x01The older instances API of a whatsapp connection, for clients written against it: its status and QR, chats, phone checks, and sends that are v2 messages.\x1a\x06v1 API\x12\xc0\x01\n" +
 	"\x1bSECTION_MESSENGER_CALLBACKS\x10\x0e\x1a\x9e\x01\xe2\xf9\x18\x99\x01\n" +
 	"\x13Messenger callbacks\x12kCalled by Telegram, not by clients: the address the platform registers for a bot's updates in webhook mode.\x1a\x15Not called by clients\x12\xb4\x01\n" +
 	"\x1aSECTION_OPERATOR_COMPANIES\x102\x1a\x93\x01\xe2\xf9\x18\x8e\x01\n" +

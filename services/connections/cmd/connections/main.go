@@ -152,4 +152,5 @@ func (r registrar) Register(s *grpc.Server) {
 	connectionsv1.RegisterConnectionsSandboxServiceServer(s, r.srv)
 	connectionsv1.RegisterConnectionsInternalServiceServer(s, r.srv)
 	connectionsv1.RegisterV1ManagementConnectionsServiceServer(s, r.srv)
+	connectionsv1.RegisterV1InstancesServiceServer(s, r.srv)
 }

@@ -39,4 +39,8 @@ type LoginStore interface {
 	// RestoreWhatsappLogin puts a taken login back for ttl, unless the
 	// connection has a newer one.
 	RestoreWhatsappLogin(ctx context.Context, l domain.WhatsappLogin, ttl time.Duration) error
+	// PendingWhatsappQR answers a connection's live pending QR login, or
+	// stores the one fresh makes for ttl when it has none or a pairing
+	// code, atomically: concurrent callers get the same QR.
+	PendingWhatsappQR(ctx context.Context, connectionID int64, ttl time.Duration, fresh func() (domain.WhatsappLogin, error)) (domain.WhatsappLogin, error)
 }

@@ -37,13 +37,21 @@ type LoginMessenger interface {
 	CheckPassword(ctx context.Context, m domain.Type, phone, password string) (bool, error)
 }
 
-// WhatsappMessenger starts whatsapp logins.
+// WhatsappMessenger starts whatsapp logins and serves the v1 instances
+// API's calls to the instance.
 type WhatsappMessenger interface {
 	// WhatsappQR answers what a new login QR of the connection encodes.
 	WhatsappQR(ctx context.Context, connectionID int64) (string, error)
 	// WhatsappPairingCode answers a new pairing code (XXXX-XXXX) for the
 	// phone (E.164).
 	WhatsappPairingCode(ctx context.Context, connectionID int64, phone string) (string, error)
+	// WhatsappHasAccount says whether the phone (E.164) has a WhatsApp
+	// account, asked through the authorised connection.
+	WhatsappHasAccount(ctx context.Context, connectionID int64, phone string) (bool, error)
+	// WhatsappRestart restarts the connection's instance and takes its
+	// session back from another web session; it returns once the session
+	// is up again.
+	WhatsappRestart(ctx context.Context, connectionID int64) error
 }
 
 // WabaMessenger is the business platform's side of a WABA profile.

@@ -286,3 +286,11 @@ func TestAccountParams(t *testing.T) {
 	require.Equal(t, map[string]any{"user_id": "100", "username": nil, "phone": "+79990001122"}, domain.AccountParams(domain.VKDirect, a))
 	require.Equal(t, map[string]any{"user_id": "100", "phone": "+79990001122"}, domain.AccountParams(domain.MaxPersonal, a))
 }
+
+func TestStateOf(t *testing.T) {
+	require.Equal(t, domain.InstanceNeedsQR, domain.StateOf(nil))
+	require.Equal(t, domain.InstanceAuthorized, domain.StateOf(&domain.GoodNormal))
+	require.Equal(t, domain.InstanceDropped, domain.StateOf(&domain.Status{Type: domain.Bad, Subtype: domain.GenericConnectionError}))
+	require.Equal(t, domain.InstanceNeedsQR, domain.StateOf(&domain.Status{Type: domain.Bad, Subtype: domain.WhatsappQRNotScanned}))
+	require.Equal(t, domain.InstanceNeedsQR, domain.StateOf(&domain.Status{Type: domain.Bad, Subtype: domain.GenericAuthorizationError}))
+}

@@ -216,6 +216,7 @@ func (r registrar) Register(s *grpc.Server) {
 	messagingv1.RegisterChatsServiceServer(s, r.srv)
 	messagingv1.RegisterBlacklistServiceServer(s, r.srv)
 	messagingv1.RegisterMessagesServiceServer(s, r.srv)
+	messagingv1.RegisterV1InstanceMessagesServiceServer(s, r.srv)
 	messagingv1.RegisterMessagingSandboxServiceServer(s, r.srv)
 	r.files.Register(s)
 	messagingv1.RegisterInboxServiceServer(s, r.srv)

@@ -17,6 +17,7 @@ type Repository interface {
 	InboundRepository
 	SendRepository
 	InboxRepository
+	DialogRepository
 
 	Chat(ctx context.Context, company, id int64) (domain.Chat, error)
 	ChatBySource(ctx context.Context, company, connectionID int64, sourceChatID string) (domain.Chat, error)

@@ -89,7 +89,7 @@ func (f ibFixture) in(t *testing.T, conn int64, n int, text string) app.Ingested
 func (f ibFixture) out(t *testing.T, chat domain.Chat, text string) {
 	t.Helper()
 	_, err := f.repo.SaveOutbound(inCtx, domain.Message{ID: uuid.NewString(), CompanyID: inCompany, ChatID: chat.ID,
-		ConnectionID: chat.ConnectionID, Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": text}}, nil, nil)
+		ConnectionID: chat.ConnectionID, Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": text}}, app.SaveOpts{})
 	require.NoError(t, err)
 }
 
@@ -333,7 +333,7 @@ func TestInboxWalkWithConcurrentWriters(t *testing.T) {
 					}
 				} else {
 					_, err := f.repo.SaveOutbound(inCtx, domain.Message{ID: uuid.NewString(), CompanyID: inCompany, ChatID: ch.ID,
-						ConnectionID: ch.ConnectionID, Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "answer"}}, nil, nil)
+						ConnectionID: ch.ConnectionID, Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "answer"}}, app.SaveOpts{})
 					if err != nil {
 						t.Error(err)
 						return

@@ -44,7 +44,7 @@ func (r *mkRepo) Chat(_ context.Context, company, id int64) (domain.Chat, error)
 	return domain.Chat{ID: id, CompanyID: company, ConnectionID: id}, nil
 }
 
-func (r *mkRepo) SaveOutbound(_ context.Context, m domain.Message, _ *app.Idempotency, _ app.EncodeFunc) (app.Saved, error) {
+func (r *mkRepo) SaveOutbound(_ context.Context, m domain.Message, _ app.SaveOpts) (app.Saved, error) {
 	r.saved = append(r.saved, m)
 	return app.Saved{Message: m}, nil
 }

@@ -21,10 +21,11 @@ type MessageRepository interface {
 	Messages(ctx context.Context, company, chatID int64, until *time.Time, limit int) ([]domain.Message, error)
 	Message(ctx context.Context, company int64, id string) (domain.Message, error)
 	// SaveOutbound stores an outbound message with its chat locked, queues
-	// its send, resets the chat's unanswered count, and with idem records
-	// the answer encode makes, in one transaction. ErrKeyTaken: the key is
+	// its send, resets the chat's unanswered count, with opts.Queue counts
+	// its place in the connection's queue, and with opts.Idem records the
+	// answer opts.Encode makes, in one transaction. ErrKeyTaken: the key is
 	// held by another send; nothing is stored.
-	SaveOutbound(ctx context.Context, m domain.Message, idem *Idempotency, encode EncodeFunc) (Saved, error)
+	SaveOutbound(ctx context.Context, m domain.Message, opts SaveOpts) (Saved, error)
 	// StoredAnswer is the request hash and answer recorded for a key since
 	// a time; domain.ErrNotFound when none.
 	StoredAnswer(ctx context.Context, company int64, key string, since time.Time) (hash, answer []byte, err error)
@@ -39,12 +40,24 @@ type Idempotency struct {
 }
 
 // EncodeFunc makes the answer to record for an idempotency key.
-type EncodeFunc func(domain.Chat, domain.Message) ([]byte, error)
+type EncodeFunc func(Saved) ([]byte, error)
+
+// SaveOpts are what SaveOutbound does besides storing and queueing.
+type SaveOpts struct {
+	Idem   *Idempotency
+	Encode EncodeFunc
+	// Queue: count the message's place in its connection's queue.
+	Queue bool
+}
 
 // Saved is a stored outbound message and its chat after it.
 type Saved struct {
 	Chat    domain.Chat
 	Message domain.Message
+	// QueueNumber (with SaveOpts.Queue) is 1 + the connection's outbound
+	// messages accepted before this one and not yet taken by the
+	// messenger, counted in the transaction that stored it.
+	QueueNumber int64
 }
 
 // ErrKeyTaken is an idempotency key recorded by another send.
@@ -81,6 +94,8 @@ type SendCmd struct {
 	// Idempotency, when the request has a key; Encode makes its answer.
 	Idempotency *Idempotency
 	Encode      EncodeFunc
+	// Queue asks for Saved.QueueNumber (v1 sends answer it).
+	Queue bool
 }
 
 // SendResult is a fresh send, or the replay of a first answer.
@@ -138,7 +153,7 @@ func (s *Service) Send(ctx context.Context, cmd SendCmd) (SendResult, error) {
 		}
 		m.ReplyToMessageID, m.ReplyToSourceMessageID = &replied.ID, replied.SourceMessageID
 	}
-	saved, err := s.repo.SaveOutbound(ctx, m, cmd.Idempotency, cmd.Encode)
+	saved, err := s.repo.SaveOutbound(ctx, m, SaveOpts{Idem: cmd.Idempotency, Encode: cmd.Encode, Queue: cmd.Queue})
 	if errors.Is(err, ErrKeyTaken) {
 		// A concurrent send with the key won: answer as it did.
 		if res, ok, err := s.replay(ctx, cmd); ok || err != nil {

@@ -73,7 +73,7 @@ func (f snFixture) send(t *testing.T, text string, idem *app.Idempotency) (app.S
 	t.Helper()
 	return f.s.Send(context.Background(), app.SendCmd{CompanyID: snCompany, ChatID: f.chat.ID, Type: domain.Text,
 		Content: map[string]any{"text": text}, OwnerUserID: 1, OwnerName: "Owner", Idempotency: idem,
-		Encode: func(_ domain.Chat, m domain.Message) ([]byte, error) { return []byte(m.ID), nil }})
+		Encode: func(s app.Saved) ([]byte, error) { return []byte(s.Message.ID), nil }})
 }
 
 // runSender runs the worker until the test ends.

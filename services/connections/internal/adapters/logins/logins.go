@@ -221,6 +221,45 @@ func (s *Store) RestoreWhatsappLogin(ctx context.Context, l domain.WhatsappLogin
 	return s.restore(ctx, s.whatsappKey(l.ConnectionID), whatsappToRecord(l), ttl, "whatsapp login")
 }
 
+// PendingWhatsappQR implements app.LoginStore.
+func (s *Store) PendingWhatsappQR(ctx context.Context, connectionID int64, ttl time.Duration, fresh func() (domain.WhatsappLogin, error)) (domain.WhatsappLogin, error) {
+	key := s.whatsappKey(connectionID)
+	var out domain.WhatsappLogin
+	err := s.retry(ctx, key, func(tx *redis.Tx) error {
+		b, err := tx.Get(ctx, key).Bytes()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("logins: read whatsapp login: %w", err)
+		}
+		if err == nil {
+			var r whatsappRecord
+			if err := json.Unmarshal(b, &r); err != nil {
+				return fmt.Errorf("logins: decode whatsapp login: %w", err)
+			}
+			if l := r.domain(); l.AuthType == domain.WhatsappAuthQR {
+				out = l
+				return nil
+			}
+		}
+		l, err := fresh()
+		if err != nil {
+			return err
+		}
+		nb, err := json.Marshal(whatsappToRecord(l))
+		if err != nil {
+			return fmt.Errorf("logins: encode whatsapp login: %w", err)
+		}
+		if _, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, key, nb, ttl)
+			return nil
+		}); err != nil {
+			return err
+		}
+		out = l
+		return nil
+	})
+	return out, err
+}
+
 // retry runs fn in an optimistic transaction on key until it commits
 // without a conflict.
 func (s *Store) retry(ctx context.Context, key string, fn func(*redis.Tx) error) error {

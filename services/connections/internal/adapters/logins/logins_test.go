@@ -221,3 +221,58 @@ func TestWhatsappLogins(t *testing.T) {
 	_, err = st.TakeWhatsappLogin(ctx, 6, func(domain.WhatsappLogin) error { return nil })
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
+
+// TestPendingWhatsappQR: a live QR login is answered as it is; none, or a
+// pairing code, gives way to the fresh one (for its ttl); concurrent
+// callers all get the one QR stored.
+func TestPendingWhatsappQR(t *testing.T) {
+	ctx := context.Background()
+	st, rdb, prefix := newStore(t)
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	var made atomic.Int32
+	fresh := func() (domain.WhatsappLogin, error) {
+		n := made.Add(1)
+		return domain.WhatsappLogin{ConnectionID: 5, AuthType: domain.WhatsappAuthQR, QR: "qr-" + string(rune('0'+n)), ExpiresAt: at}, nil
+	}
+	first, err := st.PendingWhatsappQR(ctx, 5, time.Minute, fresh)
+	require.NoError(t, err)
+	require.Equal(t, "qr-1", first.QR)
+	require.Greater(t, rdb.PTTL(ctx, prefix+"login:whatsapp:5").Val(), 59*time.Second)
+	again, err := st.PendingWhatsappQR(ctx, 5, time.Minute, fresh)
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+	require.EqualValues(t, 1, made.Load())
+
+	// A pairing code is replaced by a QR.
+	require.NoError(t, st.PutWhatsappLogin(ctx, domain.WhatsappLogin{ConnectionID: 5, AuthType: domain.WhatsappAuthPhone,
+		Phone: "+79991234567", AuthCode: "ABCD-EFGH", ExpiresAt: at}, time.Minute))
+	qr, err := st.PendingWhatsappQR(ctx, 5, time.Minute, fresh)
+	require.NoError(t, err)
+	require.Equal(t, "qr-2", qr.QR)
+	taken, err := st.TakeWhatsappLogin(ctx, 5, func(domain.WhatsappLogin) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, qr, taken)
+
+	// A failure of fresh stores nothing.
+	boom := errors.New("messenger down")
+	_, err = st.PendingWhatsappQR(ctx, 5, time.Minute, func() (domain.WhatsappLogin, error) { return domain.WhatsappLogin{}, boom })
+	require.ErrorIs(t, err, boom)
+	require.Zero(t, rdb.Exists(ctx, prefix+"login:whatsapp:5").Val())
+
+	// In parallel: one QR for everyone.
+	var wg sync.WaitGroup
+	got := make([]string, 16)
+	for i := range got {
+		wg.Go(func() {
+			l, err := st.PendingWhatsappQR(ctx, 6, time.Minute, func() (domain.WhatsappLogin, error) {
+				return domain.WhatsappLogin{ConnectionID: 6, AuthType: domain.WhatsappAuthQR, QR: uuid.NewString(), ExpiresAt: at}, nil
+			})
+			assert.NoError(t, err)
+			got[i] = l.QR
+		})
+	}
+	wg.Wait()
+	for _, q := range got {
+		require.Equal(t, got[0], q)
+	}
+}

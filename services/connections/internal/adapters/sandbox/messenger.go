@@ -207,6 +207,22 @@ func (s *Sandbox) WhatsappQR(context.Context, int64) (string, error) {
 	return "2@" + randomToken(24) + "," + randomToken(32) + "," + randomToken(32) + "," + randomToken(32), nil
 }
 
+// WhatsappHasAccount implements app.Messenger: a phone has a WhatsApp
+// account exactly when one was registered for it (/sandbox/v1/accounts).
+func (s *Sandbox) WhatsappHasAccount(ctx context.Context, _ int64, phone string) (bool, error) {
+	var exists bool
+	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sandbox_accounts WHERE messenger = $1 AND phone = $2)`,
+		string(domain.Whatsapp), phone).Scan(&exists)
+	if err != nil {
+		return false, fmt.Errorf("sandbox: read account: %w", err)
+	}
+	return exists, nil
+}
+
+// WhatsappRestart implements app.Messenger: the emulated instance is up
+// again at once.
+func (s *Sandbox) WhatsappRestart(context.Context, int64) error { return nil }
+
 // pairingAlphabet is the characters of a pairing code (spec 8: XXXX-XXXX).
 const pairingAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 

@@ -81,3 +81,13 @@ func (Provider) SentCode(context.Context, string) (string, bool, error) {
 func (Provider) ScanQR(context.Context, domain.Type, string, string) error {
 	return sandboxOnly()
 }
+
+// WhatsappHasAccount implements app.Messenger.
+func (Provider) WhatsappHasAccount(context.Context, int64, string) (bool, error) {
+	return false, apierr.ServiceUnavailable.Msg("whatsapp phone checks are not available: no messenger is configured")
+}
+
+// WhatsappRestart implements app.Messenger.
+func (Provider) WhatsappRestart(context.Context, int64) error {
+	return apierr.ServiceUnavailable.Msg("whatsapp instances cannot be restarted: no messenger is configured")
+}

@@ -20,6 +20,7 @@ type Server struct {
 	connectionsv1.UnimplementedConnectionsSandboxServiceServer
 	connectionsv1.UnimplementedConnectionsInternalServiceServer
 	connectionsv1.UnimplementedV1ManagementConnectionsServiceServer
+	connectionsv1.UnimplementedV1InstancesServiceServer
 	app *app.Service
 }
 

@@ -56,7 +56,7 @@ func TestReadOfUndeliveredIsOneInstant(t *testing.T) {
 	for range 5 {
 		m := domain.Message{ID: uuid.NewString(), CompanyID: 8, ChatID: chatID, ConnectionID: 80,
 			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
-		_, err := r.SaveOutbound(ctx, m, nil, nil)
+		_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
 		require.NoError(t, err)
 		require.NoError(t, r.ApplyReceipt(ctx, app.Receipt{MessageID: m.ID, Status: app.Read}, time.Time{}))
 		got, err := r.Message(ctx, 8, m.ID)

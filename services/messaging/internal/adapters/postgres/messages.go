@@ -139,7 +139,8 @@ func lockChat(ctx context.Context, tx pgx.Tx, company, id int64) (domain.Chat, e
 var errKeyTaken = errors.New("idempotency key taken")
 
 // SaveOutbound implements app.Repository.
-func (r *Repo) SaveOutbound(ctx context.Context, m domain.Message, idem *app.Idempotency, encode app.EncodeFunc) (app.Saved, error) {
+func (r *Repo) SaveOutbound(ctx context.Context, m domain.Message, opts app.SaveOpts) (app.Saved, error) {
+	idem := opts.Idem
 	var out app.Saved
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		chat, err := lockChat(ctx, tx, m.CompanyID, m.ChatID)
@@ -164,8 +165,20 @@ func (r *Repo) SaveOutbound(ctx context.Context, m domain.Message, idem *app.Ide
 		chat.UnansweredCount, chat.LastMessageAt = 0, &m.CreatedAt
 		m.SourceChatID = chat.SourceChatID
 		out = app.Saved{Chat: chat, Message: m}
+		if opts.Queue {
+			// The sends still queued are the ones the messenger has not
+			// taken (a taken send's row goes in the transaction that
+			// records its outcome); this one's own row is not counted.
+			var ahead int64
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM outbound_sends s JOIN messages q ON q.id = s.message_id
+				WHERE s.company_id = $1 AND q.connection_id = $2 AND s.message_id <> $3`,
+				m.CompanyID, m.ConnectionID, m.ID).Scan(&ahead); err != nil {
+				return fmt.Errorf("queue number: %w", err)
+			}
+			out.QueueNumber = ahead + 1
+		}
 		if idem != nil {
-			answer, err := encode(chat, m)
+			answer, err := opts.Encode(out)
 			if err != nil {
 				return err
 			}

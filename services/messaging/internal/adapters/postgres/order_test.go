@@ -27,7 +27,7 @@ func TestReceiptWaitsForItsChat(t *testing.T) {
 	chatID := testChat(t, r, 7, 70, domain.Telegram, "4242")
 	m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chatID, ConnectionID: 70,
 		Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
-	_, err := r.SaveOutbound(ctx, m, nil, nil)
+	_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
 	require.NoError(t, err)
 
 	// A writer of the chat's events holds the chat, as SaveInbound does.

@@ -70,8 +70,8 @@ func (s *Server) SendMessage(ctx context.Context, req *messagingv1.SendMessageRe
 		Content:     content,
 		OwnerUserID: p.GetOwnerUserId(),
 		OwnerName:   p.GetOwnerName(),
-		Encode: func(c domain.Chat, m domain.Message) ([]byte, error) {
-			resp, err := sendResponse(c, m)
+		Encode: func(saved app.Saved) ([]byte, error) {
+			resp, err := sendResponse(saved.Chat, saved.Message)
 			if err != nil {
 				return nil, err
 			}

@@ -25,6 +25,7 @@ type Server struct {
 	messagingv1.UnimplementedInboxServiceServer
 	messagingv1.UnimplementedTemplatesServiceServer
 	messagingv1.UnimplementedWabaTemplatesServiceServer
+	messagingv1.UnimplementedV1InstanceMessagesServiceServer
 	app     *app.Service
 	sandbox Sandbox
 }
