@@ -255,16 +255,29 @@ func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Mess
 	if err != nil {
 		return fmt.Errorf("read chat: %w", err)
 	}
+	// The connection (connections) and whether it is paid (billing, which
+	// asks connections too) are independent answers of other services:
+	// both are asked at once, and judged in the same order as before.
+	var (
+		paid    bool
+		paidErr error
+		asked   sync.WaitGroup
+	)
+	asked.Add(1)
+	go func() {
+		defer asked.Done()
+		paid, paidErr = s.payments.ConnectionPaid(ctx, chat.ConnectionID)
+	}()
 	conn, err := s.connections.Connection(ctx, c.CompanyID, chat.ConnectionID)
+	asked.Wait()
 	if errors.Is(err, domain.ErrNotFound) {
 		return s.repo.SendFailed(ctx, m.ID, domain.ErrGeneric, "the connection no longer exists")
 	}
 	if err != nil {
 		return s.retry(ctx, c, err)
 	}
-	paid, err := s.payments.ConnectionPaid(ctx, conn.ID)
-	if err != nil {
-		return s.retry(ctx, c, err)
+	if paidErr != nil {
+		return s.retry(ctx, c, paidErr)
 	}
 	if !paid {
 		return s.repo.SendFailed(ctx, m.ID, domain.ErrSubscriptionNotPaid, "the connection's subscription is not paid")
