@@ -65,14 +65,15 @@ type Message struct {
 // Write adds a message to the outbox in tx, the transaction of the change it
 // tells, and signals the relays; the signal is delivered when tx commits
 // and dropped if it rolls back. payload is encoded as JSON.
+//
+// One statement, one round trip: the signal is sent from RETURNING, so only
+// for a row written. PostgreSQL folds identical notifications of one
+// transaction into one.
 func Write(ctx context.Context, tx pgx.Tx, topic string, companyID int64, eventType string, payload any) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO outbox (topic, company_id, event_type, payload) VALUES ($1, $2, $3, $4)`,
-		topic, companyID, eventType, payload); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO outbox (topic, company_id, event_type, payload) VALUES ($1, $2, $3, $4)
+		RETURNING pg_notify($5, topic)`,
+		topic, companyID, eventType, payload, Channel); err != nil {
 		return fmt.Errorf("outbox: write %s %s: %w", topic, eventType, err)
-	}
-	// PostgreSQL folds identical notifications of one transaction into one.
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, topic); err != nil {
-		return fmt.Errorf("outbox: notify %s: %w", topic, err)
 	}
 	return nil
 }

@@ -122,12 +122,18 @@ func TestSendLeaseLostIsNotSent(t *testing.T) {
 		MaxAttempts: 3, Backoff: time.Millisecond, Batch: 10, Parallel: 1})
 	<-conns.entered
 
-	// The lease lapses and another worker takes the send.
-	_, err = f.db.Exec(ctx, `UPDATE outbound_sends SET due_at = now()`)
-	require.NoError(t, err)
-	taken, err := f.repo.ClaimSends(ctx, time.Hour, 10)
-	require.NoError(t, err)
-	require.Len(t, taken, 1)
+	// The lease lapses and another worker takes the send. The first
+	// holder still renews every 5 ms and may push the due time back
+	// between the two statements (the lease is still its own then): try
+	// again until the takeover wins.
+	var taken []app.Claim
+	require.Eventually(t, func() bool {
+		_, err := f.db.Exec(ctx, `UPDATE outbound_sends SET due_at = now()`)
+		require.NoError(t, err)
+		taken, err = f.repo.ClaimSends(ctx, time.Hour, 10)
+		require.NoError(t, err)
+		return len(taken) == 1
+	}, 10*time.Second, time.Millisecond, "another worker takes the send")
 	seen := repo.renewals.Load()
 	require.Eventually(t, func() bool { return repo.renewals.Load() >= seen+2 }, 10*time.Second, time.Millisecond,
 		"a renewal after the takeover")

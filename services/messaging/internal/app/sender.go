@@ -16,7 +16,8 @@ import (
 // (adapters/postgres).
 type SendRepository interface {
 	// ClaimSends takes up to n due sends for lease: another worker takes
-	// one again only after its lease runs out (a worker that died).
+	// one again only after its lease runs out (a worker that died). Each
+	// comes with its message, oldest due first and in its chat's order.
 	ClaimSends(ctx context.Context, lease time.Duration, n int) ([]Claim, error)
 	// RenewSends extends the leases of claims still held under their
 	// tokens by lease from now, and answers the message ids of those it
@@ -56,6 +57,8 @@ type Claim struct {
 	// Token names this claim: only it renews the lease or puts the send
 	// back.
 	Token string
+	// Message is the message to send, read with the claim.
+	Message domain.Message
 }
 
 // Receipt is a messenger's word on an outbound message: found by the
@@ -190,55 +193,49 @@ func (s *Service) RunSender(ctx context.Context, log *slog.Logger) error {
 // run on.
 func (s *Service) deliverBatch(ctx, work context.Context, log *slog.Logger, h *holder, claims []Claim) {
 	var order []int64
-	byChat := map[int64][]claimed{}
+	byChat := map[int64][]Claim{}
 	for _, c := range claims {
-		m, err := s.repo.Message(work, c.CompanyID, c.MessageID)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Error("read queued message", "message_id", c.MessageID, "error", err)
-			}
-			continue
+		chat := c.Message.ChatID
+		if _, seen := byChat[chat]; !seen {
+			order = append(order, chat)
 		}
-		if _, seen := byChat[m.ChatID]; !seen {
-			order = append(order, m.ChatID)
-		}
-		byChat[m.ChatID] = append(byChat[m.ChatID], claimed{c, m})
+		byChat[chat] = append(byChat[chat], c)
 	}
 	sem := make(chan struct{}, s.sender.Parallel)
 	var wg sync.WaitGroup
 	for _, chat := range order {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(list []claimed) {
+		go func(list []Claim) {
 			defer func() { <-sem; wg.Done() }()
-			for i, cm := range list {
+			for i, c := range list {
 				if ctx.Err() != nil {
 					// Stopping: the rest go back to the queue now rather
 					// than when their leases run out.
 					for _, rest := range list[i:] {
-						if err := s.repo.SendAfterWait(work, rest.Claim, s.now()); err != nil {
+						if err := s.repo.SendAfterWait(work, rest, s.now()); err != nil {
 							log.Error("put back a send", "message_id", rest.MessageID, "error", err)
 						}
 						h.done(rest.MessageID)
 					}
 					return
 				}
-				err := s.deliver(work, h, cm.Claim, cm.m)
+				err := s.deliver(work, h, c, c.Message)
 				if errors.Is(err, errLeaseLost) {
 					// Another worker may have it now: this one must not
 					// send it too, nor the chat's later messages before
 					// it. Their leases, no longer renewed, bring them
 					// back to whichever worker holds the chat's first.
-					log.Warn("send lease lost before the send; left to its next holder", "message_id", cm.MessageID)
+					log.Warn("send lease lost before the send; left to its next holder", "message_id", c.MessageID)
 					for _, rest := range list[i:] {
 						h.done(rest.MessageID)
 					}
 					return
 				}
 				if err != nil {
-					log.Error("send message", "message_id", cm.MessageID, "attempt", cm.Attempts, "error", err)
+					log.Error("send message", "message_id", c.MessageID, "attempt", c.Attempts, "error", err)
 				}
-				h.done(cm.MessageID)
+				h.done(c.MessageID)
 			}
 		}(byChat[chat])
 	}
@@ -247,11 +244,6 @@ func (s *Service) deliverBatch(ctx, work context.Context, log *slog.Logger, h *h
 
 // errLeaseLost: the worker can no longer show that a send is its own.
 var errLeaseLost = errors.New("send lease lost")
-
-type claimed struct {
-	Claim
-	m domain.Message
-}
 
 // deliver makes one attempt at a send: the asynchronous refusals first
 // (not paid, blacklisted), then the messenger.
@@ -263,16 +255,29 @@ func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Mess
 	if err != nil {
 		return fmt.Errorf("read chat: %w", err)
 	}
+	// The connection (connections) and whether it is paid (billing, which
+	// asks connections too) are independent answers of other services:
+	// both are asked at once, and judged in the same order as before.
+	var (
+		paid    bool
+		paidErr error
+		asked   sync.WaitGroup
+	)
+	asked.Add(1)
+	go func() {
+		defer asked.Done()
+		paid, paidErr = s.payments.ConnectionPaid(ctx, chat.ConnectionID)
+	}()
 	conn, err := s.connections.Connection(ctx, c.CompanyID, chat.ConnectionID)
+	asked.Wait()
 	if errors.Is(err, domain.ErrNotFound) {
 		return s.repo.SendFailed(ctx, m.ID, domain.ErrGeneric, "the connection no longer exists")
 	}
 	if err != nil {
 		return s.retry(ctx, c, err)
 	}
-	paid, err := s.payments.ConnectionPaid(ctx, conn.ID)
-	if err != nil {
-		return s.retry(ctx, c, err)
+	if paidErr != nil {
+		return s.retry(ctx, c, paidErr)
 	}
 	if !paid {
 		return s.repo.SendFailed(ctx, m.ID, domain.ErrSubscriptionNotPaid, "the connection's subscription is not paid")

@@ -14,21 +14,28 @@ import (
 	"switchboard.dev/services/messaging/internal/domain"
 )
 
-// messageSelect reads a message with its chat's messenger-side id.
-const messageSelect = `SELECT m.id, m.company_id, m.chat_id, m.connection_id, c.source_chat_id,
+// messageCols and messageFrom read a message with its chat's
+// messenger-side id (scanMessage).
+const (
+	messageCols = `m.id, m.company_id, m.chat_id, m.connection_id, c.source_chat_id,
 	m.source_message_id, m.direction, m.message_type, m.content, m.author,
 	m.reply_to_message_id, m.reply_to_source_message_id, m.created_at,
-	m.delivered_at, m.read_at, m.error_at, m.error_type, m.error_text, m.markup, m.template
+	m.delivered_at, m.read_at, m.error_at, m.error_type, m.error_text, m.markup, m.template`
+	messageFrom = `
 FROM messages m JOIN chats c ON c.id = m.chat_id`
+	messageSelect = `SELECT ` + messageCols + messageFrom
+)
 
-func scanMessage(row pgx.Row) (domain.Message, error) {
+// scanMessage reads messageCols, then into extra any columns selected
+// after them.
+func scanMessage(row pgx.Row, extra ...any) (domain.Message, error) {
 	var m domain.Message
 	var dir, typ string
 	var content, author, markup, template []byte
-	err := row.Scan(&m.ID, &m.CompanyID, &m.ChatID, &m.ConnectionID, &m.SourceChatID,
+	err := row.Scan(append([]any{&m.ID, &m.CompanyID, &m.ChatID, &m.ConnectionID, &m.SourceChatID,
 		&m.SourceMessageID, &dir, &typ, &content, &author,
 		&m.ReplyToMessageID, &m.ReplyToSourceMessageID, &m.CreatedAt,
-		&m.DeliveredAt, &m.ReadAt, &m.ErrorAt, &m.ErrorType, &m.ErrorText, &markup, &template)
+		&m.DeliveredAt, &m.ReadAt, &m.ErrorAt, &m.ErrorType, &m.ErrorText, &markup, &template}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Message{}, domain.ErrNotFound
 	}

@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -132,4 +134,77 @@ func testChat(t *testing.T, r *Repo, company, conn int64, typ domain.Type, sourc
 		SourceChatID: source, Name: "Ann"}, func(context.Context, domain.Chat, bool) (int64, bool, error) { return 1, true, nil })
 	require.NoError(t, err)
 	return created.Chat.ID
+}
+
+// TestClaimSendsReadsMessages: a claim carries its message as a read of
+// the message gives it, the claims come oldest due first and, within a
+// chat, in the order the messages were stored; every claimed send has
+// its claim (none dropped by the read).
+func TestClaimSendsReadsMessages(t *testing.T) {
+	ctx := context.Background()
+	r := New(pgtest.New(t, migrations.FS))
+	chats := []int64{testChat(t, r, 7, 70, domain.Telegram, "4242"), testChat(t, r, 8, 80, domain.Telegram, "4343")}
+	var stored []domain.Message
+	for i := range 6 {
+		chat, company := chats[i%2], int64(7+i%2)
+		m := domain.Message{ID: uuid.NewString(), CompanyID: company, ChatID: chat, ConnectionID: company * 10,
+			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": fmt.Sprint("hi ", i)}}
+		_, err := r.SaveOutbound(ctx, m, nil, nil)
+		require.NoError(t, err)
+		stored = append(stored, m)
+	}
+	// One transaction's sends share their due time (now()): the chat's
+	// order decides among them. The last message is due before the rest.
+	_, err := r.db.Exec(ctx, `UPDATE outbound_sends SET due_at = '2020-01-01' WHERE message_id <> $1`, stored[5].ID)
+	require.NoError(t, err)
+	_, err = r.db.Exec(ctx, `UPDATE outbound_sends SET due_at = '2019-01-01' WHERE message_id = $1`, stored[5].ID)
+	require.NoError(t, err)
+
+	claims, err := r.ClaimSends(ctx, time.Hour, 10)
+	require.NoError(t, err)
+	var got []string
+	for _, c := range claims {
+		got = append(got, c.MessageID)
+		want, err := r.Message(ctx, c.CompanyID, c.MessageID)
+		require.NoError(t, err)
+		require.Equal(t, want, c.Message)
+		require.Equal(t, want.CompanyID, c.CompanyID)
+		require.Equal(t, 1, c.Attempts)
+		require.NotEmpty(t, c.Token)
+	}
+	require.Equal(t, []string{stored[5].ID, stored[0].ID, stored[1].ID, stored[2].ID, stored[3].ID, stored[4].ID}, got)
+	none, err := r.ClaimSends(ctx, time.Hour, 10)
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
+// TestSendDoneIsOneWrite: a send done records the messenger's id and ends
+// the send together, and neither when the id cannot be recorded (the
+// connection already has a message with it).
+func TestSendDoneIsOneWrite(t *testing.T) {
+	ctx := context.Background()
+	r := New(pgtest.New(t, migrations.FS))
+	chat := testChat(t, r, 7, 70, domain.Telegram, "4242")
+	var ids []string
+	for range 2 {
+		m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chat, ConnectionID: 70,
+			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
+		_, err := r.SaveOutbound(ctx, m, nil, nil)
+		require.NoError(t, err)
+		ids = append(ids, m.ID)
+	}
+	require.NoError(t, r.SendDone(ctx, ids[0], "src-1"))
+	require.Error(t, r.SendDone(ctx, ids[1], "src-1"), "the connection has a message with this id")
+
+	state := func(id string) (source *string, queued bool) {
+		require.NoError(t, r.db.QueryRow(ctx, `SELECT m.source_message_id, EXISTS (SELECT 1 FROM outbound_sends s WHERE s.message_id = m.id)
+			FROM messages m WHERE m.id = $1`, id).Scan(&source, &queued))
+		return source, queued
+	}
+	source, queued := state(ids[0])
+	require.Equal(t, "src-1", *source)
+	require.False(t, queued)
+	source, queued = state(ids[1])
+	require.Nil(t, source)
+	require.True(t, queued, "the failed record left the send queued")
 }
