@@ -149,7 +149,7 @@ func TestClaimSendsReadsMessages(t *testing.T) {
 		chat, company := chats[i%2], int64(7+i%2)
 		m := domain.Message{ID: uuid.NewString(), CompanyID: company, ChatID: chat, ConnectionID: company * 10,
 			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": fmt.Sprint("hi ", i)}}
-		_, err := r.SaveOutbound(ctx, m, nil, nil)
+		_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
 		require.NoError(t, err)
 		stored = append(stored, m)
 	}
@@ -189,7 +189,7 @@ func TestSendDoneIsOneWrite(t *testing.T) {
 	for range 2 {
 		m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chat, ConnectionID: 70,
 			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
-		_, err := r.SaveOutbound(ctx, m, nil, nil)
+		_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
 		require.NoError(t, err)
 		ids = append(ids, m.ID)
 	}
