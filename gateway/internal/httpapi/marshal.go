@@ -149,21 +149,39 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 		}
 		return appendMessage(b, m.Get(fd).Message())
 	}
-	fields := m.Descriptor().Fields()
+	md := m.Descriptor()
+	fields, keys := md.Fields(), fieldKeys(md)
 	b = append(b, '{')
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, fieldName(fd))
-		b = append(b, ':')
+		b = append(b, keys[i]...)
 		var err error
 		if b, err = appendField(b, m, fd); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, '}'), nil
+}
+
+var fieldKeysCache sync.Map // protoreflect.MessageDescriptor -> []string
+
+// fieldKeys is, for each field of md in order, its JSON key written out
+// with the colon that follows it ("\"name\":"): worked out once per message
+// type rather than looked up field by field on every answer.
+func fieldKeys(md protoreflect.MessageDescriptor) []string {
+	if v, ok := fieldKeysCache.Load(md); ok {
+		return v.([]string)
+	}
+	fields := md.Fields()
+	keys := make([]string, fields.Len())
+	for i := range keys {
+		keys[i] = string(append(appendString(nil, fieldName(fields.Get(i))), ':'))
+	}
+	fieldKeysCache.Store(md, keys)
+	return keys
 }
 
 var fieldNameCache sync.Map // protoreflect.FieldDescriptor -> string

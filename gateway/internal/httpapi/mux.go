@@ -25,7 +25,8 @@ import (
 // RoutingErrorHandler, 204 for google.protobuf.Empty, IncomingHeaderMatcher,
 // no response metadata as headers or trailers, and the routed method told
 // to the request's record of what was sent (recordMethod). The path-length fallback
-// (a form POST served by a GET route) is off: a POST to a GET-only route is
+// (a form POST served by a GET route) is off, and a response carries its
+// Content-Length. A POST to a GET-only route is
 // a 404 like any other wrong method. extra options are applied last and can
 // override any of these.
 //
@@ -44,6 +45,10 @@ func NewServeMux(extra ...runtime.ServeMuxOption) *runtime.ServeMux {
 		runtime.WithOutgoingTrailerMatcher(dropHeader),
 		runtime.WithDisablePathLengthFallback(),
 		runtime.WithMetadata(recordMethod),
+		// The body is marshaled whole before it is written: its length is
+		// known, so a body past net/http's 2 KiB buffer goes out in one
+		// write with a Content-Length rather than chunked in several.
+		runtime.WithWriteContentLength(),
 	}
 	return runtime.NewServeMux(append(opts, extra...)...)
 }
