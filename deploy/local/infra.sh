@@ -234,6 +234,10 @@ start_pg() {
 		fsync = off
 		synchronous_commit = off
 		full_page_writes = off
+		# Per-statement counts and times for profiling (make bench's
+		# SWITCHBOARD_BENCH_PROFILE reads them); the cost is a few percent.
+		shared_preload_libraries = 'pg_stat_statements'
+		pg_stat_statements.track = top
 	EOF
 	if is_root; then chown postgres: "$data/switchboard.conf" "$data/pg_hba.conf"; fi
 	log "starting PostgreSQL on 127.0.0.1:$port (log: $home/postgres.log)"

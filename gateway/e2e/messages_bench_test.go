@@ -50,6 +50,7 @@ func BenchmarkSendMessages(b *testing.B) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var wg sync.WaitGroup
+	profiled := benchProfile(b, "send", benchSendDuration)
 	start := time.Now()
 	deadline := start.Add(benchSendDuration)
 	for w := range benchSendClients {
@@ -100,6 +101,7 @@ func BenchmarkSendMessages(b *testing.B) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	drained := time.Since(start)
+	profiled()
 
 	slices.Sort(lat)
 	pct := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }

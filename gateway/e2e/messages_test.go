@@ -284,6 +284,10 @@ func TestSendMediaReplyAndList(t *testing.T) {
 // its test period fails its sends with SUBSCRIPTION_NOT_PAID.
 func TestSendNotPaid(t *testing.T) {
 	c, _, chat := telegramChat(t)
+	// A send while paid first: messaging keeps the connection's paid state
+	// in memory (adapters/companyview), and billing's change must drop it.
+	paidID := requireJSON(t, send(t, c, textMsg(chat, "paid")), 200, anyPresent).(map[string]any)["message"].(map[string]any)["message_id"]
+	waitMessage(t, c, chat, paidID, func(m map[string]any) bool { return m["delivered_at"] != nil })
 	sub := subscriptionOf(t, c, "telegram")
 	r := adjust(t, c, sub["id"], map[string]any{"test_until": "2020-01-01T00:00:00Z"})
 	require.Equal(t, 200, r.Status, "%s", r.Body)

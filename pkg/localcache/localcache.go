@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,8 @@ import (
 // Cache is one kind of answer, by key, invalidated by the keys announced on
 // its channel.
 type Cache[V any] struct {
-	channel string
+	// channels: the first is New's; AlsoOn adds others.
+	channels []string
 	what    string // for logs
 	entries *expirable.LRU[string, V]
 	log     *slog.Logger
@@ -59,12 +61,21 @@ type Cache[V any] struct {
 // for the cache to answer from memory; until then every Get loads.
 func New[V any](what, channel string, size int, ttl time.Duration, log *slog.Logger) *Cache[V] {
 	return &Cache[V]{
-		channel: channel,
+		channels: []string{channel},
 		what:    what,
 		entries: expirable.NewLRU[string, V](size, nil, ttl),
 		log:     log,
 		Ping:    5 * time.Second,
 	}
+}
+
+// AlsoOn makes the cache forget the keys announced on channels too, for an
+// answer made of several owners' data announced by the same key (a
+// company's connections and its subscriptions, say). It answers from
+// memory only once every channel is subscribed. Call it before Run.
+func (c *Cache[V]) AlsoOn(channels ...string) *Cache[V] {
+	c.channels = append(c.channels, channels...)
+	return c
 }
 
 // Get answers key from memory, or from load (and keeps the answer, unless
@@ -233,13 +244,17 @@ func (c *Cache[V]) Run(ctx context.Context, rdb redis.UniversalClient) {
 // listen serves one subscription until it fails; it reports whether the
 // subscription was ever confirmed.
 func (c *Cache[V]) listen(ctx context.Context, rdb redis.UniversalClient) (confirmed bool) {
-	ps := rdb.Subscribe(ctx, c.channel)
+	ps := rdb.Subscribe(ctx, c.channels...)
 	defer ps.Close()
 	// A read waits for its Ping deadline whatever ctx says: closing the
 	// subscription ends it at once, so a stopping process does not wait.
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
 	defer stop()
 	pinged := false
+	// The channels whose subscription Redis has confirmed: the cache is
+	// live once all are, since an announcement on one not yet subscribed
+	// would go unheard.
+	subscribed := map[string]bool{}
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, c.Ping)
 		var ne net.Error
@@ -261,12 +276,15 @@ func (c *Cache[V]) listen(ctx context.Context, rdb redis.UniversalClient) (confi
 		pinged = false
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" && m.Channel == c.channel {
-				c.invalidate(func() {
-					c.entries.Purge()
-					c.live.Store(true)
-				})
-				confirmed = true
+			if m.Kind == "subscribe" && slices.Contains(c.channels, m.Channel) && !subscribed[m.Channel] {
+				subscribed[m.Channel] = true
+				if len(subscribed) == len(c.channels) {
+					c.invalidate(func() {
+						c.entries.Purge()
+						c.live.Store(true)
+					})
+					confirmed = true
+				}
 			}
 		case *redis.Message:
 			ack, key := splitMessage(m.Payload)
@@ -280,7 +298,7 @@ func (c *Cache[V]) listen(ctx context.Context, rdb redis.UniversalClient) (confi
 
 func (c *Cache[V]) lost(err error) {
 	c.log.Warn("localcache: invalidation channel lost; loading every answer until it is back",
-		"cache", c.what, "channel", c.channel, "err", err)
+		"cache", c.what, "channels", c.channels, "err", err)
 }
 
 // down stops answering from memory and forgets what it held.

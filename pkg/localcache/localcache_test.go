@@ -228,3 +228,32 @@ func TestAnnounceConfirmedAcrossDatabases(t *testing.T) {
 		require.NoError(t, localcache.Announce(ctx, announcer, channel, "k"))
 	}
 }
+
+// A cache on several channels forgets a key announced on any of them, and
+// Announce waits for its confirmation whichever channel carried it.
+func TestAlsoOnForgetsByEveryChannel(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	ctx := context.Background()
+	first, second := prefix+"connections", prefix+"subscriptions"
+	c := localcache.New[int]("test", first, 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil))).
+		AlsoOn(second)
+	running(t, c, rdb)
+
+	a := &counter{}
+	get := func() int {
+		v, err := c.Get(ctx, "7", a.load)
+		require.NoError(t, err)
+		return v
+	}
+	require.Equal(t, 1, get())
+	require.Equal(t, 1, get())
+	for i, ch := range []string{second, first, second} {
+		// Announce returns once the cache dropped the key: no waiting here.
+		require.NoError(t, localcache.Announce(ctx, rdb, ch, "7"))
+		require.Equal(t, i+2, get(), "announced on %s", ch)
+		require.Equal(t, i+2, get())
+	}
+	// A third channel is not heard.
+	require.NoError(t, localcache.Announce(ctx, rdb, prefix+"other", "7"))
+	require.Equal(t, 4, get())
+}

@@ -7,12 +7,16 @@ package peers
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/localcache"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 )
@@ -22,6 +26,37 @@ import (
 // subscriptions is stored, so that copies other services keep of them
 // (pkg/localcache) are dropped at once.
 const SubscriptionsChannel = "sb:billing:subscriptions"
+
+// ConnectionsChannel is the Redis pub/sub channel connections announces a
+// company's id on (in decimal) once a change to the company's connections
+// is stored (created, renamed, its params or status changed, joined or left
+// a subscription), so that copies other services keep of them are dropped
+// at once.
+const ConnectionsChannel = "sb:connections:connections"
+
+// CompanyAnnouncer announces a company's id on a channel after its owner
+// stored a change (pkg/localcache.Announce), and logs what it could not
+// announce: the change is stored either way, and copies elsewhere then
+// stay stale until their TTL ends.
+type CompanyAnnouncer struct {
+	rdb     redis.UniversalClient
+	log     *slog.Logger
+	channel string
+}
+
+// NewCompanyAnnouncer announces on channel through rdb.
+func NewCompanyAnnouncer(rdb redis.UniversalClient, log *slog.Logger, channel string) CompanyAnnouncer {
+	return CompanyAnnouncer{rdb: rdb, log: log, channel: channel}
+}
+
+// Changed announces companyID; it returns once every listening copy has
+// dropped it, or the announcement's own timeout.
+func (a CompanyAnnouncer) Changed(ctx context.Context, companyID int64) {
+	if err := localcache.Announce(ctx, a.rdb, a.channel, strconv.FormatInt(companyID, 10)); err != nil {
+		a.log.WarnContext(ctx, "announce: a change is stored, but its announcement failed; copies elsewhere stay stale until they expire",
+			"channel", a.channel, "company_id", companyID, "err", err)
+	}
+}
 
 // ErrNotFound is a connection that does not exist.
 var ErrNotFound = errors.New("not found")

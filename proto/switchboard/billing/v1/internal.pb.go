@@ -36,7 +36,12 @@ type SubscriptionInfo struct {
 	TestUntil        *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=test_until,json=testUntil,proto3" json:"test_until,omitempty"`
 	PaidUntil        *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=paid_until,json=paidUntil,proto3" json:"paid_until,omitempty"`
 	// Paid or in test period now.
-	Paid          bool `protobuf:"varint,8,opt,name=paid,proto3" json:"paid,omitempty"`
+	Paid bool `protobuf:"varint,8,opt,name=paid,proto3" json:"paid,omitempty"`
+	// When paid, true now, turns false by time alone (the later of paid_until
+	// and test_until); null when it does not turn by time (a FREE plan) or is
+	// false. A copy of paid kept elsewhere holds until then unless billing
+	// announces a change (peers.SubscriptionsChannel).
+	PaidThrough   *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=paid_through,json=paidThrough,proto3" json:"paid_through,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -125,6 +130,13 @@ func (x *SubscriptionInfo) GetPaid() bool {
 		return x.Paid
 	}
 	return false
+}
+
+func (x *SubscriptionInfo) GetPaidThrough() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PaidThrough
+	}
+	return nil
 }
 
 type EnsureSubscriptionRequest struct {
@@ -1169,7 +1181,7 @@ var File_switchboard_billing_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"%switchboard/billing/v1/internal.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/decimal.proto\x1a switchboard/api/v1/options.proto\x1a$switchboard/billing/v1/billing.proto\"\xea\x02\n" +
+	"%switchboard/billing/v1/internal.proto\x12\x16switchboard.billing.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a switchboard/api/v1/decimal.proto\x1a switchboard/api/v1/options.proto\x1a$switchboard/billing/v1/billing.proto\"\xa9\x03\n" +
 	"\x10SubscriptionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
 	"\n" +
@@ -1181,7 +1193,8 @@ const file_switchboard_billing_v1_internal_proto_rawDesc = "" +
 	"test_until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\ttestUntil\x129\n" +
 	"\n" +
 	"paid_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tpaidUntil\x12\x12\n" +
-	"\x04paid\x18\b \x01(\bR\x04paid\"g\n" +
+	"\x04paid\x18\b \x01(\bR\x04paid\x12=\n" +
+	"\fpaid_through\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vpaidThrough\"g\n" +
 	"\x19EnsureSubscriptionRequest\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12+\n" +
@@ -1335,56 +1348,57 @@ var file_switchboard_billing_v1_internal_proto_depIdxs = []int32{
 	19, // 0: switchboard.billing.v1.SubscriptionInfo.subscription_plan:type_name -> switchboard.billing.v1.SubscriptionPlan
 	20, // 1: switchboard.billing.v1.SubscriptionInfo.test_until:type_name -> google.protobuf.Timestamp
 	20, // 2: switchboard.billing.v1.SubscriptionInfo.paid_until:type_name -> google.protobuf.Timestamp
-	0,  // 3: switchboard.billing.v1.GetSubscriptionsResponse.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
-	20, // 4: switchboard.billing.v1.CheckConnectionPaidResponse.paid_until:type_name -> google.protobuf.Timestamp
-	20, // 5: switchboard.billing.v1.CheckConnectionPaidResponse.test_until:type_name -> google.protobuf.Timestamp
-	0,  // 6: switchboard.billing.v1.CompanyBillingSummary.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
-	10, // 7: switchboard.billing.v1.GetCompaniesBillingResponse.companies:type_name -> switchboard.billing.v1.CompanyBillingSummary
-	21, // 8: switchboard.billing.v1.CompanyInvoice.invoice:type_name -> switchboard.billing.v1.Invoice
-	22, // 9: switchboard.billing.v1.CompanyInvoice.client_amount:type_name -> switchboard.api.v1.Decimal
-	23, // 10: switchboard.billing.v1.CreatePartnerInvoiceRequest.invoice:type_name -> switchboard.billing.v1.CreateInvoiceRequest
-	22, // 11: switchboard.billing.v1.CreatePartnerInvoiceRequest.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
-	24, // 12: switchboard.billing.v1.CreatePartnerInvoiceRequest.partner_requisite:type_name -> switchboard.billing.v1.Requisite
-	22, // 13: switchboard.billing.v1.CreatePartnerInvoiceRequest.partner_balance_available:type_name -> switchboard.api.v1.Decimal
-	21, // 14: switchboard.billing.v1.PartnerInvoice.invoice:type_name -> switchboard.billing.v1.Invoice
-	22, // 15: switchboard.billing.v1.PartnerInvoice.client_amount:type_name -> switchboard.api.v1.Decimal
-	22, // 16: switchboard.billing.v1.PartnerInvoice.partner_balance_used:type_name -> switchboard.api.v1.Decimal
-	25, // 17: switchboard.billing.v1.ResolvePartnerHoldResponse.status:type_name -> switchboard.billing.v1.InvoiceStatus
-	22, // 18: switchboard.billing.v1.ResolvePartnerHoldResponse.partner_balance_used:type_name -> switchboard.api.v1.Decimal
-	13, // 19: switchboard.billing.v1.ListCompaniesInvoicesResponse.invoices:type_name -> switchboard.billing.v1.CompanyInvoice
-	1,  // 20: switchboard.billing.v1.BillingInternalService.EnsureSubscription:input_type -> switchboard.billing.v1.EnsureSubscriptionRequest
-	2,  // 21: switchboard.billing.v1.BillingInternalService.GetSubscriptions:input_type -> switchboard.billing.v1.GetSubscriptionsRequest
-	4,  // 22: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:input_type -> switchboard.billing.v1.CheckConnectionPaidRequest
-	6,  // 23: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:input_type -> switchboard.billing.v1.GetWabaDialogsBalanceRequest
-	7,  // 24: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:input_type -> switchboard.billing.v1.TakeWabaDialogRequest
-	26, // 25: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:input_type -> switchboard.billing.v1.ListSubscriptionsRequest
-	27, // 26: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:input_type -> switchboard.billing.v1.ChangeSizeRequest
-	28, // 27: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:input_type -> switchboard.billing.v1.ChangePlanRequest
-	29, // 28: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:input_type -> switchboard.billing.v1.GrantAdvanceRequest
-	30, // 29: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:input_type -> switchboard.billing.v1.ListRequisitesRequest
-	9,  // 30: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:input_type -> switchboard.billing.v1.GetCompaniesBillingRequest
-	12, // 31: switchboard.billing.v1.BillingInternalService.ListCompaniesInvoices:input_type -> switchboard.billing.v1.ListCompaniesInvoicesRequest
-	14, // 32: switchboard.billing.v1.BillingInternalService.CreatePartnerInvoice:input_type -> switchboard.billing.v1.CreatePartnerInvoiceRequest
-	16, // 33: switchboard.billing.v1.BillingInternalService.ResolvePartnerHold:input_type -> switchboard.billing.v1.ResolvePartnerHoldRequest
-	0,  // 34: switchboard.billing.v1.BillingInternalService.EnsureSubscription:output_type -> switchboard.billing.v1.SubscriptionInfo
-	3,  // 35: switchboard.billing.v1.BillingInternalService.GetSubscriptions:output_type -> switchboard.billing.v1.GetSubscriptionsResponse
-	5,  // 36: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:output_type -> switchboard.billing.v1.CheckConnectionPaidResponse
-	31, // 37: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:output_type -> switchboard.billing.v1.WabaDialogsBalance
-	8,  // 38: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:output_type -> switchboard.billing.v1.TakeWabaDialogResponse
-	32, // 39: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:output_type -> switchboard.billing.v1.ListSubscriptionsResponse
-	33, // 40: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:output_type -> switchboard.billing.v1.ChangeResult
-	33, // 41: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:output_type -> switchboard.billing.v1.ChangeResult
-	34, // 42: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:output_type -> switchboard.billing.v1.Subscription
-	35, // 43: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:output_type -> switchboard.billing.v1.ListRequisitesResponse
-	11, // 44: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:output_type -> switchboard.billing.v1.GetCompaniesBillingResponse
-	18, // 45: switchboard.billing.v1.BillingInternalService.ListCompaniesInvoices:output_type -> switchboard.billing.v1.ListCompaniesInvoicesResponse
-	15, // 46: switchboard.billing.v1.BillingInternalService.CreatePartnerInvoice:output_type -> switchboard.billing.v1.PartnerInvoice
-	17, // 47: switchboard.billing.v1.BillingInternalService.ResolvePartnerHold:output_type -> switchboard.billing.v1.ResolvePartnerHoldResponse
-	34, // [34:48] is the sub-list for method output_type
-	20, // [20:34] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	20, // 3: switchboard.billing.v1.SubscriptionInfo.paid_through:type_name -> google.protobuf.Timestamp
+	0,  // 4: switchboard.billing.v1.GetSubscriptionsResponse.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
+	20, // 5: switchboard.billing.v1.CheckConnectionPaidResponse.paid_until:type_name -> google.protobuf.Timestamp
+	20, // 6: switchboard.billing.v1.CheckConnectionPaidResponse.test_until:type_name -> google.protobuf.Timestamp
+	0,  // 7: switchboard.billing.v1.CompanyBillingSummary.subscriptions:type_name -> switchboard.billing.v1.SubscriptionInfo
+	10, // 8: switchboard.billing.v1.GetCompaniesBillingResponse.companies:type_name -> switchboard.billing.v1.CompanyBillingSummary
+	21, // 9: switchboard.billing.v1.CompanyInvoice.invoice:type_name -> switchboard.billing.v1.Invoice
+	22, // 10: switchboard.billing.v1.CompanyInvoice.client_amount:type_name -> switchboard.api.v1.Decimal
+	23, // 11: switchboard.billing.v1.CreatePartnerInvoiceRequest.invoice:type_name -> switchboard.billing.v1.CreateInvoiceRequest
+	22, // 12: switchboard.billing.v1.CreatePartnerInvoiceRequest.partner_commission_percent:type_name -> switchboard.api.v1.Decimal
+	24, // 13: switchboard.billing.v1.CreatePartnerInvoiceRequest.partner_requisite:type_name -> switchboard.billing.v1.Requisite
+	22, // 14: switchboard.billing.v1.CreatePartnerInvoiceRequest.partner_balance_available:type_name -> switchboard.api.v1.Decimal
+	21, // 15: switchboard.billing.v1.PartnerInvoice.invoice:type_name -> switchboard.billing.v1.Invoice
+	22, // 16: switchboard.billing.v1.PartnerInvoice.client_amount:type_name -> switchboard.api.v1.Decimal
+	22, // 17: switchboard.billing.v1.PartnerInvoice.partner_balance_used:type_name -> switchboard.api.v1.Decimal
+	25, // 18: switchboard.billing.v1.ResolvePartnerHoldResponse.status:type_name -> switchboard.billing.v1.InvoiceStatus
+	22, // 19: switchboard.billing.v1.ResolvePartnerHoldResponse.partner_balance_used:type_name -> switchboard.api.v1.Decimal
+	13, // 20: switchboard.billing.v1.ListCompaniesInvoicesResponse.invoices:type_name -> switchboard.billing.v1.CompanyInvoice
+	1,  // 21: switchboard.billing.v1.BillingInternalService.EnsureSubscription:input_type -> switchboard.billing.v1.EnsureSubscriptionRequest
+	2,  // 22: switchboard.billing.v1.BillingInternalService.GetSubscriptions:input_type -> switchboard.billing.v1.GetSubscriptionsRequest
+	4,  // 23: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:input_type -> switchboard.billing.v1.CheckConnectionPaidRequest
+	6,  // 24: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:input_type -> switchboard.billing.v1.GetWabaDialogsBalanceRequest
+	7,  // 25: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:input_type -> switchboard.billing.v1.TakeWabaDialogRequest
+	26, // 26: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:input_type -> switchboard.billing.v1.ListSubscriptionsRequest
+	27, // 27: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:input_type -> switchboard.billing.v1.ChangeSizeRequest
+	28, // 28: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:input_type -> switchboard.billing.v1.ChangePlanRequest
+	29, // 29: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:input_type -> switchboard.billing.v1.GrantAdvanceRequest
+	30, // 30: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:input_type -> switchboard.billing.v1.ListRequisitesRequest
+	9,  // 31: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:input_type -> switchboard.billing.v1.GetCompaniesBillingRequest
+	12, // 32: switchboard.billing.v1.BillingInternalService.ListCompaniesInvoices:input_type -> switchboard.billing.v1.ListCompaniesInvoicesRequest
+	14, // 33: switchboard.billing.v1.BillingInternalService.CreatePartnerInvoice:input_type -> switchboard.billing.v1.CreatePartnerInvoiceRequest
+	16, // 34: switchboard.billing.v1.BillingInternalService.ResolvePartnerHold:input_type -> switchboard.billing.v1.ResolvePartnerHoldRequest
+	0,  // 35: switchboard.billing.v1.BillingInternalService.EnsureSubscription:output_type -> switchboard.billing.v1.SubscriptionInfo
+	3,  // 36: switchboard.billing.v1.BillingInternalService.GetSubscriptions:output_type -> switchboard.billing.v1.GetSubscriptionsResponse
+	5,  // 37: switchboard.billing.v1.BillingInternalService.CheckConnectionPaid:output_type -> switchboard.billing.v1.CheckConnectionPaidResponse
+	31, // 38: switchboard.billing.v1.BillingInternalService.GetWabaDialogsBalance:output_type -> switchboard.billing.v1.WabaDialogsBalance
+	8,  // 39: switchboard.billing.v1.BillingInternalService.TakeWabaDialog:output_type -> switchboard.billing.v1.TakeWabaDialogResponse
+	32, // 40: switchboard.billing.v1.BillingInternalService.ListCompanySubscriptions:output_type -> switchboard.billing.v1.ListSubscriptionsResponse
+	33, // 41: switchboard.billing.v1.BillingInternalService.ChangeSizeInternal:output_type -> switchboard.billing.v1.ChangeResult
+	33, // 42: switchboard.billing.v1.BillingInternalService.ChangePlanInternal:output_type -> switchboard.billing.v1.ChangeResult
+	34, // 43: switchboard.billing.v1.BillingInternalService.GrantAdvanceInternal:output_type -> switchboard.billing.v1.Subscription
+	35, // 44: switchboard.billing.v1.BillingInternalService.ListCompanyRequisites:output_type -> switchboard.billing.v1.ListRequisitesResponse
+	11, // 45: switchboard.billing.v1.BillingInternalService.GetCompaniesBilling:output_type -> switchboard.billing.v1.GetCompaniesBillingResponse
+	18, // 46: switchboard.billing.v1.BillingInternalService.ListCompaniesInvoices:output_type -> switchboard.billing.v1.ListCompaniesInvoicesResponse
+	15, // 47: switchboard.billing.v1.BillingInternalService.CreatePartnerInvoice:output_type -> switchboard.billing.v1.PartnerInvoice
+	17, // 48: switchboard.billing.v1.BillingInternalService.ResolvePartnerHold:output_type -> switchboard.billing.v1.ResolvePartnerHoldResponse
+	35, // [35:49] is the sub-list for method output_type
+	21, // [21:35] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_switchboard_billing_v1_internal_proto_init() }

@@ -15,10 +15,12 @@ import (
 type Info struct {
 	domain.Subscription
 	Paid bool
+	// PaidThrough: domain.Subscription.PaidThrough at the same now.
+	PaidThrough *time.Time
 }
 
 func (s *Service) info(sub domain.Subscription, now time.Time) Info {
-	return Info{Subscription: sub, Paid: sub.Paid(now)}
+	return Info{Subscription: sub, Paid: sub.Paid(now), PaidThrough: sub.PaidThrough(now)}
 }
 
 // EnsureSubscription answers the company's subscription of a type,

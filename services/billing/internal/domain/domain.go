@@ -117,6 +117,26 @@ func (s Subscription) Paid(now time.Time) bool {
 
 func after(t *time.Time, now time.Time) bool { return t != nil && t.After(now) }
 
+// PaidThrough is when Paid, true at now, turns false by time alone: the
+// later of paid_until and test_until. Nil when it does not turn by time (a
+// FREE plan) or is false already. A copy of Paid's answer kept elsewhere
+// holds until then, unless the subscription changes.
+func (s Subscription) PaidThrough(now time.Time) *time.Time {
+	if s.Plan == PlanFree || !s.Paid(now) {
+		return nil
+	}
+	switch {
+	case !after(s.TestUntil, now):
+		return s.PaidUntil
+	case !after(s.PaidUntil, now):
+		return s.TestUntil
+	case s.TestUntil.After(*s.PaidUntil):
+		return s.TestUntil
+	default:
+		return s.PaidUntil
+	}
+}
+
 // AdvanceAvailable applies spec part 3 as billing.md "Advance" reads it: a
 // paying plan, at least one real payment, at most two days left of a paid
 // period that is still running (paid_until − 48h ≤ now < paid_until), and

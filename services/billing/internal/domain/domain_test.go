@@ -59,6 +59,37 @@ func TestPaid(t *testing.T) {
 	require.True(t, Subscription{Plan: PlanFree}.Paid(now))
 }
 
+// PaidThrough is the instant Paid turns false by time: Paid holds at every
+// moment before it and not at it.
+func TestPaidThrough(t *testing.T) {
+	cases := []struct {
+		name       string
+		paid, test *time.Time
+		want       *time.Time
+	}{
+		{"nothing", nil, nil, nil},
+		{"paid period", at(time.Hour), nil, at(time.Hour)},
+		{"test period", nil, at(time.Hour), at(time.Hour)},
+		{"both ended", at(-time.Hour), at(-time.Hour), nil},
+		{"paid ended, test running", at(-time.Hour), at(time.Second), at(time.Second)},
+		{"test ended, paid running", at(time.Second), at(-time.Hour), at(time.Second)},
+		{"both running, test later", at(time.Minute), at(time.Hour), at(time.Hour)},
+		{"both running, paid later", at(time.Hour), at(time.Minute), at(time.Hour)},
+		{"ends now", at(0), at(0), nil},
+	}
+	for _, c := range cases {
+		s := Subscription{Plan: PlanStandard, PaidUntil: c.paid, TestUntil: c.test}
+		got := s.PaidThrough(now)
+		require.Equal(t, c.want, got, c.name)
+		if got != nil {
+			require.True(t, s.Paid(got.Add(-time.Nanosecond)), c.name)
+			require.False(t, s.Paid(*got), c.name)
+		}
+	}
+	// FREE does not end by time, even with dates past.
+	require.Nil(t, Subscription{Plan: PlanFree, PaidUntil: at(-time.Hour)}.PaidThrough(now))
+}
+
 func TestAdvanceActive(t *testing.T) {
 	require.False(t, Advance{}.Active())
 	require.True(t, Advance{Until: at(5 * 24 * time.Hour)}.Active())

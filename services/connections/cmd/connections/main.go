@@ -103,7 +103,10 @@ func spec(s settings, sealer *postgres.Sealer) service.Spec {
 			cfg.WhatsappCodeLifetime = s.WhatsappCodeLifetime
 			cfg.DefaultRegion = s.DefaultRegion
 			cfg.AllowPrivateTargets = s.AllowPrivateTargets
-			repo := postgres.New(d.DB).WithSealer(sealer)
+			// Copies of a company's connections kept elsewhere (messaging's
+			// send path) are dropped once a change is stored.
+			repo := postgres.New(d.DB).WithSealer(sealer).
+				WithChanges(peers.NewCompanyAnnouncer(d.Redis, d.Log, peers.ConnectionsChannel).Changed)
 			if sealer == nil {
 				d.Log.Warn("SWITCHBOARD_SECRETS_KEY is not set: connections' secrets (bot tokens, sessions) are stored unencrypted")
 			} else {

@@ -19,6 +19,7 @@ import (
 	"switchboard.dev/pkg/webhookspub"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
 	"switchboard.dev/services/messaging/internal/adapters/billing"
+	"switchboard.dev/services/messaging/internal/adapters/companyview"
 	"switchboard.dev/services/messaging/internal/adapters/connections"
 	"switchboard.dev/services/messaging/internal/adapters/contacts"
 	"switchboard.dev/services/messaging/internal/adapters/limiter"
@@ -132,16 +133,24 @@ func spec(s settings) service.Spec {
 			bill := billing.New(billingConn)
 			contactsClient := contacts.New(contactsConn)
 			connsClient := connections.New(connectionsConn)
+			// A company's connections and their paid state, kept in memory
+			// while connections' and billing's announcements are heard.
+			viewCache := companyview.NewCache(d.Log)
+			d.Background("connection and subscription announcements", func(ctx context.Context) error {
+				viewCache.Run(ctx, d.Redis)
+				return nil
+			})
+			view := companyview.New(viewCache, connsClient, bill, billingConn)
 			deps := app.Deps{
 				Repo:             postgres.New(d.DB),
 				Blacklist:        postgres.New(d.DB),
 				Templates:        postgres.New(d.DB),
-				Connections:      connsClient,
+				Connections:      view,
 				Contacts:         contactsClient,
 				Cards:            contactsClient,
 				InboxLimit:       limiter.New(d.Redis, "messaging:", s.InboxRate),
 				Billing:          bill,
-				Payments:         bill,
+				Payments:         view,
 				Messenger:        unavailable.Messenger{},
 				WabaTemplates:    postgres.New(d.DB),
 				TemplateProvider: unavailable.Messenger{},

@@ -107,7 +107,7 @@ func (e *RetryAfter) Unwrap() error { return e.Err }
 
 // Payments says whether a connection is paid (billing).
 type Payments interface {
-	ConnectionPaid(ctx context.Context, connectionID int64) (bool, error)
+	ConnectionPaid(ctx context.Context, company, connectionID int64) (bool, error)
 }
 
 // SenderConfig tunes the send worker.
@@ -266,7 +266,7 @@ func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Mess
 	asked.Add(1)
 	go func() {
 		defer asked.Done()
-		paid, paidErr = s.payments.ConnectionPaid(ctx, chat.ConnectionID)
+		paid, paidErr = s.payments.ConnectionPaid(ctx, c.CompanyID, chat.ConnectionID)
 	}()
 	conn, err := s.connections.Connection(ctx, c.CompanyID, chat.ConnectionID)
 	asked.Wait()

@@ -34,7 +34,7 @@ func (snConnections) Connection(_ context.Context, company, id int64) (app.Conne
 
 type snPaid struct{}
 
-func (snPaid) ConnectionPaid(context.Context, int64) (bool, error) { return true, nil }
+func (snPaid) ConnectionPaid(context.Context, int64, int64) (bool, error) { return true, nil }
 
 // snMessenger answers sends with send (counted).
 type snMessenger struct {

@@ -89,6 +89,7 @@ func infoPB(i app.Info) *billingv1.SubscriptionInfo {
 		TestUntil:        timestamp(i.TestUntil),
 		PaidUntil:        timestamp(i.PaidUntil),
 		Paid:             i.Paid,
+		PaidThrough:      timestamp(i.PaidThrough),
 	}
 }
 

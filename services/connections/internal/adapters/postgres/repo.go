@@ -26,6 +26,10 @@ type Repo struct {
 	db *pgxpool.Pool
 	// secrets seals connections' secrets; nil stores them as they are.
 	secrets *Sealer
+	// changed is told the company of every stored change to a connection
+	// (created, updated, joined or left a subscription), after its commit
+	// and before the caller answers; nil tells no one.
+	changed func(ctx context.Context, companyID int64)
 }
 
 var _ app.Repository = (*Repo)(nil)
@@ -37,6 +41,20 @@ func New(db *pgxpool.Pool) *Repo { return &Repo{db: db} }
 func (r *Repo) WithSealer(s *Sealer) *Repo {
 	r.secrets = s
 	return r
+}
+
+// WithChanges tells changed of every stored change to a company's
+// connections (peers.ConnectionsChannel's announcement): the repository is
+// where every write passes, so none can be left out.
+func (r *Repo) WithChanges(changed func(ctx context.Context, companyID int64)) *Repo {
+	r.changed = changed
+	return r
+}
+
+func (r *Repo) tell(ctx context.Context, companyID int64) {
+	if r.changed != nil {
+		r.changed(ctx, companyID)
+	}
 }
 
 // scan reads a connection with its secrets opened.
@@ -149,6 +167,9 @@ func (r *Repo) CreateConnection(ctx context.Context, c domain.Connection, slot *
 		}
 		return tellFirstConnection(ctx, tx, out)
 	})
+	if err == nil {
+		r.tell(ctx, out.CompanyID)
+	}
 	return out, err
 }
 
@@ -259,6 +280,7 @@ func (r *Repo) UpdateConnection(ctx context.Context, ref app.Ref, update func(*d
 	var (
 		out     domain.Connection
 		current *domain.StatusRecord
+		wrote   bool
 	)
 	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
 		var row pgx.Row
@@ -309,6 +331,7 @@ func (r *Repo) UpdateConnection(ctx context.Context, ref app.Ref, update func(*d
 		if err != nil {
 			return fmt.Errorf("update connection: %w", err)
 		}
+		wrote = true
 		if !oldStatus.Equal(out.LastStatus) {
 			rec, err := recordStatus(ctx, tx, out, prev)
 			if err != nil {
@@ -318,6 +341,9 @@ func (r *Repo) UpdateConnection(ctx context.Context, ref app.Ref, update func(*d
 		}
 		return nil
 	})
+	if err == nil && wrote {
+		r.tell(ctx, out.CompanyID)
+	}
 	return out, current, err
 }
 
@@ -438,6 +464,9 @@ func (r *Repo) SetSubscriptionMembers(ctx context.Context, companyID, subscripti
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !preview {
+		r.tell(ctx, companyID)
 	}
 	return members, nil
 }

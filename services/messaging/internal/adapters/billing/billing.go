@@ -35,13 +35,14 @@ func (c *Client) DialogsBalance(ctx context.Context, company int64) (int64, erro
 
 var _ app.Payments = (*Client)(nil)
 
-// ConnectionPaid implements app.Payments: paid, or in its test period.
-func (c *Client) ConnectionPaid(ctx context.Context, connectionID int64) (bool, error) {
+// ConnectionPaid implements app.Payments: paid, or in its test period. A
+// connection of another company is not paid for this one.
+func (c *Client) ConnectionPaid(ctx context.Context, company, connectionID int64) (bool, error) {
 	resp, err := c.api.CheckConnectionPaid(ctx, &billingv1.CheckConnectionPaidRequest{ConnectionId: connectionID})
 	if err != nil {
 		return false, apierr.FromPeer("billing", "CheckConnectionPaid", err)
 	}
-	return resp.GetPaid(), nil
+	return resp.GetPaid() && resp.GetCompanyId() == company, nil
 }
 
 // TakeDialog implements app.Billing.

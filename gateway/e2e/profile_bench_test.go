@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// benchProfileEnv names a folder: a benchmark that calls benchProfile writes
+// there a CPU profile of every process of the stack (which needs
+// SWITCHBOARD_PPROF_BASE_PORT, README "Profiling") and PostgreSQL's
+// statements by total time (pg_stat_statements, which deploy/local/infra.sh
+// preloads), both over the measured phase. Unset, nothing is profiled.
+const benchProfileEnv = "SWITCHBOARD_BENCH_PROFILE"
+
+// benchProfile starts profiling for about d and answers the function that
+// waits for the profiles and writes them (a no-op when profiling is off).
+func benchProfile(b *testing.B, phase string, d time.Duration) (done func()) {
+	dir := os.Getenv(benchProfileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	require.NotNil(b, stack.PprofAddrs, "%s needs SWITCHBOARD_PPROF_BASE_PORT", benchProfileEnv)
+	require.NoError(b, os.MkdirAll(dir, 0o755))
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, adminDSN)
+	require.NoError(b, err)
+	_, err = admin.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
+	require.NoError(b, err)
+	_, err = admin.Exec(ctx, `SELECT pg_stat_statements_reset()`)
+	require.NoError(b, err)
+
+	var wg sync.WaitGroup
+	secs := max(1, int(d.Seconds()))
+	for name, addr := range stack.PprofAddrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs))
+			if err != nil {
+				b.Logf("profile %s: %v", name, err)
+				return
+			}
+			defer res.Body.Close()
+			body, err := io.ReadAll(res.Body)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, phase+"-"+name+".pprof"), body, 0o644)
+			}
+			if err != nil {
+				b.Logf("profile %s: %v", name, err)
+			}
+		}()
+	}
+	return func() {
+		wg.Wait()
+		defer admin.Close(ctx)
+		rows, err := admin.Query(ctx, `
+			SELECT d.datname, s.calls, s.total_exec_time, s.total_plan_time, s.rows, s.query
+			FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+			WHERE d.datname LIKE $1
+			ORDER BY s.total_exec_time + s.total_plan_time DESC LIMIT 40`, dbPrefix+"_%")
+		require.NoError(b, err)
+		var out strings.Builder
+		fmt.Fprintf(&out, "%-12s %8s %10s %9s %8s  query\n", "database", "calls", "exec ms", "plan ms", "rows")
+		for rows.Next() {
+			var (
+				db, q       string
+				calls, n    int64
+				exec, plans float64
+			)
+			require.NoError(b, rows.Scan(&db, &calls, &exec, &plans, &n, &q))
+			q = strings.Join(strings.Fields(q), " ")
+			if len(q) > 160 {
+				q = q[:160] + "…"
+			}
+			fmt.Fprintf(&out, "%-12s %8d %10.1f %9.1f %8d  %s\n", strings.TrimPrefix(db, dbPrefix+"_"), calls, exec, plans, n, q)
+		}
+		require.NoError(b, rows.Err())
+		path := filepath.Join(dir, phase+"-statements.txt")
+		require.NoError(b, os.WriteFile(path, []byte(out.String()), 0o644))
+		fmt.Printf("profiles of %s in %s\n", phase, dir)
+	}
+}
