@@ -40,10 +40,10 @@ import (
 type Cache[V any] struct {
 	// channels: the first is New's; AlsoOn adds others.
 	channels []string
-	what    string // for logs
-	entries *expirable.LRU[string, V]
-	log     *slog.Logger
-	live    atomic.Bool
+	what     string // for logs
+	entries  *expirable.LRU[string, V]
+	log      *slog.Logger
+	live     atomic.Bool
 	// gen counts invalidations (an announcement heard, the subscription
 	// lost or regained). A load stores its answer only if gen did not move
 	// while it ran; mu makes that check and the store one step against an
@@ -62,10 +62,10 @@ type Cache[V any] struct {
 func New[V any](what, channel string, size int, ttl time.Duration, log *slog.Logger) *Cache[V] {
 	return &Cache[V]{
 		channels: []string{channel},
-		what:    what,
-		entries: expirable.NewLRU[string, V](size, nil, ttl),
-		log:     log,
-		Ping:    5 * time.Second,
+		what:     what,
+		entries:  expirable.NewLRU[string, V](size, nil, ttl),
+		log:      log,
+		Ping:     5 * time.Second,
 	}
 }
 

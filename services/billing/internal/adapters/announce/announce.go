@@ -23,4 +23,6 @@ func New(rdb redis.UniversalClient, log *slog.Logger) Redis {
 }
 
 // SubscriptionsChanged implements app.Announcer.
-func (r Redis) SubscriptionsChanged(ctx context.Context, companyID int64) { r.a.Changed(ctx, companyID) }
+func (r Redis) SubscriptionsChanged(ctx context.Context, companyID int64) {
+	r.a.Changed(ctx, companyID)
+}
