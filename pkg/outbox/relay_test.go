@@ -251,3 +251,32 @@ func TestRelayWithoutRoutes(t *testing.T) {
 	db := pgtest.New(t, migrations)
 	require.Error(t, outbox.New(db, quiet, outbox.Options{}).Run(context.Background()))
 }
+
+// TestQueuedInABatch: a message queued in a transaction's batch is relayed
+// like one written alone (its signal wakes the relay), and one whose batch
+// failed is never relayed.
+func TestQueuedInABatch(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	rec := &recorder{}
+	start(t, outbox.New(db, quiet, slowPoll).Route("a", rec))
+	ctx := context.Background()
+	for _, c := range []int64{1, 2} {
+		require.NoError(t, postgres.WithTx(ctx, db, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue(`SELECT 1`)
+			outbox.Queue(b, "a", c, "things.happened", map[string]any{"company_id": c})
+			return tx.SendBatch(ctx, b).Close()
+		}))
+	}
+	err := postgres.WithTx(ctx, db, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		outbox.Queue(b, "a", 99, "things.happened", map[string]any{})
+		b.Queue(`SELECT 1/0`)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	require.Error(t, err)
+	require.Eventually(t, func() bool { return len(rec.companies()) == 2 }, waitFor, 5*time.Millisecond)
+	require.Equal(t, []int64{1, 2}, rec.companies())
+	// Marked in the relay's transaction, which commits after Publish.
+	require.Eventually(t, func() bool { return unpublished(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
+}

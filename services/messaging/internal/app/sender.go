@@ -27,6 +27,9 @@ type SendRepository interface {
 	// SendDone records the messenger's id of a sent message and ends its
 	// send.
 	SendDone(ctx context.Context, messageID, sourceMessageID string) error
+	// SendDelivered is SendDone and ApplyReceipt of a delivered receipt in
+	// one transaction: the messenger's answer said it was delivered.
+	SendDelivered(ctx context.Context, messageID, sourceMessageID string) error
 	// SendFailed ends a send with an error on the message and its
 	// messages.delivery.error event, unless the message already has one.
 	SendFailed(ctx context.Context, messageID, errType, errText string) error
@@ -326,13 +329,10 @@ func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Mess
 	case err != nil:
 		return s.retry(ctx, c, err)
 	}
-	if err := s.repo.SendDone(ctx, m.ID, sent.SourceMessageID); err != nil {
-		return err
+	if sent.Delivered {
+		return s.repo.SendDelivered(ctx, m.ID, sent.SourceMessageID)
 	}
-	if !sent.Delivered {
-		return nil
-	}
-	return s.Receipt(ctx, Receipt{MessageID: m.ID, Status: Delivered})
+	return s.repo.SendDone(ctx, m.ID, sent.SourceMessageID)
 }
 
 // wabaDialog decides whether a business send may go (design/messaging.md):

@@ -83,3 +83,63 @@ func outboxTypes(t *testing.T, r *Repo, messageID string) []string {
 	require.NoError(t, rows.Err())
 	return out
 }
+
+// TestSaveOutboundOneStatementAsTransaction: the common send's one
+// statement and the transaction SaveOutbound keeps for queue numbers and
+// idempotency keys store the same rows and answer the same: the message
+// stamped at the chat's last_message_at, the chat's unanswered count reset,
+// the send queued, the blacklist item shown; a chat of another company is
+// not found and stores nothing.
+func TestSaveOutboundOneStatementAsTransaction(t *testing.T) {
+	ctx := context.Background()
+	r := New(pgtest.New(t, migrations.FS))
+	chatID := testChat(t, r, 8, 80, domain.Telegram, "4343")
+	_, err := r.db.Exec(ctx, `UPDATE chats SET unanswered_count = 3 WHERE id = $1`, chatID)
+	require.NoError(t, err)
+	_, err = r.db.Exec(ctx, `INSERT INTO blacklist_items (company_id, connection_id, source_chat_id) VALUES (8, 80, '4343')`)
+	require.NoError(t, err)
+	replied := uuid.NewString()
+	save := func(opts app.SaveOpts) (app.Saved, domain.Message) {
+		m := domain.Message{ID: uuid.NewString(), CompanyID: 8, ChatID: chatID, ConnectionID: 80,
+			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"},
+			Author:           &domain.Author{ID: "a", Name: "Owner"},
+			Markup:           map[string]any{"inline_keyboard": []any{}},
+			ReplyToMessageID: &replied, ReplyToSourceMessageID: nil}
+		saved, err := r.SaveOutbound(ctx, m, opts)
+		require.NoError(t, err)
+		stored, err := r.Message(ctx, 8, m.ID)
+		require.NoError(t, err)
+		var queued int
+		require.NoError(t, r.db.QueryRow(ctx, `SELECT count(*) FROM outbound_sends WHERE message_id = $1 AND company_id = 8`, m.ID).Scan(&queued))
+		require.Equal(t, 1, queued)
+		return saved, stored
+	}
+	fast, fastStored := save(app.SaveOpts{})
+	_, err = r.db.Exec(ctx, `UPDATE chats SET unanswered_count = 3 WHERE id = $1`, chatID)
+	require.NoError(t, err)
+	slow, slowStored := save(app.SaveOpts{Queue: true})
+
+	require.Equal(t, fast.Message.CreatedAt, *fast.Chat.LastMessageAt)
+	require.Equal(t, fast.Message.CreatedAt, fastStored.CreatedAt)
+	require.Zero(t, fast.Chat.UnansweredCount)
+	require.NotNil(t, fast.Chat.BlacklistItemID)
+	require.Equal(t, "4343", fast.Message.SourceChatID)
+	// The two paths differ only in what differs between two sends.
+	norm := func(s app.Saved, stored domain.Message) (app.Saved, domain.Message) {
+		s.Message.ID, stored.ID = "", ""
+		s.Message.CreatedAt, stored.CreatedAt = time.Time{}, time.Time{}
+		s.Chat.LastMessageAt, s.QueueNumber = nil, 0
+		return s, stored
+	}
+	f1, f2 := norm(fast, fastStored)
+	s1, s2 := norm(slow, slowStored)
+	require.Equal(t, s1, f1)
+	require.Equal(t, s2, f2)
+
+	_, err = r.SaveOutbound(ctx, domain.Message{ID: uuid.NewString(), CompanyID: 9, ChatID: chatID, ConnectionID: 80,
+		Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "x"}}, app.SaveOpts{})
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	var n int
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT count(*) FROM messages WHERE chat_id = $1`, chatID).Scan(&n))
+	require.Equal(t, 2, n)
+}

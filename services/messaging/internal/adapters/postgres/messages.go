@@ -96,26 +96,34 @@ func (r *Repo) Message(ctx context.Context, company int64, id string) (domain.Me
 // its source_message_id (inbound ingest is idempotent by it; outbound
 // messages have none yet); created_at is the database's clock at the
 // insert, so a chat's messages are ordered as they were stored.
-func insertMessage(ctx context.Context, tx pgx.Tx, m *domain.Message) (inserted bool, err error) {
-	content, err := json.Marshal(m.Content)
-	if err != nil {
-		return false, fmt.Errorf("message content: %w", err)
+// messageJSON is a message's JSON columns: content, author, markup and
+// template (nil when the message has none).
+func messageJSON(m *domain.Message) (content, author, markup, template []byte, err error) {
+	if content, err = json.Marshal(m.Content); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("message content: %w", err)
 	}
-	var author, markup, template []byte
 	if m.Template != nil {
 		if template, err = json.Marshal(m.Template); err != nil {
-			return false, fmt.Errorf("message template: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("message template: %w", err)
 		}
 	}
 	if m.Author != nil {
 		if author, err = json.Marshal(m.Author); err != nil {
-			return false, fmt.Errorf("message author: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("message author: %w", err)
 		}
 	}
 	if m.Markup != nil {
 		if markup, err = json.Marshal(m.Markup); err != nil {
-			return false, fmt.Errorf("message markup: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("message markup: %w", err)
 		}
+	}
+	return content, author, markup, template, nil
+}
+
+func insertMessage(ctx context.Context, tx pgx.Tx, m *domain.Message) (inserted bool, err error) {
+	content, author, markup, template, err := messageJSON(m)
+	if err != nil {
+		return false, err
 	}
 	// The conflict target repeats messages_source's predicate: it is a
 	// partial index.
@@ -136,6 +144,11 @@ func emit(ctx context.Context, tx pgx.Tx, e domain.Event) error {
 	return outbox.Write(ctx, tx, domain.TopicWebhooks, e.CompanyID, e.Type, e.Payload)
 }
 
+// queueEvent is emit for a transaction's batch of writes.
+func queueEvent(b *pgx.Batch, e domain.Event) {
+	outbox.Queue(b, domain.TopicWebhooks, e.CompanyID, e.Type, e.Payload)
+}
+
 // lockChat reads a chat of the company and holds its row until the end of
 // tx, so that changes of one chat (counters, last message) are serial.
 func lockChat(ctx context.Context, tx pgx.Tx, company, id int64) (domain.Chat, error) {
@@ -147,6 +160,9 @@ var errKeyTaken = errors.New("idempotency key taken")
 
 // SaveOutbound implements app.Repository.
 func (r *Repo) SaveOutbound(ctx context.Context, m domain.Message, opts app.SaveOpts) (app.Saved, error) {
+	if opts.Idem == nil && !opts.Queue {
+		return r.saveOutbound(ctx, m)
+	}
 	idem := opts.Idem
 	var out app.Saved
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
@@ -210,6 +226,44 @@ func (r *Repo) SaveOutbound(ctx context.Context, m domain.Message, opts app.Save
 		return app.Saved{}, app.ErrKeyTaken
 	}
 	return out, err
+}
+
+// saveOutbound is SaveOutbound with nothing besides storing and queueing,
+// the common send, in one statement: the chat's update takes its row lock
+// first (so a chat's messages are stamped in the order they are stored, as
+// lockChat gives the transaction below), the message is stamped after it
+// and the chat's last_message_at is that stamp. One round trip, and the
+// chat's row is held for the statement only, not across a transaction's
+// five: with many sends to few chats, that hold was what sends waited on
+// (issue 32's profile: 2.3 s of lock waits in 2,423 sends).
+func (r *Repo) saveOutbound(ctx context.Context, m domain.Message) (app.Saved, error) {
+	content, author, markup, template, err := messageJSON(&m)
+	if err != nil {
+		return app.Saved{}, err
+	}
+	chat, err := scanChat(r.db.QueryRow(ctx, `WITH c AS (
+			UPDATE chats SET unanswered_count = 0, last_message_at = clock_timestamp()
+			WHERE company_id = $1 AND id = $2
+			RETURNING id, company_id, connection_id, connection_type, source_chat_id, contact_id, name, is_group,
+				avatar_url, profile_link, phone, username, messenger_user_id, unanswered_count, last_inbound_at,
+				created_at, last_message_at),
+		m AS (
+			INSERT INTO messages (id, company_id, chat_id, connection_id, direction, message_type, content, author,
+				reply_to_message_id, reply_to_source_message_id, markup, template, created_at)
+			SELECT $3, c.company_id, c.id, c.connection_id, $4, $5, $6, $7, $8, $9, $10, $11, c.last_message_at FROM c
+			RETURNING id),
+		s AS (INSERT INTO outbound_sends (message_id, company_id, due_at) SELECT m.id, $1, now() FROM m)
+		SELECT c.id, c.company_id, c.connection_id, c.connection_type, c.source_chat_id,
+			c.contact_id, c.name, c.is_group, c.avatar_url, c.profile_link, c.phone, c.username,
+			c.messenger_user_id, b.id, c.unanswered_count, c.last_inbound_at, c.created_at, c.last_message_at
+		FROM c LEFT JOIN blacklist_items b ON b.connection_id = c.connection_id AND b.source_chat_id = c.source_chat_id`,
+		m.CompanyID, m.ChatID, m.ID, string(m.Direction), string(m.Type), content, author,
+		m.ReplyToMessageID, m.ReplyToSourceMessageID, markup, template))
+	if err != nil {
+		return app.Saved{}, err
+	}
+	m.CreatedAt, m.ChatID, m.ConnectionID, m.SourceChatID = *chat.LastMessageAt, chat.ID, chat.ConnectionID, chat.SourceChatID
+	return app.Saved{Chat: chat, Message: m}, nil
 }
 
 // StoredAnswer implements app.Repository.

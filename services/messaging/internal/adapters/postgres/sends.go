@@ -73,6 +73,29 @@ func (r *Repo) SendDone(ctx context.Context, messageID, sourceMessageID string) 
 	return nil
 }
 
+// SendDelivered implements app.SendRepository: SendDone and the delivered
+// receipt the messenger's answer carried, in one transaction of four round
+// trips (they were two transactions and seven), the receipt applied as
+// ApplyReceipt would.
+func (r *Repo) SendDelivered(ctx context.Context, messageID, sourceMessageID string) error {
+	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		m, chat, err := lockMessage(ctx, tx, `m.id = $1`, messageID)
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(`WITH done AS (DELETE FROM outbound_sends WHERE message_id = $1)
+			UPDATE messages SET source_message_id = $2 WHERE id = $1`, messageID, sourceMessageID)
+		if m.ErrorAt == nil && m.DeliveredAt == nil && m.ReadAt == nil {
+			queueDelivered(b, chat, m)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("record sent and delivered: %w", err)
+		}
+		return nil
+	})
+}
+
 // SendLater implements app.SendRepository.
 func (r *Repo) SendLater(ctx context.Context, c app.Claim, due time.Time) error {
 	_, err := r.db.Exec(ctx, `UPDATE outbound_sends SET due_at = $3, claim_token = NULL
@@ -110,13 +133,28 @@ func (r *Repo) SendFailed(ctx context.Context, messageID, errType, errText strin
 // once could be numbered in one order and relayed, so delivered to
 // webhooks, in the other. Always the message first, then the chat: no
 // path locks a stored message while holding its chat.
+//
+// Both in one round trip: a batch's statements run one after the other, so
+// the message's row is locked before the chat's is asked for, and the chat
+// is found through the locked message (whose chat cannot change).
 func lockMessage(ctx context.Context, tx pgx.Tx, where string, args ...any) (domain.Message, domain.Chat, error) {
-	m, err := scanMessage(tx.QueryRow(ctx, messageSelect+` WHERE m.direction = 'outbound' AND `+where+` FOR UPDATE OF m`, args...))
+	b := &pgx.Batch{}
+	b.Queue(messageSelect+` WHERE m.direction = 'outbound' AND `+where+` FOR UPDATE OF m`, args...)
+	b.Queue(chatSelect+` WHERE c.id = (SELECT m.chat_id FROM messages m WHERE m.direction = 'outbound' AND `+where+`)
+		FOR UPDATE OF c`, args...)
+	br := tx.SendBatch(ctx, b)
+	m, err := scanMessage(br.QueryRow())
+	chat, chatErr := scanChat(br.QueryRow())
+	if closeErr := br.Close(); err == nil && closeErr != nil {
+		err = fmt.Errorf("lock message: %w", closeErr)
+	}
+	if err == nil {
+		err = chatErr
+	}
 	if err != nil {
 		return domain.Message{}, domain.Chat{}, err
 	}
-	chat, err := scanChat(tx.QueryRow(ctx, chatSelect+` WHERE c.id = $1 FOR UPDATE OF c`, m.ChatID))
-	return m, chat, err
+	return m, chat, nil
 }
 
 func setError(ctx context.Context, tx pgx.Tx, chat domain.Chat, m domain.Message, errType, errText string) error {
@@ -166,27 +204,38 @@ func (r *Repo) ApplyReceipt(ctx context.Context, rc app.Receipt, _ time.Time) er
 				return nil
 			}
 			// A read of a message never reported delivered tells both at
-			// once: one reading of the clock for the two columns.
-			if _, err := tx.Exec(ctx, `UPDATE messages SET read_at = clock.at, delivered_at = coalesce(delivered_at, clock.at)
-				FROM (SELECT clock_timestamp() AS at) clock WHERE id = $1`, m.ID); err != nil {
+			// once: one reading of the clock for the two columns. The
+			// writes go in one round trip.
+			b := &pgx.Batch{}
+			b.Queue(`UPDATE messages SET read_at = clock.at, delivered_at = coalesce(delivered_at, clock.at)
+				FROM (SELECT clock_timestamp() AS at) clock WHERE id = $1`, m.ID)
+			if m.DeliveredAt == nil {
+				queueEvent(b, domain.Delivery(domain.EventMessageDelivered, chat, m))
+			}
+			queueEvent(b, domain.Delivery(domain.EventMessageRead, chat, m))
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return fmt.Errorf("record read: %w", err)
 			}
-			if m.DeliveredAt == nil {
-				if err := emit(ctx, tx, domain.Delivery(domain.EventMessageDelivered, chat, m)); err != nil {
-					return err
-				}
-			}
-			return emit(ctx, tx, domain.Delivery(domain.EventMessageRead, chat, m))
+			return nil
 		}
 		return fmt.Errorf("unknown receipt status %q", rc.Status)
 	})
 }
 
 func markDelivered(ctx context.Context, tx pgx.Tx, chat domain.Chat, m domain.Message) error {
-	if _, err := tx.Exec(ctx, `UPDATE messages SET delivered_at = clock_timestamp() WHERE id = $1`, m.ID); err != nil {
+	b := &pgx.Batch{}
+	queueDelivered(b, chat, m)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("record delivery: %w", err)
 	}
-	return emit(ctx, tx, domain.Delivery(domain.EventMessageDelivered, chat, m))
+	return nil
+}
+
+// queueDelivered adds to b the writes of a delivered receipt: the time
+// and the event.
+func queueDelivered(b *pgx.Batch, chat domain.Chat, m domain.Message) {
+	b.Queue(`UPDATE messages SET delivered_at = clock_timestamp() WHERE id = $1`, m.ID)
+	queueEvent(b, domain.Delivery(domain.EventMessageDelivered, chat, m))
 }
 
 // OpenDialog implements app.SendRepository: the chat's row is held while

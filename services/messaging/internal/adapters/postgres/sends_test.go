@@ -208,3 +208,64 @@ func TestSendDoneIsOneWrite(t *testing.T) {
 	require.Nil(t, source)
 	require.True(t, queued, "the failed record left the send queued")
 }
+
+// TestSendDeliveredIsSendDoneAndReceipt: a send the messenger answered as
+// delivered records its id, ends the send and applies the delivered
+// receipt (its time and one event) in one transaction; a message that
+// already moved past delivered (read, or failed) gets no second event; a
+// failed record leaves everything as it was.
+func TestSendDeliveredIsSendDoneAndReceipt(t *testing.T) {
+	ctx := context.Background()
+	r := New(pgtest.New(t, migrations.FS))
+	chat := testChat(t, r, 7, 70, domain.Telegram, "4242")
+	var ids []string
+	for range 4 {
+		m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chat, ConnectionID: 70,
+			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
+		_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
+		require.NoError(t, err)
+		ids = append(ids, m.ID)
+	}
+	state := func(id string) (source *string, delivered, queued bool) {
+		require.NoError(t, r.db.QueryRow(ctx, `SELECT m.source_message_id, m.delivered_at IS NOT NULL,
+				EXISTS (SELECT 1 FROM outbound_sends s WHERE s.message_id = m.id)
+			FROM messages m WHERE m.id = $1`, id).Scan(&source, &delivered, &queued))
+		return source, delivered, queued
+	}
+
+	require.NoError(t, r.SendDelivered(ctx, ids[0], "src-1"))
+	source, delivered, queued := state(ids[0])
+	require.Equal(t, "src-1", *source)
+	require.True(t, delivered)
+	require.False(t, queued)
+	require.Equal(t, []string{domain.EventMessageDelivered}, outboxTypes(t, r, ids[0]))
+	// The receipt a messenger may still send changes nothing more.
+	require.NoError(t, r.ApplyReceipt(ctx, app.Receipt{ConnectionID: 70, SourceMessageID: "src-1", Status: app.Delivered}, time.Time{}))
+	require.Equal(t, []string{domain.EventMessageDelivered}, outboxTypes(t, r, ids[0]))
+
+	// Already read: recorded and ended, no delivered event.
+	require.NoError(t, r.ApplyReceipt(ctx, app.Receipt{MessageID: ids[1], Status: app.Read}, time.Time{}))
+	require.NoError(t, r.SendDelivered(ctx, ids[1], "src-2"))
+	source, _, queued = state(ids[1])
+	require.Equal(t, "src-2", *source)
+	require.False(t, queued)
+	require.Equal(t, []string{domain.EventMessageDelivered, domain.EventMessageRead}, outboxTypes(t, r, ids[1]))
+
+	// Failed: no delivered event, nor time.
+	require.NoError(t, r.SendFailed(ctx, ids[2], domain.ErrGeneric, "refused"))
+	require.NoError(t, r.SendDelivered(ctx, ids[2], "src-3"))
+	_, delivered, _ = state(ids[2])
+	require.False(t, delivered)
+	require.Equal(t, []string{domain.EventMessageError}, outboxTypes(t, r, ids[2]))
+
+	// The connection has a message with this id: nothing is written.
+	require.Error(t, r.SendDelivered(ctx, ids[3], "src-1"))
+	source, delivered, queued = state(ids[3])
+	require.Nil(t, source)
+	require.False(t, delivered)
+	require.True(t, queued)
+	require.Empty(t, outboxTypes(t, r, ids[3]))
+
+	// An unknown message is not found.
+	require.ErrorIs(t, r.SendDelivered(ctx, uuid.NewString(), "src-9"), domain.ErrNotFound)
+}

@@ -41,7 +41,9 @@ func (m *Messenger) SetBehaviour(ctx context.Context, b Behaviour) error {
 }
 
 // behaviour is the connection's, deliver_and_read when never set.
-func (m *Messenger) behaviour(ctx context.Context, q pgx.Tx, connectionID int64) (Behaviour, error) {
+func (m *Messenger) behaviour(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, connectionID int64) (Behaviour, error) {
 	b := Behaviour{ConnectionID: connectionID, Outbound: DeliverAndRead}
 	err := q.QueryRow(ctx, `SELECT outbound, error_type, error_text FROM sandbox_behaviours WHERE connection_id = $1`,
 		connectionID).Scan(&b.Outbound, &b.ErrorType, &b.ErrorText)
@@ -92,70 +94,60 @@ var TypeReports = map[domain.Type]Reports{
 // read. Each attempt is received as it would be by the real messenger: a
 // repeated send of one message (a worker that sent it twice) is a second
 // copy with its own id and receipts, and a second row of the outbox.
+//
+// Two round trips: the connection's behaviour, then one statement that
+// stores the message received and its scheduled receipts together.
 func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.Chat, msg domain.Message) (app.Sent, error) {
-	var sent app.Sent
-	var refused *app.SendError
-	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
-		b, err := m.behaviour(ctx, tx, conn.ID)
-		if err != nil {
-			return err
-		}
-		if b.Outbound == Fail {
-			refused = &app.SendError{Type: domain.ErrGeneric, Text: "the messenger refused the message"}
-			if b.ErrorType != nil {
-				refused.Type = *b.ErrorType
-			}
-			if b.ErrorText != nil {
-				refused.Text = *b.ErrorText
-			}
-			return nil
-		}
-		// A template goes out as its name and values, whatever the message
-		// shows (an auto-template text shows its text).
-		typ, content := msg.Type, any(msg.Content)
-		if msg.Template != nil {
-			typ, content = domain.WabaTemplate, msg.Template
-		}
-		body, err := json.Marshal(content)
-		if err != nil {
-			return err
-		}
-		var markup []byte
-		if msg.Markup != nil {
-			if markup, err = json.Marshal(msg.Markup); err != nil {
-				return err
-			}
-		}
-		sent.SourceMessageID = "sb-out-" + uuid.NewString()
-		if _, err := tx.Exec(ctx, `INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			conn.ID, msg.ID, sent.SourceMessageID, chat.SourceChatID, string(typ), body, markup); err != nil {
-			return fmt.Errorf("sandbox outbox: %w", err)
-		}
-		var receipts []scheduled
-		now, reports := time.Now(), TypeReports[conn.Type]
-		if b.Outbound == Deliver || b.Outbound == DeliverAndRead {
-			sent.Delivered = reports.DeliveredOnAnswer
-			if reports.Delivered {
-				receipts = append(receipts, scheduled{app.Delivered, now.Add(m.DeliverAfter)})
-			}
-		}
-		if b.Outbound == DeliverAndRead && reports.Read {
-			receipts = append(receipts, scheduled{app.Read, now.Add(m.ReadAfter)})
-		}
-		for _, r := range receipts {
-			if _, err := tx.Exec(ctx, `INSERT INTO sandbox_receipts (connection_id, source_message_id, status, due_at)
-				VALUES ($1, $2, $3, $4)`, conn.ID, sent.SourceMessageID, string(r.status), r.at); err != nil {
-				return fmt.Errorf("schedule receipt: %w", err)
-			}
-		}
-		return nil
-	})
+	b, err := m.behaviour(ctx, m.db, conn.ID)
 	if err != nil {
 		return app.Sent{}, err
 	}
-	if refused != nil {
+	if b.Outbound == Fail {
+		refused := &app.SendError{Type: domain.ErrGeneric, Text: "the messenger refused the message"}
+		if b.ErrorType != nil {
+			refused.Type = *b.ErrorType
+		}
+		if b.ErrorText != nil {
+			refused.Text = *b.ErrorText
+		}
 		return app.Sent{}, refused
+	}
+	// A template goes out as its name and values, whatever the message
+	// shows (an auto-template text shows its text).
+	typ, content := msg.Type, any(msg.Content)
+	if msg.Template != nil {
+		typ, content = domain.WabaTemplate, msg.Template
+	}
+	body, err := json.Marshal(content)
+	if err != nil {
+		return app.Sent{}, err
+	}
+	var markup []byte
+	if msg.Markup != nil {
+		if markup, err = json.Marshal(msg.Markup); err != nil {
+			return app.Sent{}, err
+		}
+	}
+	var sent app.Sent
+	sent.SourceMessageID = "sb-out-" + uuid.NewString()
+	statuses, dues := []string{}, []time.Time{}
+	now, reports := time.Now(), TypeReports[conn.Type]
+	if b.Outbound == Deliver || b.Outbound == DeliverAndRead {
+		sent.Delivered = reports.DeliveredOnAnswer
+		if reports.Delivered {
+			statuses, dues = append(statuses, string(app.Delivered)), append(dues, now.Add(m.DeliverAfter))
+		}
+	}
+	if b.Outbound == DeliverAndRead && reports.Read {
+		statuses, dues = append(statuses, string(app.Read)), append(dues, now.Add(m.ReadAfter))
+	}
+	if _, err := m.db.Exec(ctx, `WITH received AS (
+			INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
+			VALUES ($1, $2, $3, $4, $5, $6, $7))
+		INSERT INTO sandbox_receipts (connection_id, source_message_id, status, due_at)
+		SELECT $1, $3, r.status, r.due_at FROM unnest($8::text[], $9::timestamptz[]) AS r (status, due_at)`,
+		conn.ID, msg.ID, sent.SourceMessageID, chat.SourceChatID, string(typ), body, markup, statuses, dues); err != nil {
+		return app.Sent{}, fmt.Errorf("sandbox outbox: %w", err)
 	}
 	return sent, nil
 }
@@ -236,24 +228,27 @@ func (m *Messenger) sendDue(ctx context.Context, sink func(context.Context, app.
 		if err != nil {
 			return err
 		}
+		var sent, later []int64
 		for _, d := range list {
 			err := sink(ctx, d.r)
 			switch {
 			case errors.Is(err, domain.ErrNotFound) && time.Since(d.at) < receiptPatience:
 				// Not recorded yet: try again shortly, still in order.
-				_, err = tx.Exec(ctx, `UPDATE sandbox_receipts SET due_at = due_at + interval '100 milliseconds' WHERE id = $1`, d.id)
+				later = append(later, d.id)
 			case err == nil, errors.Is(err, domain.ErrNotFound):
-				_, err = tx.Exec(ctx, `DELETE FROM sandbox_receipts WHERE id = $1`, d.id)
-			}
-			if err != nil {
+				sent = append(sent, d.id)
+			default:
 				return fmt.Errorf("receipt for %s: %w", d.r.SourceMessageID, err)
 			}
 		}
+		// The batch's outcomes in one statement (a receipt sent again
+		// after a failure here changes nothing: receipts only move a
+		// message forward).
+		if _, err := tx.Exec(ctx, `WITH sent AS (DELETE FROM sandbox_receipts WHERE id = ANY($1))
+			UPDATE sandbox_receipts SET due_at = due_at + interval '100 milliseconds' WHERE id = ANY($2)`,
+			sent, later); err != nil {
+			return fmt.Errorf("record receipts sent: %w", err)
+		}
 		return nil
 	})
-}
-
-type scheduled struct {
-	status app.ReceiptStatus
-	at     time.Time
 }
