@@ -40,6 +40,21 @@ func benchProfile(b *testing.B, phase string, d time.Duration) (done func()) {
 	_, err = admin.Exec(ctx, `SELECT pg_stat_statements_reset()`)
 	require.NoError(b, err)
 
+	// PostgreSQL's CPU over the phase: this stack's postmaster's children.
+	var backend int
+	require.NoError(b, admin.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend))
+	postmaster := procParent(b, backend)
+	pgTicks := func() map[int]int64 {
+		out := procTicks(b, func(comm string) bool { return comm == "postgres" })
+		for pid := range out {
+			if procParent(b, pid) != postmaster {
+				delete(out, pid)
+			}
+		}
+		return out
+	}
+	pg0, t0 := pgTicks(), time.Now()
+
 	var wg sync.WaitGroup
 	secs := max(1, int(d.Seconds()))
 	for name, addr := range stack.PprofAddrs {
@@ -62,6 +77,12 @@ func benchProfile(b *testing.B, phase string, d time.Duration) (done func()) {
 		}()
 	}
 	return func() {
+		pg1, elapsed := pgTicks(), time.Since(t0)
+		var ticks int64
+		for pid, v := range pg1 {
+			ticks += v - pg0[pid] // a backend started since counts whole
+		}
+		pgCPU := time.Duration(ticks) * 10 * time.Millisecond
 		wg.Wait()
 		defer admin.Close(ctx)
 		rows, err := admin.Query(ctx, `
@@ -71,6 +92,7 @@ func benchProfile(b *testing.B, phase string, d time.Duration) (done func()) {
 			ORDER BY s.total_exec_time + s.total_plan_time DESC LIMIT 40`, dbPrefix+"_%")
 		require.NoError(b, err)
 		var out strings.Builder
+		fmt.Fprintf(&out, "PostgreSQL CPU %v in %v (%.2f cores)\n", pgCPU, elapsed.Round(time.Millisecond), pgCPU.Seconds()/elapsed.Seconds())
 		fmt.Fprintf(&out, "%-12s %8s %10s %9s %8s  query\n", "database", "calls", "exec ms", "plan ms", "rows")
 		for rows.Next() {
 			var (

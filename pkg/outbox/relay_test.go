@@ -280,3 +280,32 @@ func TestQueuedInABatch(t *testing.T) {
 	// Marked in the relay's transaction, which commits after Publish.
 	require.Eventually(t, func() bool { return unpublished(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
 }
+
+// TestQueuedManyInOrder: messages written by one QueueMany statement are
+// relayed in the order given, with their payloads, among messages written
+// alone before and after.
+func TestQueuedManyInOrder(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	rec := &recorder{}
+	start(t, outbox.New(db, quiet, slowPoll).Route("a", rec))
+	ctx := context.Background()
+	write(t, db, "a", 1)
+	require.NoError(t, postgres.WithTx(ctx, db, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		var entries []outbox.Entry
+		for _, c := range []int64{5, 2, 4, 3} {
+			entries = append(entries, outbox.Entry{CompanyID: c, Type: "things.happened", Payload: map[string]any{"company_id": c}})
+		}
+		require.NoError(t, outbox.QueueMany(b, "a", entries))
+		require.NoError(t, outbox.QueueMany(b, "a", nil))
+		return tx.SendBatch(ctx, b).Close()
+	}))
+	write(t, db, "a", 6)
+	require.Eventually(t, func() bool { return len(rec.companies()) == 6 }, waitFor, 5*time.Millisecond)
+	require.Equal(t, []int64{1, 5, 2, 4, 3, 6}, rec.companies())
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, m := range rec.got {
+		require.JSONEq(t, fmt.Sprintf(`{"company_id":%d}`, m.CompanyID), string(m.Payload))
+	}
+}

@@ -30,6 +30,9 @@ type SendRepository interface {
 	// SendDelivered is SendDone and ApplyReceipt of a delivered receipt in
 	// one transaction: the messenger's answer said it was delivered.
 	SendDelivered(ctx context.Context, messageID, sourceMessageID string) error
+	// SendsDone is SendDone, or SendDelivered when delivered, of each of
+	// sent, in one transaction: all are recorded, or none (an error).
+	SendsDone(ctx context.Context, sent []SentOutcome) error
 	// SendFailed ends a send with an error on the message and its
 	// messages.delivery.error event, unless the message already has one.
 	SendFailed(ctx context.Context, messageID, errType, errText string) error
@@ -62,6 +65,13 @@ type Claim struct {
 	Token string
 	// Message is the message to send, read with the claim.
 	Message domain.Message
+}
+
+// SentOutcome is a send the messenger took: its id of the message, and
+// whether its answer was the delivery.
+type SentOutcome struct {
+	MessageID, SourceMessageID string
+	Delivered                  bool
 }
 
 // Receipt is a messenger's word on an outbound message: found by the
@@ -204,6 +214,8 @@ func (s *Service) deliverBatch(ctx, work context.Context, log *slog.Logger, h *h
 		}
 		byChat[chat] = append(byChat[chat], c)
 	}
+	rec := &recorder{s: s, work: work, log: log, h: h}
+	defer rec.wait()
 	sem := make(chan struct{}, s.sender.Parallel)
 	var wg sync.WaitGroup
 	for _, chat := range order {
@@ -223,7 +235,12 @@ func (s *Service) deliverBatch(ctx, work context.Context, log *slog.Logger, h *h
 					}
 					return
 				}
-				err := s.deliver(work, h, c, c.Message)
+				sent, err := s.deliver(work, h, c, c.Message)
+				if sent != nil {
+					// Recorded with others; its lease is kept until then.
+					rec.add(*sent)
+					continue
+				}
 				if errors.Is(err, errLeaseLost) {
 					// Another worker may have it now: this one must not
 					// send it too, nor the chat's later messages before
@@ -245,18 +262,89 @@ func (s *Service) deliverBatch(ctx, work context.Context, log *slog.Logger, h *h
 	wg.Wait()
 }
 
+// recorder records the sends of a batch the messenger took, in groups: the
+// first outcome is recorded at once, and the outcomes that arrive while a
+// group is being recorded make the next group (a group commit). Under load
+// a group holds many sends, so a send's record costs a fraction of a
+// transaction; alone, it is recorded as soon as before. Each send's lease
+// is renewed until its group is recorded.
+type recorder struct {
+	s    *Service
+	work context.Context
+	log  *slog.Logger
+	h    *holder
+
+	mu       sync.Mutex
+	pending  []SentOutcome
+	flushing bool
+	running  sync.WaitGroup
+}
+
+func (r *recorder) add(o SentOutcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = append(r.pending, o)
+	if !r.flushing {
+		r.flushing = true
+		r.running.Add(1)
+		go r.flush()
+	}
+}
+
+func (r *recorder) flush() {
+	defer r.running.Done()
+	for {
+		r.mu.Lock()
+		group := r.pending
+		r.pending = nil
+		if len(group) == 0 {
+			r.flushing = false
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		r.record(group)
+	}
+}
+
+// record stores a group, or, if the group fails as a whole (one send's
+// record refused), each send on its own, so one cannot hold the others
+// back.
+func (r *recorder) record(group []SentOutcome) {
+	if err := r.s.repo.SendsDone(r.work, group); err != nil {
+		r.log.Warn("record sends as a group; recording each", "sends", len(group), "error", err)
+		for _, o := range group {
+			var err error
+			if o.Delivered {
+				err = r.s.repo.SendDelivered(r.work, o.MessageID, o.SourceMessageID)
+			} else {
+				err = r.s.repo.SendDone(r.work, o.MessageID, o.SourceMessageID)
+			}
+			if err != nil {
+				r.log.Error("record send", "message_id", o.MessageID, "error", err)
+			}
+		}
+	}
+	for _, o := range group {
+		r.h.done(o.MessageID)
+	}
+}
+
+// wait returns once every outcome added is recorded.
+func (r *recorder) wait() { r.running.Wait() }
+
 // errLeaseLost: the worker can no longer show that a send is its own.
 var errLeaseLost = errors.New("send lease lost")
 
 // deliver makes one attempt at a send: the asynchronous refusals first
 // (not paid, blacklisted), then the messenger.
-func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Message) error {
+func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Message) (*SentOutcome, error) {
 	if !h.mayStart(m.ID) {
-		return errLeaseLost
+		return nil, errLeaseLost
 	}
 	chat, err := s.repo.Chat(ctx, c.CompanyID, m.ChatID)
 	if err != nil {
-		return fmt.Errorf("read chat: %w", err)
+		return nil, fmt.Errorf("read chat: %w", err)
 	}
 	// The connection (connections) and whether it is paid (billing, which
 	// asks connections too) are independent answers of other services:
@@ -274,44 +362,44 @@ func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Mess
 	conn, err := s.connections.Connection(ctx, c.CompanyID, chat.ConnectionID)
 	asked.Wait()
 	if errors.Is(err, domain.ErrNotFound) {
-		return s.repo.SendFailed(ctx, m.ID, domain.ErrGeneric, "the connection no longer exists")
+		return nil, s.repo.SendFailed(ctx, m.ID, domain.ErrGeneric, "the connection no longer exists")
 	}
 	if err != nil {
-		return s.retry(ctx, c, err)
+		return nil, s.retry(ctx, c, err)
 	}
 	if paidErr != nil {
-		return s.retry(ctx, c, paidErr)
+		return nil, s.retry(ctx, c, paidErr)
 	}
 	if !paid {
-		return s.repo.SendFailed(ctx, m.ID, domain.ErrSubscriptionNotPaid, "the connection's subscription is not paid")
+		return nil, s.repo.SendFailed(ctx, m.ID, domain.ErrSubscriptionNotPaid, "the connection's subscription is not paid")
 	}
 	if chat.BlacklistItemID != nil {
-		return s.repo.SendFailed(ctx, m.ID, domain.ErrChatBlacklisted, "the chat is blacklisted")
+		return nil, s.repo.SendFailed(ctx, m.ID, domain.ErrChatBlacklisted, "the chat is blacklisted")
 	}
 	if conn.Type == domain.Waba {
 		covered, err := s.wabaDialog(ctx, c, m, chat)
 		if err != nil {
-			return s.retry(ctx, c, err)
+			return nil, s.retry(ctx, c, err)
 		}
 		if !covered {
-			return s.repo.SendFailed(ctx, m.ID, domain.ErrWabaDialogsLimit, "the company has no business dialogs left")
+			return nil, s.repo.SendFailed(ctx, m.ID, domain.ErrWabaDialogsLimit, "the company has no business dialogs left")
 		}
 		// Only templates leave a closed session; a text got here because the
 		// connection writes first through its auto template.
 		if m.Type == domain.Text && !s.sessionOpen(chat) {
 			done, err := s.viaAutoTemplate(ctx, c, conn, &m)
 			if done {
-				return err
+				return nil, err
 			}
 			if err != nil {
-				return s.retry(ctx, c, err)
+				return nil, s.retry(ctx, c, err)
 			}
 		}
 	}
 	// The checks above took round trips: the lease is looked at again
 	// right before the one step that cannot be taken back.
 	if !h.mayStart(m.ID) {
-		return errLeaseLost
+		return nil, errLeaseLost
 	}
 	sent, err := s.messenger.Send(ctx, conn, chat, m)
 	var (
@@ -320,19 +408,16 @@ func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Mess
 	)
 	switch {
 	case errors.As(err, &refused):
-		return s.repo.SendFailed(ctx, m.ID, refused.Type, refused.Text)
+		return nil, s.repo.SendFailed(ctx, m.ID, refused.Type, refused.Text)
 	case errors.As(err, &later):
 		if err := s.repo.SendAfterWait(ctx, c, s.now().Add(later.Wait)); err != nil {
-			return err
+			return nil, err
 		}
-		return fmt.Errorf("attempt %d, next in %s: %w", c.Attempts, later.Wait, err)
+		return nil, fmt.Errorf("attempt %d, next in %s: %w", c.Attempts, later.Wait, err)
 	case err != nil:
-		return s.retry(ctx, c, err)
+		return nil, s.retry(ctx, c, err)
 	}
-	if sent.Delivered {
-		return s.repo.SendDelivered(ctx, m.ID, sent.SourceMessageID)
-	}
-	return s.repo.SendDone(ctx, m.ID, sent.SourceMessageID)
+	return &SentOutcome{MessageID: m.ID, SourceMessageID: sent.SourceMessageID, Delivered: sent.Delivered}, nil
 }
 
 // wabaDialog decides whether a business send may go (design/messaging.md):

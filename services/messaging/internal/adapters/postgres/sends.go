@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/services/messaging/internal/app"
 	"switchboard.dev/services/messaging/internal/domain"
 )
@@ -94,6 +95,91 @@ func (r *Repo) SendDelivered(ctx context.Context, messageID, sourceMessageID str
 		}
 		return nil
 	})
+}
+
+// SendsDone implements app.SendRepository: every message's row locked,
+// then every chat's, each in id order (so two workers' groups, and a
+// receipt's message-then-chat, cannot deadlock), in one round trip; the
+// records in one statement and the delivered events in another, in a
+// second. Four round trips for the group, where SendDelivered takes four
+// per message.
+func (r *Repo) SendsDone(ctx context.Context, sent []app.SentOutcome) error {
+	ids := make([]string, len(sent))
+	sources := make([]string, len(sent))
+	for i, o := range sent {
+		ids[i], sources[i] = o.MessageID, o.SourceMessageID
+	}
+	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		locks := &pgx.Batch{}
+		locks.Queue(messageSelect+` WHERE m.direction = 'outbound' AND m.id = ANY($1::uuid[]) ORDER BY m.id FOR UPDATE OF m`, ids)
+		locks.Queue(chatSelect+` WHERE c.id IN (SELECT m.chat_id FROM messages m WHERE m.id = ANY($1::uuid[]))
+			ORDER BY c.id FOR UPDATE OF c`, ids)
+		br := tx.SendBatch(ctx, locks)
+		messages := map[string]domain.Message{}
+		chats := map[int64]domain.Chat{}
+		rows, err := br.Query()
+		if err == nil {
+			err = forEach(rows, func(row pgx.Rows) error {
+				m, err := scanMessage(row)
+				messages[m.ID] = m
+				return err
+			})
+		}
+		if err == nil {
+			rows, err = br.Query()
+		}
+		if err == nil {
+			err = forEach(rows, func(row pgx.Rows) error {
+				c, err := scanChat(row)
+				chats[c.ID] = c
+				return err
+			})
+		}
+		if closeErr := br.Close(); err == nil {
+			err = closeErr
+		}
+		if err != nil {
+			return fmt.Errorf("lock sent messages: %w", err)
+		}
+		deliver := make([]bool, len(sent))
+		var events []outbox.Entry
+		for i, o := range sent {
+			m, ok := messages[o.MessageID]
+			if !ok {
+				return fmt.Errorf("record send %s: %w", o.MessageID, domain.ErrNotFound)
+			}
+			// As ApplyReceipt: delivered only moves a message forward.
+			deliver[i] = o.Delivered && m.ErrorAt == nil && m.DeliveredAt == nil && m.ReadAt == nil
+			if deliver[i] {
+				e := domain.Delivery(domain.EventMessageDelivered, chats[m.ChatID], m)
+				events = append(events, outbox.Entry{CompanyID: e.CompanyID, Type: e.Type, Payload: e.Payload})
+			}
+		}
+		writes := &pgx.Batch{}
+		writes.Queue(`WITH done AS (DELETE FROM outbound_sends WHERE message_id = ANY($1::uuid[]))
+			UPDATE messages m SET source_message_id = u.source,
+				delivered_at = CASE WHEN u.deliver THEN clock_timestamp() ELSE m.delivered_at END
+			FROM unnest($1::uuid[], $2::text[], $3::bool[]) AS u (id, source, deliver)
+			WHERE m.id = u.id`, ids, sources, deliver)
+		if err := outbox.QueueMany(writes, domain.TopicWebhooks, events); err != nil {
+			return err
+		}
+		if err := tx.SendBatch(ctx, writes).Close(); err != nil {
+			return fmt.Errorf("record sends: %w", err)
+		}
+		return nil
+	})
+}
+
+// forEach calls f on each row, then closes rows.
+func forEach(rows pgx.Rows, f func(pgx.Rows) error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := f(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // SendLater implements app.SendRepository.

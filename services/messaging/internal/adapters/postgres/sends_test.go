@@ -269,3 +269,130 @@ func TestSendDeliveredIsSendDoneAndReceipt(t *testing.T) {
 	// An unknown message is not found.
 	require.ErrorIs(t, r.SendDelivered(ctx, uuid.NewString(), "src-9"), domain.ErrNotFound)
 }
+
+// TestSendsDoneRecordsAGroup: a group is recorded as SendDelivered and
+// SendDone would record each (a delivered event only for a message not
+// past delivered, in the group's order), or, when one of it cannot be,
+// not at all.
+func TestSendsDoneRecordsAGroup(t *testing.T) {
+	ctx := context.Background()
+	r := New(pgtest.New(t, migrations.FS))
+	chats := []int64{testChat(t, r, 7, 70, domain.Telegram, "1"), testChat(t, r, 7, 70, domain.Telegram, "2")}
+	var ids []string
+	for i := range 6 {
+		m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chats[i%2], ConnectionID: 70,
+			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
+		_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
+		require.NoError(t, err)
+		ids = append(ids, m.ID)
+	}
+	require.NoError(t, r.ApplyReceipt(ctx, app.Receipt{MessageID: ids[1], Status: app.Read}, time.Time{}))
+	require.NoError(t, r.SendFailed(ctx, ids[2], domain.ErrGeneric, "refused"))
+	state := func(id string) (source *string, delivered, queued bool) {
+		require.NoError(t, r.db.QueryRow(ctx, `SELECT m.source_message_id, m.delivered_at IS NOT NULL,
+				EXISTS (SELECT 1 FROM outbound_sends s WHERE s.message_id = m.id)
+			FROM messages m WHERE m.id = $1`, id).Scan(&source, &delivered, &queued))
+		return source, delivered, queued
+	}
+
+	// One id unknown, or one source id taken: nothing is recorded.
+	require.Error(t, r.SendsDone(ctx, []app.SentOutcome{{MessageID: ids[0], SourceMessageID: "a", Delivered: true},
+		{MessageID: uuid.NewString(), SourceMessageID: "b"}}))
+	require.Error(t, r.SendsDone(ctx, []app.SentOutcome{{MessageID: ids[0], SourceMessageID: "a", Delivered: true},
+		{MessageID: ids[3], SourceMessageID: "a"}}))
+	source, delivered, queued := state(ids[0])
+	require.Nil(t, source)
+	require.False(t, delivered)
+	require.True(t, queued)
+	require.Empty(t, outboxTypes(t, r, ids[0]))
+
+	require.NoError(t, r.SendsDone(ctx, []app.SentOutcome{
+		{MessageID: ids[4], SourceMessageID: "s4", Delivered: true},
+		{MessageID: ids[0], SourceMessageID: "s0", Delivered: true},
+		{MessageID: ids[1], SourceMessageID: "s1", Delivered: true},
+		{MessageID: ids[2], SourceMessageID: "s2", Delivered: true},
+		{MessageID: ids[3], SourceMessageID: "s3"},
+	}))
+	for i, want := range []struct {
+		delivered bool
+		events    []string
+	}{
+		{true, []string{domain.EventMessageDelivered}},
+		{true, []string{domain.EventMessageDelivered, domain.EventMessageRead}},
+		{false, []string{domain.EventMessageError}},
+		{false, nil},
+		{true, []string{domain.EventMessageDelivered}},
+	} {
+		source, delivered, queued := state(ids[i])
+		require.Equal(t, fmt.Sprintf("s%d", i), *source, "message %d", i)
+		require.Equal(t, want.delivered, delivered, "message %d", i)
+		require.False(t, queued, "message %d", i)
+		if want.events == nil {
+			require.Empty(t, outboxTypes(t, r, ids[i]), "message %d", i)
+		} else {
+			require.Equal(t, want.events, outboxTypes(t, r, ids[i]), "message %d", i)
+		}
+	}
+	// The events in the group's order: message 4's before message 0's.
+	var first string
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT payload->'event'->>'message_id' FROM outbox
+		WHERE payload->'event'->>'message_id' = ANY($1) AND event_type = $2 ORDER BY seq LIMIT 1`,
+		[]string{ids[0], ids[4]}, domain.EventMessageDelivered).Scan(&first))
+	require.Equal(t, ids[4], first)
+	source, _, queued = state(ids[5])
+	require.Nil(t, source)
+	require.True(t, queued, "not in the group")
+}
+
+// TestSendsDoneBesideReceiptsDoesNotDeadlock: groups recorded by two
+// workers at once, with receipts and failures of the same chats' other
+// messages, all finish: every path takes messages before chats, each in
+// id order.
+func TestSendsDoneBesideReceiptsDoesNotDeadlock(t *testing.T) {
+	ctx := context.Background()
+	r := New(pgtest.New(t, migrations.FS))
+	var chats []int64
+	for i := range 3 {
+		chats = append(chats, testChat(t, r, 7, 70, domain.Telegram, fmt.Sprint(i)))
+	}
+	const n = 240
+	ids := make([]string, n)
+	for i := range ids {
+		m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chats[i%3], ConnectionID: 70,
+			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
+		_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
+		require.NoError(t, err)
+		ids[i] = m.ID
+	}
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := w * 60; g < (w+1)*60; g += 12 {
+				var group []app.SentOutcome
+				for i := g; i < g+12; i++ {
+					switch i % 4 {
+					case 0, 1: // recorded in a group, in reverse order
+						group = append([]app.SentOutcome{{MessageID: ids[i], SourceMessageID: "s" + ids[i], Delivered: true}}, group...)
+					case 2:
+						errs <- r.ApplyReceipt(ctx, app.Receipt{MessageID: ids[i], Status: app.Read}, time.Time{})
+					case 3:
+						errs <- r.SendFailed(ctx, ids[i], domain.ErrGeneric, "refused")
+					}
+				}
+				errs <- r.SendsDone(ctx, group)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	var left int
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT count(*) FROM outbound_sends s JOIN messages m ON m.id = s.message_id
+		WHERE m.source_message_id IS NOT NULL`).Scan(&left))
+	require.Zero(t, left)
+}
