@@ -186,7 +186,7 @@ func spec(s settings) service.Spec {
 			d.Background("send worker", func(ctx context.Context) error { return svc.RunSender(ctx, d.Log) })
 			srv := grpcport.New(svc)
 			if sb != nil {
-				d.Background("sandbox receipts", func(ctx context.Context) error { return sb.RunReceipts(ctx, d.Log, svc.Receipt) })
+				d.Background("sandbox receipts", func(ctx context.Context) error { return sb.RunReceipts(ctx, d.Log, svc.Receipts) })
 				srv.WithSandbox(sb)
 			}
 			store, err := storage.Open(s.FilesStorage, s.FilesDir)

@@ -52,6 +52,10 @@ type SendRepository interface {
 	// events; a receipt that would move it backwards changes nothing.
 	// domain.ErrNotFound: no outbound message matches.
 	ApplyReceipt(ctx context.Context, r Receipt, at time.Time) error
+	// ApplyReceipts is ApplyReceipt of each receipt in order, in one
+	// transaction; found[i] is false when no outbound message matches
+	// receipts[i] (nothing is applied for it). An error: none is applied.
+	ApplyReceipts(ctx context.Context, receipts []Receipt) (found []bool, err error)
 }
 
 // Claim is one send taken by a worker.
@@ -459,6 +463,19 @@ func (s *Service) Receipt(ctx context.Context, r Receipt) error {
 		r.ErrorType = domain.ErrGeneric
 	}
 	return s.repo.ApplyReceipt(ctx, r, s.now())
+}
+
+// Receipts applies a messenger's receipts that came together, in their
+// order, in one transaction (a provider's webhook may carry many; the
+// sandbox sends those due at once); found[i] false: no outbound message
+// matches receipts[i] yet.
+func (s *Service) Receipts(ctx context.Context, rs []Receipt) (found []bool, err error) {
+	for i := range rs {
+		if rs[i].Status == Failed && rs[i].ErrorType == "" {
+			rs[i].ErrorType = domain.ErrGeneric
+		}
+	}
+	return s.repo.ApplyReceipts(ctx, rs)
 }
 
 // SandboxConnection checks that a sandbox route names a messenger

@@ -308,6 +308,165 @@ func (r *Repo) ApplyReceipt(ctx context.Context, rc app.Receipt, _ time.Time) er
 	})
 }
 
+// ApplyReceipts implements app.SendRepository: ApplyReceipt of each
+// receipt in order, in one transaction of four round trips whatever their
+// number. The messages are locked, then their chats, each in id order (as
+// SendsDone); the receipts move each message forward in memory by
+// ApplyReceipt's rules, then one statement writes every message's new
+// state (the group's one reading of the clock) and one its events, in the
+// receipts' order.
+func (r *Repo) ApplyReceipts(ctx context.Context, receipts []app.Receipt) ([]bool, error) {
+	var (
+		ids     []string
+		conns   []int64
+		sources []string
+	)
+	for _, rc := range receipts {
+		if rc.MessageID != "" {
+			ids = append(ids, rc.MessageID)
+		} else {
+			conns, sources = append(conns, rc.ConnectionID), append(sources, rc.SourceMessageID)
+		}
+	}
+	found := make([]bool, len(receipts))
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		const match = `m.direction = 'outbound' AND (m.id = ANY($1::uuid[])
+			OR (m.connection_id, m.source_message_id) IN (SELECT * FROM unnest($2::bigint[], $3::text[])))`
+		locks := &pgx.Batch{}
+		locks.Queue(messageSelect+` WHERE `+match+` ORDER BY m.id FOR UPDATE OF m`, ids, conns, sources)
+		locks.Queue(chatSelect+` WHERE c.id IN (SELECT m.chat_id FROM messages m WHERE `+match+`)
+			ORDER BY c.id FOR UPDATE OF c`, ids, conns, sources)
+		byID := map[string]*domain.Message{}
+		bySource := map[string]*domain.Message{}
+		chats := map[int64]domain.Chat{}
+		br := tx.SendBatch(ctx, locks)
+		rows, err := br.Query()
+		if err == nil {
+			err = forEach(rows, func(row pgx.Rows) error {
+				m, err := scanMessage(row)
+				byID[m.ID] = &m
+				if m.SourceMessageID != nil {
+					bySource[fmt.Sprintf("%d/%s", m.ConnectionID, *m.SourceMessageID)] = &m
+				}
+				return err
+			})
+		}
+		if err == nil {
+			rows, err = br.Query()
+		}
+		if err == nil {
+			err = forEach(rows, func(row pgx.Rows) error {
+				c, err := scanChat(row)
+				chats[c.ID] = c
+				return err
+			})
+		}
+		if closeErr := br.Close(); err == nil {
+			err = closeErr
+		}
+		if err != nil {
+			return fmt.Errorf("lock messages of receipts: %w", err)
+		}
+
+		type change struct{ delivered, read, failed bool }
+		changes := map[string]*change{}
+		var order []string // messages changed, in the order of their first change
+		var events []outbox.Entry
+		event := func(typ string, m *domain.Message) {
+			e := domain.Delivery(typ, chats[m.ChatID], *m)
+			events = append(events, outbox.Entry{CompanyID: e.CompanyID, Type: e.Type, Payload: e.Payload})
+		}
+		// A marker for the times set in this group: the statement below
+		// writes the one real instant.
+		now := time.Now()
+		for i, rc := range receipts {
+			m := byID[rc.MessageID]
+			if rc.MessageID == "" {
+				m = bySource[fmt.Sprintf("%d/%s", rc.ConnectionID, rc.SourceMessageID)]
+			}
+			if m == nil {
+				continue
+			}
+			found[i] = true
+			if m.ErrorAt != nil {
+				continue
+			}
+			ch := changes[m.ID]
+			if ch == nil {
+				ch = &change{}
+			}
+			switch rc.Status {
+			case app.Failed:
+				m.ErrorAt, m.ErrorType, m.ErrorText = &now, &rc.ErrorType, &rc.ErrorText
+				ch.failed = true
+				event(domain.EventMessageError, m)
+			case app.Delivered:
+				if m.DeliveredAt != nil || m.ReadAt != nil {
+					continue
+				}
+				m.DeliveredAt, ch.delivered = &now, true
+				event(domain.EventMessageDelivered, m)
+			case app.Read:
+				if m.ReadAt != nil {
+					continue
+				}
+				if m.DeliveredAt == nil {
+					m.DeliveredAt, ch.delivered = &now, true
+					event(domain.EventMessageDelivered, m)
+				}
+				m.ReadAt, ch.read = &now, true
+				event(domain.EventMessageRead, m)
+			default:
+				return fmt.Errorf("unknown receipt status %q", rc.Status)
+			}
+			if changes[m.ID] == nil {
+				changes[m.ID] = ch
+				order = append(order, m.ID)
+			}
+		}
+		if len(order) == 0 {
+			return nil
+		}
+		var (
+			changed                 []string
+			delivered, read, failed []bool
+			errorTypes, errorTexts  []*string
+		)
+		for _, id := range order {
+			ch, m := changes[id], byID[id]
+			changed = append(changed, id)
+			delivered, read, failed = append(delivered, ch.delivered), append(read, ch.read), append(failed, ch.failed)
+			if ch.failed {
+				errorTypes, errorTexts = append(errorTypes, m.ErrorType), append(errorTexts, m.ErrorText)
+			} else {
+				errorTypes, errorTexts = append(errorTypes, nil), append(errorTexts, nil)
+			}
+		}
+		writes := &pgx.Batch{}
+		writes.Queue(`UPDATE messages m SET
+				delivered_at = CASE WHEN u.delivered THEN coalesce(m.delivered_at, clock.at) ELSE m.delivered_at END,
+				read_at = CASE WHEN u.read THEN clock.at ELSE m.read_at END,
+				error_at = CASE WHEN u.failed THEN clock.at ELSE m.error_at END,
+				error_type = CASE WHEN u.failed THEN u.error_type ELSE m.error_type END,
+				error_text = CASE WHEN u.failed THEN u.error_text ELSE m.error_text END
+			FROM (SELECT clock_timestamp() AS at) clock,
+				unnest($1::uuid[], $2::bool[], $3::bool[], $4::bool[], $5::text[], $6::text[])
+					AS u (id, delivered, read, failed, error_type, error_text)
+			WHERE m.id = u.id`, changed, delivered, read, failed, errorTypes, errorTexts)
+		if err := outbox.QueueMany(writes, domain.TopicWebhooks, events); err != nil {
+			return err
+		}
+		if err := tx.SendBatch(ctx, writes).Close(); err != nil {
+			return fmt.Errorf("record receipts: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
 func markDelivered(ctx context.Context, tx pgx.Tx, chat domain.Chat, m domain.Message) error {
 	b := &pgx.Batch{}
 	queueDelivered(b, chat, m)

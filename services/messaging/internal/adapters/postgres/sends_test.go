@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -395,4 +396,77 @@ func TestSendsDoneBesideReceiptsDoesNotDeadlock(t *testing.T) {
 	require.NoError(t, r.db.QueryRow(ctx, `SELECT count(*) FROM outbound_sends s JOIN messages m ON m.id = s.message_id
 		WHERE m.source_message_id IS NOT NULL`).Scan(&left))
 	require.Zero(t, left)
+}
+
+// TestApplyReceiptsAsOneByOne: receipts applied as a group leave every
+// message in the state, and with the events in the order, that applying
+// them one by one gives, for many random sequences (by the platform's id
+// or the messenger's, repeated, out of order, with errors); a receipt of no
+// message is reported not found and changes nothing.
+func TestApplyReceiptsAsOneByOne(t *testing.T) {
+	ctx := context.Background()
+	r := New(pgtest.New(t, migrations.FS))
+	chat := testChat(t, r, 7, 70, domain.Telegram, "9")
+	rnd := rand.New(rand.NewPCG(1, 2))
+	statuses := []app.ReceiptStatus{app.Delivered, app.Read, app.Failed}
+	type outcome struct {
+		delivered, read, failed bool
+		errorType               *string
+		events                  []string
+	}
+	for round := range 40 {
+		// Two copies of each message: one gets the receipts one by one,
+		// the other as a group.
+		var receipts [2][]app.Receipt
+		var ids [2][]string
+		for i := range 4 {
+			for copy := range 2 {
+				m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chat, ConnectionID: 70,
+					Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
+				_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
+				require.NoError(t, err)
+				require.NoError(t, r.SendDone(ctx, m.ID, fmt.Sprintf("r%d-m%d-c%d", round, i, copy)))
+				ids[copy] = append(ids[copy], m.ID)
+			}
+		}
+		for range rnd.IntN(9) {
+			i, st := rnd.IntN(4), statuses[rnd.IntN(3)]
+			byID := rnd.IntN(2) == 0
+			for copy := range 2 {
+				rc := app.Receipt{Status: st}
+				if st == app.Failed {
+					rc.ErrorType, rc.ErrorText = domain.ErrGeneric, "refused"
+				}
+				if byID {
+					rc.MessageID = ids[copy][i]
+				} else {
+					rc.ConnectionID, rc.SourceMessageID = 70, fmt.Sprintf("r%d-m%d-c%d", round, i, copy)
+				}
+				receipts[copy] = append(receipts[copy], rc)
+			}
+		}
+		for _, rc := range receipts[0] {
+			require.NoError(t, r.ApplyReceipt(ctx, rc, time.Time{}))
+		}
+		found, err := r.ApplyReceipts(ctx, receipts[1])
+		require.NoError(t, err)
+		require.Len(t, found, len(receipts[1]))
+		for _, f := range found {
+			require.True(t, f)
+		}
+		state := func(id string) outcome {
+			var o outcome
+			require.NoError(t, r.db.QueryRow(ctx, `SELECT delivered_at IS NOT NULL, read_at IS NOT NULL, error_at IS NOT NULL, error_type
+				FROM messages WHERE id = $1`, id).Scan(&o.delivered, &o.read, &o.failed, &o.errorType))
+			o.events = outboxTypes(t, r, id)
+			return o
+		}
+		for i := range 4 {
+			require.Equal(t, state(ids[0][i]), state(ids[1][i]), "round %d message %d, receipts %v", round, i, receipts[1])
+		}
+	}
+	found, err := r.ApplyReceipts(ctx, []app.Receipt{{ConnectionID: 70, SourceMessageID: "none", Status: app.Read},
+		{MessageID: uuid.NewString(), Status: app.Delivered}})
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, false}, found)
 }

@@ -184,9 +184,14 @@ func (m *Messenger) Outbox(ctx context.Context, connectionID int64) ([]Received,
 	})
 }
 
+// ReceiptSink takes receipts that came together and answers, for each,
+// whether its message was found (app.Service.Receipts).
+type ReceiptSink func(context.Context, []app.Receipt) (found []bool, err error)
+
 // RunReceipts sends the scheduled receipts when due, the way a provider's
-// webhook would reach the platform: through sink (app.Service.Receipt).
-func (m *Messenger) RunReceipts(ctx context.Context, log *slog.Logger, sink func(context.Context, app.Receipt) error) error {
+// webhook would reach the platform: through sink, those due at once
+// together.
+func (m *Messenger) RunReceipts(ctx context.Context, log *slog.Logger, sink ReceiptSink) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -206,7 +211,7 @@ func (m *Messenger) RunReceipts(ctx context.Context, log *slog.Logger, sink func
 // dropped, as a provider gives up on a webhook.
 const receiptPatience = time.Minute
 
-func (m *Messenger) sendDue(ctx context.Context, sink func(context.Context, app.Receipt) error) error {
+func (m *Messenger) sendDue(ctx context.Context, sink ReceiptSink) error {
 	return pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT id, connection_id, source_message_id, status, due_at FROM sandbox_receipts
 			WHERE due_at <= now() ORDER BY due_at, id LIMIT 100 FOR UPDATE SKIP LOCKED`)
@@ -228,17 +233,24 @@ func (m *Messenger) sendDue(ctx context.Context, sink func(context.Context, app.
 		if err != nil {
 			return err
 		}
+		if len(list) == 0 {
+			return nil
+		}
+		receipts := make([]app.Receipt, len(list))
+		for i, d := range list {
+			receipts[i] = d.r
+		}
+		found, err := sink(ctx, receipts)
+		if err != nil {
+			return fmt.Errorf("receipts: %w", err)
+		}
 		var sent, later []int64
-		for _, d := range list {
-			err := sink(ctx, d.r)
-			switch {
-			case errors.Is(err, domain.ErrNotFound) && time.Since(d.at) < receiptPatience:
+		for i, d := range list {
+			if !found[i] && time.Since(d.at) < receiptPatience {
 				// Not recorded yet: try again shortly, still in order.
 				later = append(later, d.id)
-			case err == nil, errors.Is(err, domain.ErrNotFound):
+			} else {
 				sent = append(sent, d.id)
-			default:
-				return fmt.Errorf("receipt for %s: %w", d.r.SourceMessageID, err)
 			}
 		}
 		// The batch's outcomes in one statement (a receipt sent again
