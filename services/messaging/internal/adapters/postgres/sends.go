@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"switchboard.dev/pkg/outbox"
 	"switchboard.dev/services/messaging/internal/app"
@@ -97,49 +99,25 @@ func (r *Repo) SendDelivered(ctx context.Context, messageID, sourceMessageID str
 	})
 }
 
-// SendsDone implements app.SendRepository: every message's row locked,
-// then every chat's, each in id order (so two workers' groups, and a
-// receipt's message-then-chat, cannot deadlock), in one round trip; the
-// records in one statement and the delivered events in another, in a
-// second. Four round trips for the group, where SendDelivered takes four
-// per message.
+// SendsDone implements app.SendRepository: the messages locked in id order
+// with their chats read, in one round trip (lockGroup); the chats locked in
+// id order, the records in one statement and the delivered events in
+// another, in a second (lockChats, sendChecked). Four round trips for the
+// group, where SendDelivered takes four per message.
 func (r *Repo) SendsDone(ctx context.Context, sent []app.SentOutcome) error {
 	ids := make([]string, len(sent))
 	sources := make([]string, len(sent))
 	for i, o := range sent {
 		ids[i], sources[i] = o.MessageID, o.SourceMessageID
 	}
-	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		locks := &pgx.Batch{}
-		locks.Queue(messageSelect+` WHERE m.direction = 'outbound' AND m.id = ANY($1::uuid[]) ORDER BY m.id FOR UPDATE OF m`, ids)
-		locks.Queue(chatSelect+` WHERE c.id IN (SELECT m.chat_id FROM messages m WHERE m.id = ANY($1::uuid[]))
-			ORDER BY c.id FOR UPDATE OF c`, ids)
-		br := tx.SendBatch(ctx, locks)
-		messages := map[string]domain.Message{}
-		chats := map[int64]domain.Chat{}
-		rows, err := br.Query()
-		if err == nil {
-			err = forEach(rows, func(row pgx.Rows) error {
-				m, err := scanMessage(row)
-				messages[m.ID] = m
-				return err
-			})
-		}
-		if err == nil {
-			rows, err = br.Query()
-		}
-		if err == nil {
-			err = forEach(rows, func(row pgx.Rows) error {
-				c, err := scanChat(row)
-				chats[c.ID] = c
-				return err
-			})
-		}
-		if closeErr := br.Close(); err == nil {
-			err = closeErr
-		}
+	return retryChatsChanged(ctx, r.db, func(tx pgx.Tx) error {
+		list, chats, err := lockGroup(ctx, tx, `m.id = ANY($1::uuid[])`, ids)
 		if err != nil {
 			return fmt.Errorf("lock sent messages: %w", err)
+		}
+		messages := map[string]domain.Message{}
+		for _, m := range list {
+			messages[m.ID] = *m
 		}
 		deliver := make([]bool, len(sent))
 		var events []outbox.Entry
@@ -156,6 +134,7 @@ func (r *Repo) SendsDone(ctx context.Context, sent []app.SentOutcome) error {
 			}
 		}
 		writes := &pgx.Batch{}
+		lockChats(writes, chats)
 		writes.Queue(`WITH done AS (DELETE FROM outbound_sends WHERE message_id = ANY($1::uuid[]))
 			UPDATE messages m SET source_message_id = u.source,
 				delivered_at = CASE WHEN u.deliver THEN clock_timestamp() ELSE m.delivered_at END
@@ -164,11 +143,101 @@ func (r *Repo) SendsDone(ctx context.Context, sent []app.SentOutcome) error {
 		if err := outbox.QueueMany(writes, domain.TopicWebhooks, events); err != nil {
 			return err
 		}
-		if err := tx.SendBatch(ctx, writes).Close(); err != nil {
+		if err := sendChecked(ctx, tx, writes, chats); err != nil {
 			return fmt.Errorf("record sends: %w", err)
 		}
 		return nil
 	})
+}
+
+// lockGroup locks the outbound messages matching where (on messageSelect's
+// m), in id order, and reads their chats without locking them: a group's
+// chats are locked with its writes (lockChats), so that sends to them
+// (which update the chat's row) wait for the group's last round trip only,
+// not the whole transaction. The events built meanwhile read what of a
+// chat can change (its contact) before the lock; sendChecked makes sure it
+// did not.
+func lockGroup(ctx context.Context, tx pgx.Tx, where string, args ...any) ([]*domain.Message, map[int64]domain.Chat, error) {
+	b := &pgx.Batch{}
+	b.Queue(messageSelect+` WHERE m.direction = 'outbound' AND `+where+` ORDER BY m.id FOR UPDATE OF m`, args...)
+	b.Queue(chatSelect+` WHERE c.id IN (SELECT m.chat_id FROM messages m WHERE m.direction = 'outbound' AND `+where+`)`, args...)
+	br := tx.SendBatch(ctx, b)
+	var list []*domain.Message
+	chats := map[int64]domain.Chat{}
+	rows, err := br.Query()
+	if err == nil {
+		err = forEach(rows, func(row pgx.Rows) error {
+			m, err := scanMessage(row)
+			list = append(list, &m)
+			return err
+		})
+	}
+	if err == nil {
+		rows, err = br.Query()
+	}
+	if err == nil {
+		err = forEach(rows, func(row pgx.Rows) error {
+			c, err := scanChat(row)
+			chats[c.ID] = c
+			return err
+		})
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	return list, chats, err
+}
+
+// lockChats queues, first in a group's writes, the lock of its chats in id
+// order (after its messages: the order of every path), answering their
+// contacts now.
+func lockChats(b *pgx.Batch, chats map[int64]domain.Chat) {
+	ids := make([]int64, 0, len(chats))
+	for id := range chats {
+		ids = append(ids, id)
+	}
+	b.Queue(`SELECT id, contact_id FROM chats WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+}
+
+// errChatsChanged: a chat's contact changed between a group's read and its
+// lock; the group is tried again.
+var errChatsChanged = errors.New("a chat changed while its group was recorded")
+
+// sendChecked sends writes (lockChats first) and fails with
+// errChatsChanged, before anything commits, if a chat's contact is not the
+// one read.
+func sendChecked(ctx context.Context, tx pgx.Tx, writes *pgx.Batch, chats map[int64]domain.Chat) error {
+	br := tx.SendBatch(ctx, writes)
+	rows, err := br.Query()
+	if err == nil {
+		err = forEach(rows, func(row pgx.Rows) error {
+			var id int64
+			var contact *int64
+			if err := row.Scan(&id, &contact); err != nil {
+				return err
+			}
+			if old := chats[id].ContactID; (old == nil) != (contact == nil) || (old != nil && *old != *contact) {
+				return errChatsChanged
+			}
+			return nil
+		})
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}
+
+// retryChatsChanged runs f in a transaction until it does not fail with
+// errChatsChanged (a contact bound to a chat in the moment of a group's
+// record; a few tries are plenty).
+func retryChatsChanged(ctx context.Context, db *pgxpool.Pool, f func(pgx.Tx) error) error {
+	for try := 0; ; try++ {
+		err := pgx.BeginFunc(ctx, db, f)
+		if !errors.Is(err, errChatsChanged) || try == 4 {
+			return err
+		}
+	}
 }
 
 // forEach calls f on each row, then closes rows.
@@ -310,11 +379,11 @@ func (r *Repo) ApplyReceipt(ctx context.Context, rc app.Receipt, _ time.Time) er
 
 // ApplyReceipts implements app.SendRepository: ApplyReceipt of each
 // receipt in order, in one transaction of four round trips whatever their
-// number. The messages are locked, then their chats, each in id order (as
-// SendsDone); the receipts move each message forward in memory by
-// ApplyReceipt's rules, then one statement writes every message's new
-// state (the group's one reading of the clock) and one its events, in the
-// receipts' order.
+// number. The messages are locked in id order, with their chats read
+// (lockGroup); the receipts move each message forward in memory by
+// ApplyReceipt's rules; then the chats are locked (lockChats) and one
+// statement writes every message's new state (the group's one reading of
+// the clock) and one its events, in the receipts' order.
 func (r *Repo) ApplyReceipts(ctx context.Context, receipts []app.Receipt) ([]bool, error) {
 	var (
 		ids     []string
@@ -328,44 +397,21 @@ func (r *Repo) ApplyReceipts(ctx context.Context, receipts []app.Receipt) ([]boo
 			conns, sources = append(conns, rc.ConnectionID), append(sources, rc.SourceMessageID)
 		}
 	}
-	found := make([]bool, len(receipts))
-	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		const match = `m.direction = 'outbound' AND (m.id = ANY($1::uuid[])
-			OR (m.connection_id, m.source_message_id) IN (SELECT * FROM unnest($2::bigint[], $3::text[])))`
-		locks := &pgx.Batch{}
-		locks.Queue(messageSelect+` WHERE `+match+` ORDER BY m.id FOR UPDATE OF m`, ids, conns, sources)
-		locks.Queue(chatSelect+` WHERE c.id IN (SELECT m.chat_id FROM messages m WHERE `+match+`)
-			ORDER BY c.id FOR UPDATE OF c`, ids, conns, sources)
-		byID := map[string]*domain.Message{}
-		bySource := map[string]*domain.Message{}
-		chats := map[int64]domain.Chat{}
-		br := tx.SendBatch(ctx, locks)
-		rows, err := br.Query()
-		if err == nil {
-			err = forEach(rows, func(row pgx.Rows) error {
-				m, err := scanMessage(row)
-				byID[m.ID] = &m
-				if m.SourceMessageID != nil {
-					bySource[fmt.Sprintf("%d/%s", m.ConnectionID, *m.SourceMessageID)] = &m
-				}
-				return err
-			})
-		}
-		if err == nil {
-			rows, err = br.Query()
-		}
-		if err == nil {
-			err = forEach(rows, func(row pgx.Rows) error {
-				c, err := scanChat(row)
-				chats[c.ID] = c
-				return err
-			})
-		}
-		if closeErr := br.Close(); err == nil {
-			err = closeErr
-		}
+	var found []bool
+	err := retryChatsChanged(ctx, r.db, func(tx pgx.Tx) error {
+		found = make([]bool, len(receipts))
+		list, chats, err := lockGroup(ctx, tx, `(m.id = ANY($1::uuid[])
+			OR (m.connection_id, m.source_message_id) IN (SELECT * FROM unnest($2::bigint[], $3::text[])))`, ids, conns, sources)
 		if err != nil {
 			return fmt.Errorf("lock messages of receipts: %w", err)
+		}
+		byID := map[string]*domain.Message{}
+		bySource := map[string]*domain.Message{}
+		for _, m := range list {
+			byID[m.ID] = m
+			if m.SourceMessageID != nil {
+				bySource[fmt.Sprintf("%d/%s", m.ConnectionID, *m.SourceMessageID)] = m
+			}
 		}
 
 		type change struct{ delivered, read, failed bool }
@@ -443,6 +489,7 @@ func (r *Repo) ApplyReceipts(ctx context.Context, receipts []app.Receipt) ([]boo
 			}
 		}
 		writes := &pgx.Batch{}
+		lockChats(writes, chats)
 		writes.Queue(`UPDATE messages m SET
 				delivered_at = CASE WHEN u.delivered THEN coalesce(m.delivered_at, clock.at) ELSE m.delivered_at END,
 				read_at = CASE WHEN u.read THEN clock.at ELSE m.read_at END,
@@ -456,7 +503,7 @@ func (r *Repo) ApplyReceipts(ctx context.Context, receipts []app.Receipt) ([]boo
 		if err := outbox.QueueMany(writes, domain.TopicWebhooks, events); err != nil {
 			return err
 		}
-		if err := tx.SendBatch(ctx, writes).Close(); err != nil {
+		if err := sendChecked(ctx, tx, writes, chats); err != nil {
 			return fmt.Errorf("record receipts: %w", err)
 		}
 		return nil

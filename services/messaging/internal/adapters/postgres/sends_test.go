@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -469,4 +470,57 @@ func TestApplyReceiptsAsOneByOne(t *testing.T) {
 		{MessageID: uuid.NewString(), Status: app.Delivered}})
 	require.NoError(t, err)
 	require.Equal(t, []bool{false, false}, found)
+}
+
+// TestGroupSeesAChatChangedBeforeItsLock: a group's events are built from
+// chats read before they are locked; a contact bound in between is caught
+// when the lock is taken, nothing commits, and the group is tried again
+// (and then records the new contact).
+func TestGroupSeesAChatChangedBeforeItsLock(t *testing.T) {
+	ctx := context.Background()
+	r := New(pgtest.New(t, migrations.FS))
+	chat := testChat(t, r, 7, 70, domain.Telegram, "1")
+	m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chat, ConnectionID: 70,
+		Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
+	_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
+	require.NoError(t, err)
+
+	tries := 0
+	err = retryChatsChanged(ctx, r.db, func(tx pgx.Tx) error {
+		tries++
+		_, chats, err := lockGroup(ctx, tx, `m.id = ANY($1::uuid[])`, []string{m.ID})
+		require.NoError(t, err)
+		if tries == 1 {
+			// Another session binds a contact after the read.
+			_, err := r.db.Exec(ctx, `UPDATE chats SET contact_id = 55 WHERE id = $1`, chat)
+			require.NoError(t, err)
+		} else {
+			require.EqualValues(t, 55, *chats[chat].ContactID)
+		}
+		b := &pgx.Batch{}
+		lockChats(b, chats)
+		b.Queue(`UPDATE messages SET source_message_id = 'x' WHERE id = $1`, m.ID)
+		return sendChecked(ctx, tx, b, chats)
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, tries)
+
+	// Always changing: given up after five tries, nothing written.
+	tries = 0
+	err = retryChatsChanged(ctx, r.db, func(tx pgx.Tx) error {
+		tries++
+		_, chats, err := lockGroup(ctx, tx, `m.id = ANY($1::uuid[])`, []string{m.ID})
+		require.NoError(t, err)
+		_, err = r.db.Exec(ctx, `UPDATE chats SET contact_id = $2 WHERE id = $1`, chat, 100+tries)
+		require.NoError(t, err)
+		b := &pgx.Batch{}
+		lockChats(b, chats)
+		b.Queue(`UPDATE messages SET source_message_id = 'y' WHERE id = $1`, m.ID)
+		return sendChecked(ctx, tx, b, chats)
+	})
+	require.ErrorIs(t, err, errChatsChanged)
+	require.Equal(t, 5, tries)
+	var source string
+	require.NoError(t, r.db.QueryRow(ctx, `SELECT source_message_id FROM messages WHERE id = $1`, m.ID).Scan(&source))
+	require.Equal(t, "x", source)
 }
