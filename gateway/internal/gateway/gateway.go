@@ -254,9 +254,11 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 		r, route := withRoute(r)
 		next.ServeHTTP(rec, r)
 		observe(r.Method, *route, rec.status, time.Since(start).Seconds())
-		log.InfoContext(r.Context(), "http",
-			"method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"duration_ms", float64(time.Since(start).Microseconds())/1000)
+		// Typed attributes: the same line as key-value pairs, without
+		// boxing each value and converting it back.
+		log.LogAttrs(r.Context(), slog.LevelInfo, "http",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status),
+			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 	})
 }
 
