@@ -281,9 +281,10 @@ func (rt *Router) find(r *http.Request) *runtime.ServeMux {
 		segs = append(segs, rest[:i])
 		rest = rest[i+1:]
 	}
-	for i := range rt.routes[r.Method] {
-		if route := &rt.routes[r.Method][i]; route.matches(segs) {
-			return route.mux
+	routes := rt.routes[r.Method]
+	for i := range routes {
+		if routes[i].matches(segs) {
+			return routes[i].mux
 		}
 	}
 	return nil
