@@ -34,8 +34,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-
 	"switchboard.dev/gateway/internal/httpapi"
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/proto/openapi"
@@ -75,7 +73,7 @@ func references() []reference {
 
 // Register adds the reference routes to mux, with the Redoc bundle embedded
 // at build time.
-func Register(mux *runtime.ServeMux) error {
+func Register(mux httpapi.Routes) error {
 	// A missing file (a build that skipped docs-assets.sh) is a nil slice,
 	// answered 503.
 	bundle, _ := fs.ReadFile(assets, "assets/"+bundleName)
@@ -98,7 +96,7 @@ var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </html>
 `))
 
-func register(mux *runtime.ServeMux, refs []reference, bundle, license []byte) error {
+func register(mux httpapi.Routes, refs []reference, bundle, license []byte) error {
 	const (
 		revalidate = "no-cache"
 		forever    = "public, max-age=31536000, immutable"

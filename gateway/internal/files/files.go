@@ -61,17 +61,17 @@ func OwnsBody(r *http.Request) bool {
 	return r.Method == http.MethodPost && uploadPath.MatchString(r.URL.Path)
 }
 
-// Register adds the upload and download routes to mux, served by
-// messaging over conn.
-func Register(mux *runtime.ServeMux, conn *grpc.ClientConn) error {
+// Register adds the upload and download routes to routes, served by
+// messaging over conn; mux (the API's) gives the calls their metadata.
+func Register(routes httpapi.Routes, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
 	h := &handler{mux: mux, files: messagingv1.NewFilesServiceClient(conn), links: messagingv1.NewFileLinksServiceClient(conn)}
-	if err := mux.HandlePath(http.MethodPost, uploadPattern, h.upload); err != nil {
+	if err := routes.HandlePath(http.MethodPost, uploadPattern, h.upload); err != nil {
 		return err
 	}
-	if err := mux.HandlePath(http.MethodGet, downloadPattern, h.download); err != nil {
+	if err := routes.HandlePath(http.MethodGet, downloadPattern, h.download); err != nil {
 		return err
 	}
-	return mux.HandlePath(http.MethodHead, downloadPattern, h.download)
+	return routes.HandlePath(http.MethodHead, downloadPattern, h.download)
 }
 
 type handler struct {

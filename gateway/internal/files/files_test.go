@@ -85,7 +85,7 @@ func TestUploadIsPipedInChunks(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	mux := httpapi.NewServeMux()
-	require.NoError(t, Register(mux, conn))
+	require.NoError(t, Register(mux, mux, conn))
 	h := httpapi.Handler(mux, OwnsBody)
 
 	var body bytes.Buffer

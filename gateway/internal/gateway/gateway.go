@@ -14,6 +14,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"switchboard.dev/gateway/internal/apidocs"
 	"switchboard.dev/gateway/internal/files"
@@ -50,65 +51,72 @@ type Config struct {
 
 type registerFunc func(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error
 
+// api is one gRPC service's generated handlers, by the service's full name
+// (the router reads its routes from the protos).
+type api struct {
+	service  string
+	register registerFunc
+}
+
 // backend is one service and the public APIs it serves. A new service adds
 // one entry here.
 type backend struct {
-	name     string
-	addr     string
-	register []registerFunc
+	name string
+	addr string
+	apis []api
 }
 
 func backends(cfg Config) []backend {
 	return []backend{
-		{"identity", cfg.IdentityAddr, []registerFunc{
-			identityv1.RegisterIdentityServiceHandler,
-			identityv1.RegisterOperatorServiceHandler,
-			identityv1.RegisterV1ManagementIntegrationsServiceHandler,
+		{"identity", cfg.IdentityAddr, []api{
+			{identityv1.IdentityService_ServiceDesc.ServiceName, identityv1.RegisterIdentityServiceHandler},
+			{identityv1.OperatorService_ServiceDesc.ServiceName, identityv1.RegisterOperatorServiceHandler},
+			{identityv1.V1ManagementIntegrationsService_ServiceDesc.ServiceName, identityv1.RegisterV1ManagementIntegrationsServiceHandler},
 		}},
-		{"connections", cfg.ConnectionsAddr, []registerFunc{
-			connectionsv1.RegisterConnectionsServiceHandler,
-			connectionsv1.RegisterConnectionsOperatorServiceHandler,
-			connectionsv1.RegisterConnectionsSandboxServiceHandler,
-			connectionsv1.RegisterV1ManagementConnectionsServiceHandler,
-			connectionsv1.RegisterV1InstancesServiceHandler,
+		{"connections", cfg.ConnectionsAddr, []api{
+			{connectionsv1.ConnectionsService_ServiceDesc.ServiceName, connectionsv1.RegisterConnectionsServiceHandler},
+			{connectionsv1.ConnectionsOperatorService_ServiceDesc.ServiceName, connectionsv1.RegisterConnectionsOperatorServiceHandler},
+			{connectionsv1.ConnectionsSandboxService_ServiceDesc.ServiceName, connectionsv1.RegisterConnectionsSandboxServiceHandler},
+			{connectionsv1.V1ManagementConnectionsService_ServiceDesc.ServiceName, connectionsv1.RegisterV1ManagementConnectionsServiceHandler},
+			{connectionsv1.V1InstancesService_ServiceDesc.ServiceName, connectionsv1.RegisterV1InstancesServiceHandler},
 		}},
-		{"billing", cfg.BillingAddr, []registerFunc{
-			billingv1.RegisterBillingServiceHandler,
-			billingv1.RegisterBillingOperatorServiceHandler,
-			billingv1.RegisterBillingSandboxServiceHandler,
+		{"billing", cfg.BillingAddr, []api{
+			{billingv1.BillingService_ServiceDesc.ServiceName, billingv1.RegisterBillingServiceHandler},
+			{billingv1.BillingOperatorService_ServiceDesc.ServiceName, billingv1.RegisterBillingOperatorServiceHandler},
+			{billingv1.BillingSandboxService_ServiceDesc.ServiceName, billingv1.RegisterBillingSandboxServiceHandler},
 		}},
-		{"contacts", cfg.ContactsAddr, []registerFunc{
-			contactsv1.RegisterContactsServiceHandler,
+		{"contacts", cfg.ContactsAddr, []api{
+			{contactsv1.ContactsService_ServiceDesc.ServiceName, contactsv1.RegisterContactsServiceHandler},
 		}},
-		{"messaging", cfg.MessagingAddr, []registerFunc{
-			messagingv1.RegisterChatsServiceHandler,
+		{"messaging", cfg.MessagingAddr, []api{
+			{messagingv1.ChatsService_ServiceDesc.ServiceName, messagingv1.RegisterChatsServiceHandler},
 			// After ChatsService: its /messaging/chats/with_contacts must win
 			// over /messaging/chats/{chat_id} (the last registered wins).
-			messagingv1.RegisterInboxServiceHandler,
-			messagingv1.RegisterBlacklistServiceHandler,
-			messagingv1.RegisterMessagesServiceHandler,
-			messagingv1.RegisterV1InstanceMessagesServiceHandler,
-			messagingv1.RegisterMessagingSandboxServiceHandler,
+			{messagingv1.InboxService_ServiceDesc.ServiceName, messagingv1.RegisterInboxServiceHandler},
+			{messagingv1.BlacklistService_ServiceDesc.ServiceName, messagingv1.RegisterBlacklistServiceHandler},
+			{messagingv1.MessagesService_ServiceDesc.ServiceName, messagingv1.RegisterMessagesServiceHandler},
+			{messagingv1.V1InstanceMessagesService_ServiceDesc.ServiceName, messagingv1.RegisterV1InstanceMessagesServiceHandler},
+			{messagingv1.MessagingSandboxService_ServiceDesc.ServiceName, messagingv1.RegisterMessagingSandboxServiceHandler},
 			// Before WabaTemplatesService: its literal
 			// /messaging/templates/waba_templates/... must win over
 			// /messaging/templates/{template_id}.
-			messagingv1.RegisterTemplatesServiceHandler,
-			messagingv1.RegisterWabaTemplatesServiceHandler,
-			messagingv1.RegisterTelegramWebhookServiceHandler,
+			{messagingv1.TemplatesService_ServiceDesc.ServiceName, messagingv1.RegisterTemplatesServiceHandler},
+			{messagingv1.WabaTemplatesService_ServiceDesc.ServiceName, messagingv1.RegisterWabaTemplatesServiceHandler},
+			{messagingv1.TelegramWebhookService_ServiceDesc.ServiceName, messagingv1.RegisterTelegramWebhookServiceHandler},
 		}},
-		{"webhooks", cfg.WebhooksAddr, []registerFunc{
-			webhooksv1.RegisterWebhooksServiceHandler,
+		{"webhooks", cfg.WebhooksAddr, []api{
+			{webhooksv1.WebhooksService_ServiceDesc.ServiceName, webhooksv1.RegisterWebhooksServiceHandler},
 		}},
-		{"partners", cfg.PartnersAddr, []registerFunc{
-			partnersv1.RegisterPartnersServiceHandler,
-			partnersv1.RegisterPartnersOperatorServiceHandler,
-			partnersv1.RegisterPartnersSandboxServiceHandler,
-			partnersv1.RegisterPartnerNotificationsServiceHandler,
-			partnersv1.RegisterPartnerNotificationsSandboxServiceHandler,
+		{"partners", cfg.PartnersAddr, []api{
+			{partnersv1.PartnersService_ServiceDesc.ServiceName, partnersv1.RegisterPartnersServiceHandler},
+			{partnersv1.PartnersOperatorService_ServiceDesc.ServiceName, partnersv1.RegisterPartnersOperatorServiceHandler},
+			{partnersv1.PartnersSandboxService_ServiceDesc.ServiceName, partnersv1.RegisterPartnersSandboxServiceHandler},
+			{partnersv1.PartnerNotificationsService_ServiceDesc.ServiceName, partnersv1.RegisterPartnerNotificationsServiceHandler},
+			{partnersv1.PartnerNotificationsSandboxService_ServiceDesc.ServiceName, partnersv1.RegisterPartnerNotificationsSandboxServiceHandler},
 		}},
-		{"sales", cfg.SalesAddr, []registerFunc{
-			salesv1.RegisterSalesServiceHandler,
-			salesv1.RegisterStorefrontServiceHandler,
+		{"sales", cfg.SalesAddr, []api{
+			{salesv1.SalesService_ServiceDesc.ServiceName, salesv1.RegisterSalesServiceHandler},
+			{salesv1.StorefrontService_ServiceDesc.ServiceName, salesv1.RegisterStorefrontServiceHandler},
 		}},
 	}
 }
@@ -116,14 +124,23 @@ func backends(cfg Config) []backend {
 // Gateway is the HTTP handler and the connections behind it.
 type Gateway struct {
 	handler http.Handler
+	router  *httpapi.Router
 	conns   map[string]*grpc.ClientConn
 }
 
 // New connects to every backend (lazily: gRPC dials on first use) and
 // builds the handler.
 func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
-	mux := httpapi.NewServeMux(runtime.WithMiddlewares(routeMatched))
-	g := &Gateway{conns: map[string]*grpc.ClientConn{}}
+	return newGateway(ctx, cfg, log, routeMatched)
+}
+
+// newGateway is New with the routes' middleware (the tests' records the
+// route matched).
+func newGateway(ctx context.Context, cfg Config, log *slog.Logger, matched runtime.Middleware) (*Gateway, error) {
+	// The API's mux with an index in front of its route matching.
+	router := httpapi.NewRouter(runtime.WithMiddlewares(matched))
+	mux := router.Mux()
+	g := &Gateway{router: router, conns: map[string]*grpc.ClientConn{}}
 	for _, b := range backends(cfg) {
 		// Every replica of the backend, as every service reaches its peers
 		// (server.ClientOptions).
@@ -137,50 +154,52 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 			return nil, fmt.Errorf("backend %s: %w", b.name, err)
 		}
 		g.conns[b.name] = conn
-		for _, reg := range b.register {
-			if err := reg(ctx, mux, conn); err != nil {
+		for _, a := range b.apis {
+			if err := router.RegisterService(protoreflect.FullName(a.service), func(mux *runtime.ServeMux) error {
+				return a.register(ctx, mux, conn)
+			}); err != nil {
 				g.Close()
 				return nil, fmt.Errorf("register %s: %w", b.name, err)
 			}
 		}
 	}
 	// File uploads and links: streams, served by gateway/internal/files.
-	if err := files.Register(mux, g.conns["messaging"]); err != nil {
+	if err := files.Register(router, mux, g.conns["messaging"]); err != nil {
 		g.Close()
 		return nil, err
 	}
 	// Payment providers' notifications, in their own formats.
-	if err := payments.Register(mux, g.conns["billing"]); err != nil {
+	if err := payments.Register(router, g.conns["billing"]); err != nil {
 		g.Close()
 		return nil, err
 	}
 	// The shops' mini app page (the storefront's JSON routes are sales').
-	if err := storefront.Register(mux, g.conns["sales"]); err != nil {
+	if err := storefront.Register(router, g.conns["sales"]); err != nil {
 		g.Close()
 		return nil, err
 	}
 	// The API reference: the OpenAPI documents and their Redoc pages.
-	if err := apidocs.Register(mux); err != nil {
+	if err := apidocs.Register(router); err != nil {
 		g.Close()
 		return nil, err
 	}
 	// Health endpoints live on the API mux itself: a net/http ServeMux in
 	// front would clean paths and answer an unclean one ("..") with a
 	// non-JSON redirect, possibly to another resource.
-	if err := mux.HandlePath("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	if err := router.HandlePath("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	}); err != nil {
 		g.Close()
 		return nil, err
 	}
-	if err := mux.HandlePath("GET", "/readyz", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+	if err := router.HandlePath("GET", "/readyz", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 		g.ready(w, r)
 	}); err != nil {
 		g.Close()
 		return nil, err
 	}
-	root := httpapi.Handler(mux, files.OwnsBody)
+	root := httpapi.Handler(router, files.OwnsBody)
 	g.handler = telemetry.HTTPHandler(accessLog(log, root), "gateway",
 		func(r *http.Request) string { return r.Method + " " + r.URL.Path })
 	return g, nil
@@ -235,9 +254,11 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 		r, route := withRoute(r)
 		next.ServeHTTP(rec, r)
 		observe(r.Method, *route, rec.status, time.Since(start).Seconds())
-		log.InfoContext(r.Context(), "http",
-			"method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"duration_ms", float64(time.Since(start).Microseconds())/1000)
+		// Typed attributes: the same line as key-value pairs, without
+		// boxing each value and converting it back.
+		log.LogAttrs(r.Context(), slog.LevelInfo, "http",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status),
+			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 	})
 }
 

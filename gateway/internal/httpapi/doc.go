@@ -3,7 +3,9 @@
 // written, and how the grpc-gateway mux is set up to do all of that.
 //
 // Use NewServeMux to build the mux, register the generated gateway handlers
-// on it, and serve Handler(mux).
+// on it, and serve Handler(mux). The gateway registers through a Router
+// (NewRouter): the same mux, with an index that hands each request to the
+// route the mux would pick without trying every pattern in turn.
 //
 // # JSON
 //
@@ -108,6 +110,12 @@
 // "types" is bound to the int64 integration_id and the request fails with a
 // 422 path type error instead of reaching the literal route (a matched
 // pattern is never abandoned when its parameters do not parse).
+//
+// The Router keeps this order exactly: its table lists every registration's
+// templates latest first, and the request goes to the ServeMux of the first
+// registration with a matching template, which orders that registration's
+// own routes as above (TestRouterPicksTheMuxRoute in gateway/internal/gateway
+// compares its choice with the whole mux's for every route).
 //
 // A request whose path matches a route of another method only is a 405 for
 // grpc-gateway; like an unknown path it is answered 404 here.

@@ -99,16 +99,21 @@ func Handler(mux http.Handler, ownBody ...func(*http.Request) bool) http.Handler
 			WriteError(w, tooLarge())
 			return
 		}
-		r2 := new(http.Request)
-		*r2 = *r
+		// One shallow copy of the request, with its context, that Handler
+		// may change.
+		var rec *sentRecord
+		ctx := r.Context()
+		if !own {
+			rec = &sentRecord{rawQuery: r.URL.RawQuery}
+			ctx = context.WithValue(ctx, sentKey{}, rec)
+		}
+		r2 := r.WithContext(ctx)
 		if e := checkHeaders(r2); e != nil {
 			WriteError(w, e)
 			return
 		}
 		if !own {
-			rec := &sentRecord{rawQuery: r.URL.RawQuery}
 			r2.Body = &recordingBody{ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes), rec: rec}
-			r2 = r2.WithContext(context.WithValue(r.Context(), sentKey{}, rec))
 		}
 		r2.PostForm = url.Values{}
 		for _, ct := range r.Header.Values("Content-Type") {
@@ -228,8 +233,19 @@ func NoContentForEmpty(_ context.Context, w http.ResponseWriter, m proto.Message
 // headers are not forwarded: clients must not set arbitrary metadata.
 func IncomingHeaderMatcher(key string) (string, bool) {
 	switch key = textproto.CanonicalMIMEHeaderKey(key); key {
-	case "X-Api-Key", "Idempotency-Key", "X-Telegram-Bot-Api-Secret-Token", "Traceparent", "Tracestate", "Baggage":
-		return strings.ToLower(key), true
+	// The metadata keys written out: no lower-casing per request.
+	case "X-Api-Key":
+		return "x-api-key", true
+	case "Idempotency-Key":
+		return "idempotency-key", true
+	case "X-Telegram-Bot-Api-Secret-Token":
+		return "x-telegram-bot-api-secret-token", true
+	case "Traceparent":
+		return "traceparent", true
+	case "Tracestate":
+		return "tracestate", true
+	case "Baggage":
+		return "baggage", true
 	case "Authorization":
 		return "", false
 	}

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 
 	"switchboard.dev/gateway/internal/httpapi"
@@ -30,7 +29,7 @@ const maxFormBytes = 64 << 10
 
 // Register adds the notification routes to mux, served by billing over
 // conn.
-func Register(mux *runtime.ServeMux, conn *grpc.ClientConn) error {
+func Register(mux httpapi.Routes, conn *grpc.ClientConn) error {
 	h := handler{billing: billingv1.NewBillingProviderServiceClient(conn)}
 	if err := mux.HandlePath(http.MethodPost, RobokassaResultPath, h.robokassa); err != nil {
 		return err

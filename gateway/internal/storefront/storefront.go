@@ -48,7 +48,7 @@ const csp = "default-src 'none'; script-src 'self' https://telegram.org https://
 	"img-src 'self' https: data:; connect-src 'self'; base-uri 'none'; form-action 'none'"
 
 // Register adds the page and its files to mux; conn reaches sales.
-func Register(mux *runtime.ServeMux, conn *grpc.ClientConn) error {
+func Register(mux httpapi.Routes, conn *grpc.ClientConn) error {
 	files := map[string]string{
 		"/storefront/v1/storefront.js":  "text/javascript; charset=utf-8",
 		"/storefront/v1/storefront.css": "text/css; charset=utf-8",
