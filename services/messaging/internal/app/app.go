@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"errors"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"time"
 
 	"switchboard.dev/pkg/apierr"
@@ -188,7 +189,17 @@ type Service struct {
 	templateProvider TemplateProvider
 	now              func() time.Time
 	wake             chan struct{}
+	// chatConns remembers each chat's company and connection, which never
+	// change (nor is a chat ever deleted), so a send need not read the chat
+	// to find its connection (see Send).
+	chatConns *lru.Cache[int64, chatRef]
 }
+
+// chatRef is what never changes of a chat.
+type chatRef struct{ company, connection int64 }
+
+// chatConnsSize bounds chatConns: about 100 bytes a chat.
+const chatConnsSize = 100000
 
 // New wires the use cases.
 func New(d Deps) *Service {
@@ -202,7 +213,11 @@ func New(d Deps) *Service {
 		d.Sender = DefaultSenderConfig()
 	}
 	d.Sender.Batch, d.Sender.Parallel = max(d.Sender.Batch, 1), max(d.Sender.Parallel, 1)
-	return &Service{repo: d.Repo, blacklist: d.Blacklist, connections: d.Connections, contacts: d.Contacts,
+	chatConns, err := lru.New[int64, chatRef](chatConnsSize)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &Service{chatConns: chatConns, repo: d.Repo, blacklist: d.Blacklist, connections: d.Connections, contacts: d.Contacts,
 		messenger: d.Messenger, billing: d.Billing, payments: d.Payments, cfg: d.Config,
 		sender: d.Sender, cards: d.Cards, inboxLimit: d.InboxLimit, templates: d.Templates,
 		wabaTemplates: d.WabaTemplates, templateProvider: d.TemplateProvider, now: d.Now, wake: make(chan struct{}, 1)}

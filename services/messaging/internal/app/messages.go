@@ -115,11 +115,20 @@ func (s *Service) Send(ctx context.Context, cmd SendCmd) (SendResult, error) {
 			return res, err
 		}
 	}
-	chat, err := s.Chat(ctx, cmd.CompanyID, cmd.ChatID)
-	if err != nil {
-		return SendResult{}, err
+	// The chat's connection never changes: once known, the chat itself is
+	// read only where a check needs more of it (a waba session); the store
+	// below updates it and answers it whole.
+	var chat *domain.Chat
+	ref, known := s.chatConns.Get(cmd.ChatID)
+	if !known || ref.company != cmd.CompanyID {
+		c, err := s.Chat(ctx, cmd.CompanyID, cmd.ChatID)
+		if err != nil {
+			return SendResult{}, err
+		}
+		chat, ref = &c, chatRef{company: c.CompanyID, connection: c.ConnectionID}
+		s.chatConns.Add(c.ID, ref)
 	}
-	conn, err := s.connections.Connection(ctx, cmd.CompanyID, chat.ConnectionID)
+	conn, err := s.connections.Connection(ctx, cmd.CompanyID, ref.connection)
 	if errors.Is(err, domain.ErrNotFound) {
 		// The chat's connection is gone: nothing can carry the message.
 		return SendResult{}, apierr.ConnectionNotFound.E()
@@ -127,7 +136,17 @@ func (s *Service) Send(ctx context.Context, cmd SendCmd) (SendResult, error) {
 	if err != nil {
 		return SendResult{}, err
 	}
-	template, err := s.checkSend(ctx, &cmd, chat, conn)
+	if chat == nil && conn.Type == domain.Waba {
+		c, err := s.Chat(ctx, cmd.CompanyID, cmd.ChatID)
+		if err != nil {
+			return SendResult{}, err
+		}
+		chat = &c
+	}
+	if chat == nil {
+		chat = &domain.Chat{ID: cmd.ChatID, CompanyID: cmd.CompanyID, ConnectionID: ref.connection}
+	}
+	template, err := s.checkSend(ctx, &cmd, *chat, conn)
 	if err != nil {
 		return SendResult{}, err
 	}

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -38,19 +37,6 @@ func (m *Messenger) SetBehaviour(ctx context.Context, b Behaviour) error {
 		ON CONFLICT (connection_id) DO UPDATE SET outbound = $2, error_type = $3, error_text = $4`,
 		b.ConnectionID, b.Outbound, b.ErrorType, b.ErrorText)
 	return err
-}
-
-// behaviour is the connection's, deliver_and_read when never set.
-func (m *Messenger) behaviour(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, connectionID int64) (Behaviour, error) {
-	b := Behaviour{ConnectionID: connectionID, Outbound: DeliverAndRead}
-	err := q.QueryRow(ctx, `SELECT outbound, error_type, error_text FROM sandbox_behaviours WHERE connection_id = $1`,
-		connectionID).Scan(&b.Outbound, &b.ErrorType, &b.ErrorText)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return b, nil
-	}
-	return b, err
 }
 
 // Reports is what a messenger type tells of a message it took
@@ -95,23 +81,10 @@ var TypeReports = map[domain.Type]Reports{
 // repeated send of one message (a worker that sent it twice) is a second
 // copy with its own id and receipts, and a second row of the outbox.
 //
-// Two round trips: the connection's behaviour, then one statement that
-// stores the message received and its scheduled receipts together.
+// One statement: it reads the connection's behaviour and, unless the
+// messenger refuses, stores the message received with the receipts the
+// behaviour lets through (each receipt names the behaviours that send it).
 func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.Chat, msg domain.Message) (app.Sent, error) {
-	b, err := m.behaviour(ctx, m.db, conn.ID)
-	if err != nil {
-		return app.Sent{}, err
-	}
-	if b.Outbound == Fail {
-		refused := &app.SendError{Type: domain.ErrGeneric, Text: "the messenger refused the message"}
-		if b.ErrorType != nil {
-			refused.Type = *b.ErrorType
-		}
-		if b.ErrorText != nil {
-			refused.Text = *b.ErrorText
-		}
-		return app.Sent{}, refused
-	}
 	// A template goes out as its name and values, whatever the message
 	// shows (an auto-template text shows its text).
 	typ, content := msg.Type, any(msg.Content)
@@ -128,27 +101,43 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 			return app.Sent{}, err
 		}
 	}
-	var sent app.Sent
-	sent.SourceMessageID = "sb-out-" + uuid.NewString()
-	statuses, dues := []string{}, []time.Time{}
+	sent := app.Sent{SourceMessageID: "sb-out-" + uuid.NewString()}
+	statuses, dues, sentBy := []string{}, []time.Time{}, []string{}
 	now, reports := time.Now(), TypeReports[conn.Type]
-	if b.Outbound == Deliver || b.Outbound == DeliverAndRead {
-		sent.Delivered = reports.DeliveredOnAnswer
-		if reports.Delivered {
-			statuses, dues = append(statuses, string(app.Delivered)), append(dues, now.Add(m.DeliverAfter))
-		}
+	if reports.Delivered {
+		statuses, dues, sentBy = append(statuses, string(app.Delivered)), append(dues, now.Add(m.DeliverAfter)),
+			append(sentBy, Deliver+","+DeliverAndRead)
 	}
-	if b.Outbound == DeliverAndRead && reports.Read {
-		statuses, dues = append(statuses, string(app.Read)), append(dues, now.Add(m.ReadAfter))
+	if reports.Read {
+		statuses, dues, sentBy = append(statuses, string(app.Read)), append(dues, now.Add(m.ReadAfter)), append(sentBy, DeliverAndRead)
 	}
-	if _, err := m.db.Exec(ctx, `WITH received AS (
+	b := Behaviour{ConnectionID: conn.ID}
+	err = m.db.QueryRow(ctx, `WITH b AS (SELECT outbound, error_type, error_text FROM sandbox_behaviours WHERE connection_id = $1),
+		o AS (SELECT coalesce((SELECT outbound FROM b), $10) AS outbound),
+		received AS (
 			INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
-			VALUES ($1, $2, $3, $4, $5, $6, $7))
-		INSERT INTO sandbox_receipts (connection_id, source_message_id, status, due_at)
-		SELECT $1, $3, r.status, r.due_at FROM unnest($8::text[], $9::timestamptz[]) AS r (status, due_at)`,
-		conn.ID, msg.ID, sent.SourceMessageID, chat.SourceChatID, string(typ), body, markup, statuses, dues); err != nil {
+			SELECT $1, $2, $3, $4, $5, $6, $7 FROM o WHERE o.outbound <> $11),
+		receipts AS (
+			INSERT INTO sandbox_receipts (connection_id, source_message_id, status, due_at)
+			SELECT $1, $3, r.status, r.due_at FROM o, unnest($8::text[], $9::timestamptz[], $12::text[]) AS r (status, due_at, sent_by)
+			WHERE o.outbound = ANY (string_to_array(r.sent_by, ',')))
+		SELECT o.outbound, (SELECT error_type FROM b), (SELECT error_text FROM b) FROM o`,
+		conn.ID, msg.ID, sent.SourceMessageID, chat.SourceChatID, string(typ), body, markup, statuses, dues,
+		DeliverAndRead, Fail, sentBy).Scan(&b.Outbound, &b.ErrorType, &b.ErrorText)
+	if err != nil {
 		return app.Sent{}, fmt.Errorf("sandbox outbox: %w", err)
 	}
+	if b.Outbound == Fail {
+		refused := &app.SendError{Type: domain.ErrGeneric, Text: "the messenger refused the message"}
+		if b.ErrorType != nil {
+			refused.Type = *b.ErrorType
+		}
+		if b.ErrorText != nil {
+			refused.Text = *b.ErrorText
+		}
+		return app.Sent{}, refused
+	}
+	sent.Delivered = reports.DeliveredOnAnswer && (b.Outbound == Deliver || b.Outbound == DeliverAndRead)
 	return sent, nil
 }
 
