@@ -260,10 +260,17 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		// Each lane's next deliveries in order, from its head, as far as
 		// they can all be taken: a gap (one locked or held elsewhere) ends
 		// that lane's run there (a running "all taken so far" per lane).
+		// A lane is one subscription's (or integration target's): its
+		// secret is read once per lane, not per delivery as "claimed" does,
+		// and a lane whose subscription is gone takes nothing more.
 		batch.Queue(`WITH w AS (
-				SELECT * FROM unnest($1::uuid[], $3::bigint[], $4::int[]) AS w(sub, lane, cap)),
+				SELECT w.sub, w.lane, w.cap, coalesce(s.secret, t.secret) AS secret
+				FROM unnest($1::uuid[], $3::bigint[], $4::int[]) AS w(sub, lane, cap)
+					LEFT JOIN subscriptions s ON s.id = w.sub
+					LEFT JOIN integration_targets t ON t.id = w.sub
+				WHERE coalesce(s.secret, t.secret) IS NOT NULL),
 			h AS (
-				SELECT x.id, x.seq, w.sub, w.lane
+				SELECT x.id, x.seq, w.sub, w.lane, w.secret
 				FROM w CROSS JOIN LATERAL (
 					SELECT id, seq FROM deliveries
 					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first
@@ -273,10 +280,15 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 				WHERE d.id IN (SELECT id FROM h) AND d.claimed_until < now() AND `+notPaused+`
 				FOR UPDATE OF d SKIP LOCKED),
 			c AS (
-				SELECT r.id FROM (
-					SELECT h.id, bool_and(h.id IN (SELECT id FROM l)) OVER (PARTITION BY h.sub, h.lane ORDER BY h.seq) AS run
+				SELECT r.id, r.secret FROM (
+					SELECT h.id, h.secret, bool_and(h.id IN (SELECT id FROM l)) OVER (PARTITION BY h.sub, h.lane ORDER BY h.seq) AS run
 					FROM h) r
-				WHERE r.run)`+claimed,
+				WHERE r.run)
+			UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
+			FROM c, events e
+			WHERE d.id = c.id AND e.id = d.event_id
+			RETURNING d.id, d.event_id, d.subscription_id, d.url, c.secret,
+				e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token`,
 			subs, secs(lease), lanes, caps).Query(func(rows pgx.Rows) error {
 			got, err := scanAttempts(rows, false)
 			for _, a := range got {
