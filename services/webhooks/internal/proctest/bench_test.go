@@ -99,7 +99,7 @@ func fanout(b *testing.B) {
 
 	// End to end: the relay's calls, the intake, the engine, the receiver.
 	evs := makeEvents(delivered+1, fanoutEvents, fanoutChats)
-	stopProfile := startProfile(b, profileDir, "end-to-end")
+	stopProfile := startProfile(b, db, profileDir, "end-to-end")
 	before := measureCPU(b, db, p)
 	start := time.Now()
 	require.NoError(b, in.ingest(ctx, evs, fanoutBatch))
@@ -134,7 +134,7 @@ func fanout(b *testing.B) {
 	require.NoError(b, in.ingest(ctx, queued, fanoutBatch))
 	intakeRate := fanoutEvents / time.Since(intakeStart).Seconds()
 	intakeCPU := measureCPU(b, db, p).minus(before)
-	stopProfile = startProfile(b, profileDir, "engine-alone")
+	stopProfile = startProfile(b, db, profileDir, "engine-alone")
 	before = measureCPU(b, db, p)
 	resumed := time.Now()
 	_, err = db.Exec(ctx, `WITH r AS (UPDATE targets SET paused = false, paused_at = NULL, probe_at = '-infinity' WHERE url = $1)

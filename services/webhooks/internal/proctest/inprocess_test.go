@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"fmt"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 
-	"switchboard.dev/pkg/postgres"
 	webhooksv1 "switchboard.dev/proto/switchboard/webhooks/v1"
 	pgadapter "switchboard.dev/services/webhooks/internal/adapters/postgres"
 	"switchboard.dev/services/webhooks/internal/adapters/sender"
@@ -29,6 +32,13 @@ import (
 // receiver and the test's clients too, under their own functions; the
 // PostgreSQL side is the per-backend CPU the benchmark prints.
 const profileEnv = "SWITCHBOARD_BENCH_PROFILE"
+
+// explainEnv, with profileEnv, is a duration in milliseconds: the plan of
+// every statement of the engine's pool that runs longer (auto_explain,
+// with ANALYZE and BUFFERS) is written to stderr. Each phase's statements
+// (counts and client-side time, and the server's own figures where
+// pg_stat_statements is preloaded) are written beside its profile.
+const explainEnv = "SWITCHBOARD_BENCH_EXPLAIN_MS"
 
 // engineUnderTest is the webhooks service a benchmark drives.
 type engineUnderTest interface {
@@ -55,7 +65,24 @@ func (inProcess) cpu() time.Duration {
 func startInProcess(b *testing.B, dsn string, workers int) engineUnderTest {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	db, err := postgres.Open(ctx, dsn)
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	require.NoError(b, err)
+	pcfg.ConnConfig.Tracer = stmts
+	if ms := os.Getenv(explainEnv); ms != "" {
+		// auto_explain's plans come back as notices, written to stderr.
+		pcfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+			fmt.Fprintln(os.Stderr, "auto_explain", time.Now().Format("15:04:05.000"), n.Message)
+		}
+		pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			if _, err := c.Exec(ctx, `LOAD 'auto_explain'; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on;
+				SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice`); err != nil {
+				return err
+			}
+			_, err := c.Exec(ctx, `SELECT set_config('auto_explain.log_min_duration', $1, false)`, ms)
+			return err
+		}
+	}
+	db, err := pgxpool.NewWithConfig(ctx, pcfg)
 	require.NoError(b, err)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := app.EngineConfig{
@@ -91,16 +118,30 @@ func (anyConnection) CheckConnection(context.Context, int64, int64) error { retu
 
 // startProfile starts a CPU profile named name in dir (none when dir is
 // empty); the function it answers stops it.
-func startProfile(b *testing.B, dir, name string) func() {
+func startProfile(b *testing.B, db *pgxpool.Pool, dir, name string) func() {
 	b.Helper()
 	if dir == "" {
 		return func() {}
 	}
+	// Where the server preloads pg_stat_statements, its view of the phase
+	// is written too.
+	_, pgssErr := db.Exec(context.Background(), `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
+	if pgssErr == nil {
+		_, pgssErr = db.Exec(context.Background(), `SELECT pg_stat_statements_reset()`)
+	}
 	f, err := os.Create(filepath.Join(dir, name+".cpu.pprof"))
 	require.NoError(b, err)
 	require.NoError(b, pprof.StartCPUProfile(f))
+	stmts.reset()
 	return func() {
 		pprof.StopCPUProfile()
 		require.NoError(b, f.Close())
+		s, err := os.Create(filepath.Join(dir, name+".statements.txt"))
+		require.NoError(b, err)
+		stmts.write(s, fanoutEvents)
+		if pgssErr == nil {
+			serverStatements(b, db, s, fanoutEvents)
+		}
+		require.NoError(b, s.Close())
 	}
 }

@@ -13,11 +13,16 @@ import (
 
 var _ app.IntakeRepository = (*Repo)(nil)
 
-// IngestEvents implements app.IntakeRepository: three statements per
-// batch, however long. An event already stored (the relay handing a batch
-// over again) plans nothing more. Events take their seq, the order their
-// lanes deliver in, in the batch's order (the emitter's, oldest first).
-// Integration targets get their delivery id (integration_targets) first.
+// IngestEvents implements app.IntakeRepository: one statement per batch,
+// however long, so one round trip and the statement's own transaction (it
+// was four: begin, the integration targets, the batch, the notification,
+// and commit; the relay waits for each call, so the intake's rate is its
+// latency). An event already stored (the relay handing a batch over
+// again) plans nothing more. Events take their seq, the order their lanes
+// deliver in, in the batch's order (the emitter's, oldest first).
+// Integration targets get their delivery id (integration_targets) first,
+// in the same statement; the notification is sent when it commits, if it
+// planned anything.
 func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets []domain.IntegrationTarget) error {
 	n := len(events)
 	if n == 0 {
@@ -31,90 +36,70 @@ func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets 
 		ids[i], types[i], payloads[i] = e.ID, e.Type, string(e.Payload)
 		companies[i], connections[i], chats[i], occurred[i] = e.CompanyID, e.ConnectionID, e.ChatID, e.OccurredAt
 	}
-	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		tCompanies, tConnections, tIDs, tURLs, err := targetIDs(ctx, tx, targets)
-		if err != nil {
-			return err
-		}
-		var planned int64
-		err = tx.QueryRow(ctx, `WITH stored AS (
-				INSERT INTO events (id, company_id, connection_id, chat_id, event_type, payload, occurred_at)
-				SELECT u.id, u.company_id, u.connection_id, u.chat_id, u.event_type, u.payload::json, u.occurred_at
-				FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[])
-					WITH ORDINALITY AS u(id, company_id, connection_id, chat_id, event_type, payload, occurred_at, n)
-				ORDER BY u.n
-				ON CONFLICT (id) DO NOTHING
-				RETURNING id, company_id, connection_id, chat_id, event_type, seq),
-			subs AS (
-				INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
-				SELECT e.id, s.id, s.url, coalesce(e.chat_id, 0), e.seq
-				FROM stored e JOIN subscriptions s
-					ON s.company_id = e.company_id AND s.connection_id = e.connection_id AND e.event_type = ANY (s.events)
-				ORDER BY e.seq, s.created_at, s.id
-				-- A URL change moves what waits in its own transaction: it must
-				-- not miss deliveries being planned on the old URL.
-				FOR SHARE OF s
-				RETURNING 1),
-			integs AS (
-				INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
-				SELECT e.id, t.id, t.url, coalesce(e.chat_id, 0), e.seq
-				FROM stored e JOIN unnest($8::bigint[], $9::bigint[], $10::uuid[], $11::text[]) AS t(company_id, connection_id, id, url)
-					ON t.company_id = e.company_id AND t.connection_id = e.connection_id
-				WHERE e.event_type = ANY ($12::text[])
-				ORDER BY e.seq, t.id
-				RETURNING 1)
-			SELECT (SELECT count(*) FROM subs) + (SELECT count(*) FROM integs)`,
-			ids, companies, connections, chats, types, payloads, occurred,
-			tCompanies, tConnections, tIDs, tURLs, domain.IntegrationEventTypes).Scan(&planned)
-		if err != nil {
-			return fmt.Errorf("store %d events from %s: %w", n, ids[0], err)
-		}
-		if planned > 0 {
-			return notifyDeliveries(ctx, tx)
-		}
-		return nil
-	})
-}
-
-// targetIDs gives each integration of targets its delivery id (made once,
-// kept with the secret) and answers the targets as the columns the intake
-// joins.
-func targetIDs(ctx context.Context, tx pgx.Tx, targets []domain.IntegrationTarget) (companies, connections []int64, ids, urls []string, err error) {
-	if len(targets) == 0 {
-		return []int64{}, []int64{}, []string{}, []string{}, nil
-	}
-	var iCompanies, iIDs []int64
-	var iSecrets []string
+	// The integrations once each (their delivery id and secret), and the
+	// targets as the columns the intake joins.
+	iCompanies, iIDs, iSecrets := []int64{}, []int64{}, []string{}
+	tCompanies, tConnections, tIntegrations, tURLs := []int64{}, []int64{}, []int64{}, []string{}
 	seen := map[int64]bool{}
 	for _, t := range targets {
 		if !seen[t.IntegrationID] {
 			seen[t.IntegrationID] = true
 			iCompanies, iIDs, iSecrets = append(iCompanies, t.CompanyID), append(iIDs, t.IntegrationID), append(iSecrets, t.Secret)
 		}
+		tCompanies, tConnections = append(tCompanies, t.CompanyID), append(tConnections, t.ConnectionID)
+		tIntegrations, tURLs = append(tIntegrations, t.IntegrationID), append(tURLs, t.URL)
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO integration_targets (id, company_id, integration_id, secret)
-		SELECT gen_random_uuid(), u.company_id, u.integration_id, u.secret
-		FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(company_id, integration_id, secret)
-		ORDER BY u.integration_id
-		ON CONFLICT (integration_id) DO UPDATE SET secret = EXCLUDED.secret
-		RETURNING integration_id, id::text`, iCompanies, iIDs, iSecrets)
+	var planned int64
+	err := r.db.QueryRow(ctx, `WITH integrations AS (
+			-- A v1 integration's delivery id is made once and kept with
+			-- the secret that signs its deliveries.
+			INSERT INTO integration_targets (id, company_id, integration_id, secret)
+			SELECT gen_random_uuid(), u.company_id, u.integration_id, u.secret
+			FROM unnest($8::bigint[], $9::bigint[], $10::text[]) AS u(company_id, integration_id, secret)
+			ORDER BY u.integration_id
+			ON CONFLICT (integration_id) DO UPDATE SET secret = EXCLUDED.secret
+			RETURNING integration_id, id),
+		stored AS (
+			INSERT INTO events (id, company_id, connection_id, chat_id, event_type, payload, occurred_at)
+			SELECT u.id, u.company_id, u.connection_id, u.chat_id, u.event_type, u.payload::json, u.occurred_at
+			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[])
+				WITH ORDINALITY AS u(id, company_id, connection_id, chat_id, event_type, payload, occurred_at, n)
+			ORDER BY u.n
+			ON CONFLICT (id) DO NOTHING
+			RETURNING id, company_id, connection_id, chat_id, event_type, seq),
+		subs AS (
+			INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
+			SELECT e.id, s.id, s.url, coalesce(e.chat_id, 0), e.seq
+			FROM stored e JOIN subscriptions s
+				ON s.company_id = e.company_id AND s.connection_id = e.connection_id AND e.event_type = ANY (s.events)
+			ORDER BY e.seq, s.created_at, s.id
+			-- A URL change moves what waits in its own transaction: it must
+			-- not miss deliveries being planned on the old URL.
+			FOR SHARE OF s
+			RETURNING 1),
+		integs AS (
+			INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
+			SELECT e.id, i.id, t.url, coalesce(e.chat_id, 0), e.seq
+			FROM stored e
+				JOIN unnest($11::bigint[], $12::bigint[], $13::bigint[], $14::text[]) AS t(company_id, connection_id, integration_id, url)
+					ON t.company_id = e.company_id AND t.connection_id = e.connection_id
+				JOIN integrations i ON i.integration_id = t.integration_id
+			WHERE e.event_type = ANY ($15::text[])
+			ORDER BY e.seq, i.id
+			RETURNING 1),
+		planned AS (
+			SELECT (SELECT count(*) FROM subs) + (SELECT count(*) FROM integs) AS n),
+		notified AS (
+			SELECT pg_notify($16, '') FROM planned WHERE n > 0)
+		SELECT planned.n FROM planned LEFT JOIN notified ON true`,
+		ids, companies, connections, chats, types, payloads, occurred,
+		iCompanies, iIDs, iSecrets,
+		tCompanies, tConnections, tIntegrations, tURLs, domain.IntegrationEventTypes,
+		DeliveriesChannel).Scan(&planned)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("integration targets: %w", err)
+		return fmt.Errorf("store %d events from %s: %w", n, ids[0], err)
 	}
-	byIntegration := map[int64]string{}
-	var integ int64
-	var id string
-	if _, err := pgx.ForEachRow(rows, []any{&integ, &id}, func() error {
-		byIntegration[integ] = id
-		return nil
-	}); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("integration targets: %w", err)
-	}
-	for _, t := range targets {
-		companies, connections = append(companies, t.CompanyID), append(connections, t.ConnectionID)
-		ids, urls = append(ids, byIntegration[t.IntegrationID]), append(urls, t.URL)
-	}
-	return companies, connections, ids, urls, nil
+	return nil
 }
 
 // DeliveriesChannel is the notification a transaction that queues
