@@ -34,6 +34,11 @@ const SubscriptionsChannel = "sb:billing:subscriptions"
 // at once.
 const ConnectionsChannel = "sb:connections:connections"
 
+// IntegrationsChannel is the Redis pub/sub channel identity announces a
+// company's id on once a change to its v1 integrations or their bound
+// connections is stored (what the webhooks service's intake keeps of them).
+const IntegrationsChannel = "sb:identity:integrations"
+
 // CompanyAnnouncer announces a company's id on a channel after its owner
 // stored a change (pkg/localcache.Announce), and logs what it could not
 // announce: the change is stored either way, and copies elsewhere then

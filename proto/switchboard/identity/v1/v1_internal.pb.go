@@ -26,7 +26,11 @@ const (
 type ListWebhookTargetsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 1000: webhooks takes in batches of at most 1000 events.
-	Connections   []*CompanyConnection `protobuf:"bytes,1,rep,name=connections,proto3" json:"connections,omitempty"`
+	Connections []*CompanyConnection `protobuf:"bytes,1,rep,name=connections,proto3" json:"connections,omitempty"`
+	// And every target of these companies, whatever the connection: what a
+	// copy kept per company needs (webhooks' intake keeps one, dropped when
+	// identity announces the company on sb:identity:integrations).
+	CompanyIds    []int64 `protobuf:"varint,2,rep,packed,name=company_ids,json=companyIds,proto3" json:"company_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -64,6 +68,13 @@ func (*ListWebhookTargetsRequest) Descriptor() ([]byte, []int) {
 func (x *ListWebhookTargetsRequest) GetConnections() []*CompanyConnection {
 	if x != nil {
 		return x.Connections
+	}
+	return nil
+}
+
+func (x *ListWebhookTargetsRequest) GetCompanyIds() []int64 {
+	if x != nil {
+		return x.CompanyIds
 	}
 	return nil
 }
@@ -396,9 +407,11 @@ var File_switchboard_identity_v1_v1_internal_proto protoreflect.FileDescriptor
 
 const file_switchboard_identity_v1_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	")switchboard/identity/v1/v1_internal.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\"t\n" +
+	")switchboard/identity/v1/v1_internal.proto\x12\x17switchboard.identity.v1\x1a\x1bbuf/validate/validate.proto\x1a switchboard/api/v1/options.proto\"\xa0\x01\n" +
 	"\x19ListWebhookTargetsRequest\x12W\n" +
-	"\vconnections\x18\x01 \x03(\v2*.switchboard.identity.v1.CompanyConnectionB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\vconnections\"W\n" +
+	"\vconnections\x18\x01 \x03(\v2*.switchboard.identity.v1.CompanyConnectionB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\vconnections\x12*\n" +
+	"\vcompany_ids\x18\x02 \x03(\x03B\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\n" +
+	"companyIds\"W\n" +
 	"\x11CompanyConnection\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12#\n" +

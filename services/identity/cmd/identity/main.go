@@ -10,6 +10,7 @@ import (
 
 	"switchboard.dev/pkg/auth"
 	"switchboard.dev/pkg/mail"
+	sbpeers "switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/server"
 	"switchboard.dev/pkg/service"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
@@ -50,7 +51,10 @@ func spec(s settings) service.Spec {
 		Build: func(ctx context.Context, d *service.Deps) (service.Registrar, error) {
 			// Companies in memory, dropped when any replica announces a
 			// change (the card is the hottest read identity serves).
-			repo := companycache.New(postgres.New(d.DB), d.Redis, companycache.Channel, d.Log)
+			// Changes to integrations and their bindings are announced:
+			// webhooks' intake keeps each company's targets.
+			repo := companycache.New(postgres.New(d.DB, postgres.WithIntegrationChanges(
+				sbpeers.NewCompanyAnnouncer(d.Redis, d.Log, sbpeers.IntegrationsChannel).Changed)), d.Redis, companycache.Channel, d.Log)
 			d.Background("company announcements", func(ctx context.Context) error {
 				repo.Run(ctx)
 				return nil

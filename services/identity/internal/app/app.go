@@ -78,8 +78,9 @@ type Repository interface {
 	// connections, ascending; connections with none are left out.
 	ConnectionIntegrations(ctx context.Context, companyID int64, connectionIDs []int64) (map[int64][]int64, error)
 	// WebhookTargets are the enabled webhook integrations with a URL bound
-	// to each of the connections, by company, connection and integration.
-	WebhookTargets(ctx context.Context, pairs []CompanyConnection) ([]WebhookTarget, error)
+	// to each of the connections, and to any connection of companies, by
+	// company, connection and integration.
+	WebhookTargets(ctx context.Context, pairs []CompanyConnection, companies []int64) ([]WebhookTarget, error)
 }
 
 // Revoker makes a replaced key stop working everywhere at once.

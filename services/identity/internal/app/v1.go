@@ -186,11 +186,11 @@ type WebhookTarget struct {
 	URL, Secret                            string
 }
 
-// WebhookTargets are the targets of events of the connections, as they
-// are now.
-func (s *Service) WebhookTargets(ctx context.Context, pairs []CompanyConnection) ([]WebhookTarget, error) {
-	if len(pairs) == 0 {
+// WebhookTargets are the targets of events of the connections, and of any
+// connection of companies, as they are now.
+func (s *Service) WebhookTargets(ctx context.Context, pairs []CompanyConnection, companies []int64) ([]WebhookTarget, error) {
+	if len(pairs) == 0 && len(companies) == 0 {
 		return nil, nil
 	}
-	return s.repo.WebhookTargets(ctx, pairs)
+	return s.repo.WebhookTargets(ctx, pairs, companies)
 }

@@ -141,11 +141,18 @@ func spec(s settings, cfg app.EngineConfig) service.Spec {
 			if err != nil {
 				return nil, err
 			}
+			// Each company's targets in memory while identity's
+			// announcements are heard.
+			targets := identity.NewCache(d.Log)
+			d.Background("integration announcements", func(ctx context.Context) error {
+				targets.Run(ctx, d.Redis)
+				return nil
+			})
 			a := app.New(postgres.New(d.DB), connections.New(conn), app.Config{AllowPrivateTargets: s.AllowPrivateTargets}).
 				WithChecker(snd).
 				// Events also go to the v1 webhook integrations bound to
 				// their connections (identity's).
-				WithTargets(identity.New(identityConn))
+				WithTargets(identity.New(identityConn).WithCache(targets))
 			queue := postgres.NewQueue(d.DB, d.Log)
 			registerMetrics(queue)
 			engine := app.NewEngine(queue, timedSender{snd}, cfg, d.Log)

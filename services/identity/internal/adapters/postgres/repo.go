@@ -21,6 +21,10 @@ type Repo struct {
 	db *pgxpool.Pool
 	// newCode draws a promo code candidate (domain.NewPromoCode).
 	newCode func() string
+	// integrationsChanged is told the company of every stored change to
+	// its integrations or their bindings, after the commit and before the
+	// caller answers; nil tells no one.
+	integrationsChanged func(ctx context.Context, companyID int64)
 }
 
 var _ app.Repository = (*Repo)(nil)
@@ -32,6 +36,20 @@ type Option func(*Repo)
 // domain.NewPromoCode (tests make codes clash with it).
 func WithPromoCodes(gen func() string) Option {
 	return func(r *Repo) { r.newCode = gen }
+}
+
+// WithIntegrationChanges tells changed of every stored change to a
+// company's integrations or their bound connections (the announcement
+// peers.IntegrationsChannel carries). A new company's own integration is
+// not told: a company just made has no bindings, and no copy of it.
+func WithIntegrationChanges(changed func(ctx context.Context, companyID int64)) Option {
+	return func(r *Repo) { r.integrationsChanged = changed }
+}
+
+func (r *Repo) integrationsTold(ctx context.Context, companyID int64, err error) {
+	if err == nil && r.integrationsChanged != nil {
+		r.integrationsChanged(ctx, companyID)
+	}
 }
 
 // New uses the pool of the identity database.
@@ -294,6 +312,7 @@ func (r *Repo) UpdateIntegration(ctx context.Context, companyID, id int64, updat
 			companyID, id, in.Name, in.Status, in.Scopes, in.KeyHash, in.WebhookURL))
 		return err
 	})
+	r.integrationsTold(ctx, companyID, err)
 	return out, err
 }
 
@@ -309,7 +328,9 @@ func insertIntegration(ctx context.Context, q queryer, in domain.Integration) (d
 
 // CreateIntegration implements app.Repository.
 func (r *Repo) CreateIntegration(ctx context.Context, in domain.Integration) (domain.Integration, error) {
-	return insertIntegration(ctx, r.db, in)
+	out, err := insertIntegration(ctx, r.db, in)
+	r.integrationsTold(ctx, in.CompanyID, err)
+	return out, err
 }
 
 // CreateRole implements app.Repository.

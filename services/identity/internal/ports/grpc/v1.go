@@ -156,7 +156,7 @@ func (s *Server) ListWebhookTargets(ctx context.Context, req *identityv1.ListWeb
 	for i, c := range req.GetConnections() {
 		pairs[i] = app.CompanyConnection{CompanyID: c.GetCompanyId(), ConnectionID: c.GetConnectionId()}
 	}
-	list, err := s.app.WebhookTargets(ctx, pairs)
+	list, err := s.app.WebhookTargets(ctx, pairs, req.GetCompanyIds())
 	if err != nil {
 		return nil, err
 	}

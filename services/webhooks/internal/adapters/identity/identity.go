@@ -4,10 +4,16 @@ package identity
 
 import (
 	"context"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
 
 	"google.golang.org/grpc"
 
 	"switchboard.dev/pkg/apierr"
+	"switchboard.dev/pkg/localcache"
+	"switchboard.dev/pkg/peers"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	"switchboard.dev/services/webhooks/internal/app"
 	"switchboard.dev/services/webhooks/internal/domain"
@@ -16,6 +22,9 @@ import (
 // Targets implements app.IntegrationTargets.
 type Targets struct {
 	api identityv1.V1IntegrationsInternalServiceClient
+	// companies keeps every target of a company by its id; nil keeps
+	// none (every intake asks).
+	companies *localcache.Cache[[]domain.IntegrationTarget]
 }
 
 var _ app.IntegrationTargets = Targets{}
@@ -25,10 +34,61 @@ func New(conn grpc.ClientConnInterface) Targets {
 	return Targets{api: identityv1.NewV1IntegrationsInternalServiceClient(conn)}
 }
 
-// Targets asks identity's ListWebhookTargets; identity unreachable is 503
-// (the relay hands the batch over again later).
+// NewCache is the cache for WithCache: every target of a company, dropped
+// when identity announces the company on peers.IntegrationsChannel (after
+// any stored change to its integrations or their bindings). The TTL bounds
+// how stale an entry can get if an announcement is lost.
+func NewCache(log *slog.Logger) *localcache.Cache[[]domain.IntegrationTarget] {
+	return localcache.New[[]domain.IntegrationTarget]("v1 webhook targets", peers.IntegrationsChannel, 10000, time.Minute, log)
+}
+
+// WithCache answers from cache, which answers from memory only while its
+// Run is subscribed: the intake then asks identity once per company and
+// change, not once per batch of events (a round trip to identity and its
+// database in every relay's hand-over).
+func (t Targets) WithCache(cache *localcache.Cache[[]domain.IntegrationTarget]) Targets {
+	t.companies = cache
+	return t
+}
+
+// Targets asks identity's ListWebhookTargets, or answers from the
+// companies' copies; identity unreachable is 503 (the relay hands the
+// batch over again later).
 func (t Targets) Targets(ctx context.Context, connections []domain.CompanyConnection) ([]domain.IntegrationTarget, error) {
-	req := &identityv1.ListWebhookTargetsRequest{Connections: make([]*identityv1.CompanyConnection, len(connections))}
+	if t.companies == nil {
+		return t.ask(ctx, connections, nil)
+	}
+	wanted := map[int64]map[int64]bool{}
+	for _, c := range connections {
+		if wanted[c.CompanyID] == nil {
+			wanted[c.CompanyID] = map[int64]bool{}
+		}
+		wanted[c.CompanyID][c.ConnectionID] = true
+	}
+	companies := make([]int64, 0, len(wanted))
+	for c := range wanted {
+		companies = append(companies, c)
+	}
+	slices.Sort(companies)
+	var out []domain.IntegrationTarget
+	for _, company := range companies {
+		all, err := t.companies.Get(ctx, strconv.FormatInt(company, 10), func(ctx context.Context) ([]domain.IntegrationTarget, error) {
+			return t.ask(ctx, nil, []int64{company})
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range all {
+			if wanted[company][x.ConnectionID] {
+				out = append(out, x)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (t Targets) ask(ctx context.Context, connections []domain.CompanyConnection, companies []int64) ([]domain.IntegrationTarget, error) {
+	req := &identityv1.ListWebhookTargetsRequest{Connections: make([]*identityv1.CompanyConnection, len(connections)), CompanyIds: companies}
 	for i, c := range connections {
 		req.Connections[i] = &identityv1.CompanyConnection{CompanyId: c.CompanyID, ConnectionId: c.ConnectionID}
 	}

@@ -1,0 +1,179 @@
+package identity_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"switchboard.dev/pkg/localcache"
+	"switchboard.dev/pkg/peers"
+	"switchboard.dev/pkg/redisx/redistest"
+	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
+	"switchboard.dev/services/webhooks/internal/adapters/identity"
+	"switchboard.dev/services/webhooks/internal/domain"
+)
+
+// fakeIdentity answers the targets it holds, by pair or by company, counts
+// the calls, and can hold one answer midway.
+type fakeIdentity struct {
+	identityv1.UnimplementedV1IntegrationsInternalServiceServer
+	mu      sync.Mutex
+	targets []*identityv1.WebhookTarget
+	calls   int
+	gate    chan struct{}
+}
+
+func (f *fakeIdentity) ListWebhookTargets(_ context.Context, req *identityv1.ListWebhookTargetsRequest) (*identityv1.ListWebhookTargetsResponse, error) {
+	f.mu.Lock()
+	f.calls++
+	var out []*identityv1.WebhookTarget
+	for _, x := range f.targets {
+		match := false
+		for _, c := range req.GetCompanyIds() {
+			match = match || x.GetCompanyId() == c
+		}
+		for _, p := range req.GetConnections() {
+			match = match || (x.GetCompanyId() == p.GetCompanyId() && x.GetConnectionId() == p.GetConnectionId())
+		}
+		if match {
+			out = append(out, x)
+		}
+	}
+	gate := f.gate
+	f.gate = nil
+	f.mu.Unlock()
+	if gate != nil {
+		gate <- struct{}{}
+		<-gate
+	}
+	return &identityv1.ListWebhookTargetsResponse{Targets: out}, nil
+}
+
+func (f *fakeIdentity) set(fn func(f *fakeIdentity)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *fakeIdentity) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func serve(t *testing.T, f *fakeIdentity, rdb redis.UniversalClient) (identity.Targets, *localcache.Cache[[]domain.IntegrationTarget]) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	identityv1.RegisterV1IntegrationsInternalServiceServer(srv, f)
+	go srv.Serve(lis) //nolint:errcheck // ends with Stop
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	cache := identity.NewCache(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache.Ping = 200 * time.Millisecond
+	if rdb != nil {
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			cache.Run(ctx, rdb)
+		}()
+		t.Cleanup(func() {
+			stop()
+			<-done
+		})
+		require.Eventually(t, cache.Live, 5*time.Second, 5*time.Millisecond)
+	}
+	return identity.New(conn).WithCache(cache), cache
+}
+
+func target(company, connection, integration int64) *identityv1.WebhookTarget {
+	return &identityv1.WebhookTarget{CompanyId: company, ConnectionId: connection, IntegrationId: integration,
+		Url: "https://example.com/" + strconv.FormatInt(integration, 10), Secret: "whsec_x"}
+}
+
+func TestTargetsKeptUntilIdentityAnnounces(t *testing.T) {
+	rdb, _ := redistest.New(t)
+	ctx := context.Background()
+	// Company ids of this test's own: others announce on the channel too.
+	a, b := time.Now().UnixNano(), time.Now().UnixNano()+1
+	f := &fakeIdentity{targets: []*identityv1.WebhookTarget{target(a, 1, 10), target(a, 2, 10), target(a, 2, 11), target(b, 5, 20)}}
+	targets, _ := serve(t, f, rdb)
+
+	batch := []domain.CompanyConnection{{CompanyID: b, ConnectionID: 5}, {CompanyID: a, ConnectionID: 2}, {CompanyID: a, ConnectionID: 2}, {CompanyID: a, ConnectionID: 3}}
+	want := []domain.IntegrationTarget{
+		{CompanyID: a, ConnectionID: 2, IntegrationID: 10, URL: "https://example.com/10", Secret: "whsec_x"},
+		{CompanyID: a, ConnectionID: 2, IntegrationID: 11, URL: "https://example.com/11", Secret: "whsec_x"},
+		{CompanyID: b, ConnectionID: 5, IntegrationID: 20, URL: "https://example.com/20", Secret: "whsec_x"},
+	}
+	for range 3 {
+		got, err := targets.Targets(ctx, batch)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "the connections asked for, by company, connection and integration")
+	}
+	require.Equal(t, 2, f.count(), "one call per company")
+
+	// Identity unbinds connection 2 from integration 11 and announces a.
+	f.set(func(f *fakeIdentity) { f.targets = append(f.targets[:2], f.targets[3:]...) })
+	require.NoError(t, localcache.Announce(ctx, rdb, peers.IntegrationsChannel, strconv.FormatInt(a, 10)))
+	got, err := targets.Targets(ctx, batch)
+	require.NoError(t, err)
+	require.Equal(t, []domain.IntegrationTarget{want[0], want[2]}, got)
+	require.Equal(t, 3, f.count(), "only the announced company asked again")
+}
+
+// Fail closed: while the announcements are not heard, every intake asks.
+func TestTargetsFailClosed(t *testing.T) {
+	ctx := context.Background()
+	co := time.Now().UnixNano()
+	f := &fakeIdentity{targets: []*identityv1.WebhookTarget{target(co, 1, 10)}}
+	targets, cache := serve(t, f, nil)
+	for range 3 {
+		got, err := targets.Targets(ctx, []domain.CompanyConnection{{CompanyID: co, ConnectionID: 1}})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+	}
+	require.False(t, cache.Live())
+	require.Equal(t, 3, f.count())
+}
+
+// A load that read the targets before a change, and ends after identity
+// announced it, is not kept.
+func TestTargetsLoadRacingAChangeIsNotKept(t *testing.T) {
+	rdb, _ := redistest.New(t)
+	ctx := context.Background()
+	co := time.Now().UnixNano()
+	gate := make(chan struct{})
+	f := &fakeIdentity{targets: []*identityv1.WebhookTarget{target(co, 1, 10)}, gate: gate}
+	targets, _ := serve(t, f, rdb)
+	batch := []domain.CompanyConnection{{CompanyID: co, ConnectionID: 1}}
+	got := make(chan int)
+	go func() {
+		list, err := targets.Targets(ctx, batch)
+		if err != nil {
+			panic(err)
+		}
+		got <- len(list)
+	}()
+	<-gate
+	f.set(func(f *fakeIdentity) { f.targets = nil })
+	require.NoError(t, localcache.Announce(ctx, rdb, peers.IntegrationsChannel, strconv.FormatInt(co, 10)))
+	gate <- struct{}{}
+	require.Equal(t, 1, <-got, "the racing intake answers what it read")
+	list, err := targets.Targets(ctx, batch)
+	require.NoError(t, err)
+	require.Empty(t, list, "the racing load's old answer was kept")
+}
