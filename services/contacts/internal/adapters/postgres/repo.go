@@ -325,10 +325,11 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 // each batch starts with searchPlanner, whose settings so last until the
 // batch ends. That is two round trips where BEGIN, the settings and keys,
 // the page, its details and COMMIT were five. The keys and the page are
-// read in different snapshots, which changes no answer: a key only speeds
-// up finding contacts that match anyway (q <% name_key implies
-// q <% search, searchWhere), whenever it was read, and a key missing from
-// the array leaves its contacts to the `search %>` arm.
+// read in different snapshots, as they were in the READ COMMITTED
+// transaction (a snapshot per statement), which changes no answer: a key
+// only speeds up finding contacts that match anyway (q <% name_key
+// implies q <% search, searchWhere), whenever it was read, and a key
+// missing from the array leaves its contacts to the `search %>` arm.
 func searchContacts(ctx context.Context, db querier, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	var keys []string
 	b := plannedBatch()
