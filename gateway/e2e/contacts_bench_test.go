@@ -266,8 +266,8 @@ func benchGet(client *http.Client, u, apiKey string) (benchResponse, error) {
 
 // benchGetTimed is benchGet, also telling the request's latency, took:
 // from sending it until its body has been read. The body is
-// decoded after that, off the clock: encoding/json takes ~0.3-0.9 ms (on
-// the 2-CPU VM) to go through the ~29 KB of a page of 100 contacts, which
+// decoded after that, off the clock: encoding/json took 0.65-1.57 ms (the
+// 2-CPU VM, loaded) to go through the ~29 KB of a page of 100 contacts, which
 // is the benchmark client's cost, not the platform's, and was counted
 // against every kind returning a page but not against phone_exact's one
 // contact.
