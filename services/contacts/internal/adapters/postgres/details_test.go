@@ -112,7 +112,7 @@ func TestDetailsFollowEveryWrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, got, list[0])
 
-	// So do searches, which read them after the page (readDetails), and
+	// So do searches, which join them to the page (withPageDetails), and
 	// a contact that never had details shows empty lists.
 	bare, err := r.CreateContact(ctx, domain.Contact{CompanyID: company, Name: "Annabel"})
 	require.NoError(t, err)

@@ -127,16 +127,31 @@ var listQueries = fixedQueries(`SELECT `+contactCols+listWhere, ` LIMIT $5 OFFSE
 
 // searchQueries are the six fixed `query` lists. They return the page and,
 // in count(*) OVER (), the number of all matches, in one pass over the
-// matches (the count needs them all anyway).
-//
-// Their details are read after the page, by id (searchDetails): under the
-// search's planner settings a join would probe contact_details with a
-// bitmap scan per row (~30 µs each, 3 ms for a page of 100).
-var searchQueries = fixedQueries(`SELECT `+contactCols+`, count(*) OVER ()`+searchWhere, ` LIMIT $7 OFFSET $8`, false)
+// matches (the count needs them all anyway), and the page's details
+// (withPageDetails).
+var searchQueries = func() map[domain.Order]string {
+	out := make(map[domain.Order]string, len(orderBy))
+	for o, by := range orderBy {
+		out[o] = withPageDetails(`SELECT `+contactCols+`, count(*) OVER () AS total`+searchWhere+by+` LIMIT $7 OFFSET $8`, by)
+	}
+	return out
+}()
 
-// searchDetails reads the details of a page of contacts ($1 their ids) in
-// one bitmap scan, which the search's planner settings allow.
-const searchDetails = `SELECT contact_id, details FROM contact_details WHERE contact_id = ANY($1)`
+// withPageDetails reads the details of a search's page (the statement
+// page, contactCols and total) in the same statement, in the page's order
+// (by). Under the search's planner settings (no plain index scans) a join
+// on contact_id would probe contact_details with a bitmap scan per row
+// (~30 µs each, 3 ms for a page of 100); the page's ids as one array (an
+// InitPlan over the materialised page) make it one bitmap scan, which is
+// hashed and joined. It was a statement of its own, after the page, until
+// the search left its transaction (searchContacts): one round trip less.
+func withPageDetails(page, by string) string {
+	return `WITH page AS MATERIALIZED (` + page + `)
+	SELECT p.id, p.company_id, p.name, p.is_group, p.created_at, p.updated_at, p.total, coalesce(d.details, ` + noDetails + `)
+	FROM page p
+	LEFT JOIN (SELECT contact_id, details FROM contact_details
+	           WHERE contact_id = ANY(ARRAY(SELECT id FROM page))) d ON d.contact_id = p.id` + strings.ReplaceAll(by, "c.", "p.")
+}
 
 // fixedQueries are head, each order and tail: the page that makes, read
 // with its details (withDetails) when details is set.
@@ -200,14 +215,24 @@ const listSettings = `SELECT set_config('plan_cache_mode', 'force_custom_plan', 
 // planner chose two for some names, and starting them took longer than
 // the scan of a few thousand matches.
 //
-// The settings are local to the list's transaction. Only the page's
-// details follow the search under them, read by id (searchDetails), a
-// bitmap scan they allow; then the transaction, and the settings, end.
+// The settings are local to a transaction: searchContacts sends them at
+// the head of each of its batches, each batch being one implicit
+// transaction, so they apply to that batch's search and end with it. The
+// page's details, read in the same statement (withPageDetails), are a
+// bitmap scan they allow.
 const searchPlanner = `SELECT concat(
 	set_config('plan_cache_mode', 'force_custom_plan', true),
 	set_config('pg_trgm.word_similarity_threshold', $1, true),
 	set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
 	set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true))`
+
+// plannedBatch starts a batch of a trigram search's statements with
+// searchPlanner: one implicit transaction, which the settings last.
+func plannedBatch() *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(searchPlanner, searchThreshold)
+	return b
+}
 
 // searchThreshold is the word_similarity a fuzzy match needs: pg_trgm's
 // default, pinned so a server setting cannot change what `query` finds.
@@ -230,27 +255,25 @@ func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter)
 	}
 	var out []domain.Contact
 	var total int64
-	err := postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
-		var err error
-		switch {
-		case f.Search != "" && hasTrigram(f.Search):
-			out, total, err = searchContacts(ctx, tx, company, tags, f)
-		case f.Search != "":
-			if _, err = tx.Exec(ctx, listSettings, searchThreshold); err != nil {
+	var err error
+	if f.Search != "" && hasTrigram(f.Search) {
+		out, total, err = searchContacts(ctx, r.db, company, tags, f)
+	} else {
+		err = postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, listSettings, searchThreshold); err != nil {
 				return err
 			}
-			out, total, err = shortSearchContacts(ctx, tx, company, tags, f)
-		default:
-			if _, err = tx.Exec(ctx, listSettings, searchThreshold); err != nil {
-				return err
+			var err error
+			if f.Search != "" {
+				out, total, err = shortSearchContacts(ctx, tx, company, tags, f)
+			} else {
+				out, total, err = listContacts(ctx, tx, company, tags, f)
 			}
-			out, total, err = listContacts(ctx, tx, company, tags, f)
-		}
-		// The details came with the page (withDetails; a trigram search
-		// reads them after it): nothing follows in the transaction, so
-		// its settings end with it.
-		return err
-	})
+			// The details came with the page (withDetails): nothing
+			// follows in the transaction, so its settings end with it.
+			return err
+		})
+	}
 	if out == nil {
 		out = []domain.Contact{}
 	}
@@ -294,81 +317,53 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 	return out, total, nil
 }
 
-// searchContacts sets the planner (searchPlanner) and reads the name keys
-// that match in one round trip, then the page and the count in one
-// statement; only a page past the last match (no row to carry the count)
-// costs a third, counting statement.
-func searchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
-	var set string
+// searchContacts reads the name keys that match, then the page, its
+// details and the count in one statement; only a page past the last match
+// (no row to carry the count) costs a third, counting statement. It needs
+// no transaction of its own: each step is one batch, which PostgreSQL runs
+// as one implicit transaction (pgx sends a batch with a single Sync), and
+// each batch starts with searchPlanner, whose settings so last until the
+// batch ends. That is two round trips where BEGIN, the settings and keys,
+// the page, its details and COMMIT were five. The keys and the page are
+// read in different snapshots, as they were in the READ COMMITTED
+// transaction (a snapshot per statement), which changes no answer: a key
+// only speeds up finding contacts that match anyway (q <% name_key
+// implies q <% search, searchWhere), whenever it was read, and a key
+// missing from the array leaves its contacts to the `search %>` arm.
+func searchContacts(ctx context.Context, db querier, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	var keys []string
-	b := &pgx.Batch{}
-	b.Queue(searchPlanner, searchThreshold).QueryRow(func(row pgx.Row) error { return row.Scan(&set) })
+	b := plannedBatch()
 	b.Queue(searchNameKeys, company, f.Search).QueryRow(func(row pgx.Row) error { return row.Scan(&keys) })
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, 0, fmt.Errorf("search name keys: %w", err)
 	}
 	args := []any{company, f.WithGroups, tags, likePattern(f.Search), f.Search, keys}
-	rows, err := tx.Query(ctx, searchQueries[f.Order], append(args, f.Limit, f.Offset)...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("search contacts: %w", err)
-	}
+	var out []domain.Contact
 	var total int64
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Contact, error) {
-		var c domain.Contact
-		err := row.Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt, &total)
-		return c, err
+	b = plannedBatch()
+	b.Queue(searchQueries[f.Order], append(args, f.Limit, f.Offset)...).Query(func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Contact, error) {
+			var c domain.Contact
+			var details []byte
+			if err := row.Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt, &total, &details); err != nil {
+				return c, err
+			}
+			return c, decodeContact(&c, details)
+		})
+		return err
 	})
-	if err != nil {
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, 0, fmt.Errorf("search contacts: %w", err)
-	}
-	if err := readDetails(ctx, tx, out); err != nil {
-		return nil, 0, err
 	}
 	if len(out) == 0 && f.Offset > 0 {
-		if err := tx.QueryRow(ctx, countSearchQuery, args...).Scan(&total); err != nil {
+		b = plannedBatch()
+		b.Queue(countSearchQuery, args...).QueryRow(func(row pgx.Row) error { return row.Scan(&total) })
+		if err := db.SendBatch(ctx, b).Close(); err != nil {
 			return nil, 0, fmt.Errorf("count contacts: %w", err)
 		}
 	}
 	return out, total, nil
-}
-
-// readDetails fills the details of cs from contact_details (searchDetails).
-func readDetails(ctx context.Context, tx pgx.Tx, cs []domain.Contact) error {
-	if len(cs) == 0 {
-		return nil
-	}
-	ids := make([]int64, len(cs))
-	for i := range cs {
-		ids[i] = cs[i].ID
-	}
-	rows, err := tx.Query(ctx, searchDetails, ids)
-	if err != nil {
-		return fmt.Errorf("contact details: %w", err)
-	}
-	at := make(map[int64]*domain.Contact, len(cs))
-	for i := range cs {
-		at[cs[i].ID] = &cs[i]
-	}
-	var id int64
-	var details []byte
-	_, err = pgx.ForEachRow(rows, []any{&id, &details}, func() error {
-		c, ok := at[id]
-		if !ok {
-			return nil
-		}
-		delete(at, id)
-		return decodeContact(c, details)
-	})
-	if err != nil {
-		return fmt.Errorf("contact details: %w", err)
-	}
-	// The rest have no details row.
-	for _, c := range at {
-		if err := decodeContact(c, []byte(`{}`)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func scanContact(row pgx.CollectableRow) (domain.Contact, error) {

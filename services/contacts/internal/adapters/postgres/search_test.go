@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard.dev/pkg/pgtest"
+	"switchboard.dev/pkg/postgres"
 	"switchboard.dev/services/contacts/internal/domain"
 	"switchboard.dev/services/contacts/migrations"
 )
@@ -222,4 +223,60 @@ func TestNameKeysFollowRenames(t *testing.T) {
 	require.EqualValues(t, 1, total)
 	require.Len(t, got, 1)
 	require.Equal(t, id, got[0].ID)
+}
+
+// A trigram search runs without a transaction of its own: its planner
+// settings (searchPlanner) come at the head of each batch and must hold for
+// the batch's statements, then end with it. Shown on a pool of one
+// connection: in a planned batch the search is the bitmap scan of its
+// indexes (without the settings the planner walks the primary key
+// here), and after a search the connection's settings are the
+// server's again.
+func TestSearchSettingsLastTheirBatch(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDSN(t, migrations.FS)
+	db, err := postgres.Open(ctx, dsn+map[bool]string{true: "&", false: "?"}[strings.Contains(dsn, "?")]+"pool_max_conns=1")
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	r := New(db)
+	const company = int64(3)
+	for _, name := range []string{"Anna Petrova", "Annabel Lee", "Boris Orlov"} {
+		_, err := r.CreateContact(ctx, domain.Contact{CompanyID: company, Name: name})
+		require.NoError(t, err)
+	}
+	// Enough others, analyzed, that the planner left alone would walk the
+	// primary key or read the table rather than use the trigram index.
+	_, err = db.Exec(ctx, `INSERT INTO contacts (company_id, name, search)
+		SELECT $1, 'Contact ' || i, 'contact ' || i FROM generate_series(1, 3000) i`, company)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `ANALYZE contacts`)
+	require.NoError(t, err)
+	settings := func(q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}) string {
+		var s string
+		require.NoError(t, q.QueryRow(ctx, `SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'),
+			current_setting('plan_cache_mode'), current_setting('jit'), current_setting('max_parallel_workers_per_gather'))`).Scan(&s))
+		return s
+	}
+	server := settings(db)
+	require.NotContains(t, server, "off", "the server's own settings")
+
+	var plan string
+	b := plannedBatch()
+	b.Queue(`EXPLAIN (COSTS OFF) `+searchQueries[domain.OrderIDAsc], company, false, []int64{}, likePattern("anna"), "anna", []string{}, 100, 0).
+		Query(func(rows pgx.Rows) error {
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			plan = strings.Join(lines, "\n")
+			return err
+		})
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+	require.Contains(t, plan, "Bitmap Heap Scan on contacts c", plan)
+	require.NotContains(t, plan, "Seq Scan", plan)
+
+	got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: domain.SearchQuery("anna"), Order: domain.OrderIDAsc, Limit: 10})
+	require.NoError(t, err)
+	require.EqualValues(t, 2, total)
+	require.Len(t, got, 2)
+	require.Equal(t, server, settings(db), "the search's settings ended with its batch")
 }
