@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard.dev/pkg/localcache"
+	"switchboard.dev/pkg/localcache/localcachetest"
 	"switchboard.dev/pkg/redisx"
 	"switchboard.dev/pkg/redisx/redistest"
 )
@@ -28,18 +29,7 @@ func (c *counter) load(context.Context) (int, error) {
 // running starts c's Run and waits until its subscription is confirmed.
 func running(t *testing.T, c *localcache.Cache[int], rdb redis.UniversalClient) {
 	t.Helper()
-	c.Ping = 200 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx, rdb)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	require.Eventually(t, c.Live, 5*time.Second, 5*time.Millisecond, "subscription never confirmed")
+	localcachetest.Running(t, c, rdb)
 }
 
 func TestGetKeepsUntilItsKeyIsAnnounced(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"switchboard.dev/pkg/localcache"
+	"switchboard.dev/pkg/localcache/localcachetest"
 	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/redisx/redistest"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
@@ -125,19 +126,8 @@ func view(t *testing.T, o *owners, rdb redis.UniversalClient) (*companyview.View
 	t.Cleanup(func() { conn.Close() })
 
 	cache := companyview.NewCache(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	cache.Ping = 200 * time.Millisecond
 	if rdb != nil {
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			cache.Run(ctx, rdb)
-		}()
-		t.Cleanup(func() {
-			stop()
-			<-done
-		})
-		require.Eventually(t, cache.Live, 5*time.Second, 5*time.Millisecond)
+		localcachetest.Running(t, cache, rdb)
 	}
 	v := companyview.New(cache, o, o, conn)
 	companyview.SetClock(v, func() time.Time { return until.Add(-time.Hour) })

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"switchboard.dev/pkg/localcache"
+	"switchboard.dev/pkg/localcache/localcachetest"
 	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/redisx/redistest"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
@@ -83,19 +84,8 @@ func serve(t *testing.T, f *fakeIdentity, rdb redis.UniversalClient) (identity.T
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	cache := identity.NewCache(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	cache.Ping = 200 * time.Millisecond
 	if rdb != nil {
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			cache.Run(ctx, rdb)
-		}()
-		t.Cleanup(func() {
-			stop()
-			<-done
-		})
-		require.Eventually(t, cache.Live, 5*time.Second, 5*time.Millisecond)
+		localcachetest.Running(t, cache, rdb)
 	}
 	return identity.New(conn).WithCache(cache), cache
 }
