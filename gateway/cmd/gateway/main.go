@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"switchboard.dev/pkg/logging"
 	"switchboard.dev/pkg/metrics"
 	"switchboard.dev/pkg/server"
+	"switchboard.dev/pkg/service"
 	"switchboard.dev/pkg/telemetry"
 )
 
@@ -41,9 +41,7 @@ func run(ctx context.Context) error {
 	// the collector (issue 12). A larger target costs little memory here
 	// (a 100 MiB upload raised peak RSS by 37 MiB instead of 13 MiB,
 	// TestFilesTooLarge's bound is 50). GOGC in the environment wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
+	service.DefaultGCPercent(gcPercent)
 	var cfg gateway.Config
 	if err := env.Parse(&cfg); err != nil {
 		return fmt.Errorf("config: %w", err)

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"runtime/debug"
 	"time"
 
 	"google.golang.org/grpc"
@@ -99,18 +97,11 @@ func checkSourceAddr(a netip.Addr) error {
 	return l.Close()
 }
 
-// gcPercent is the service's GOGC unless the environment sets one.
-const gcPercent = 400
-
 func main() {
 	// A delivery allocates its request, its signature and its share of
-	// the recording statements, and keeps none of it: at the default
-	// GOGC=100 the heap target is a few MiB and the collector took a tenth
-	// of the engine's CPU in BenchmarkWebhooksFanout. 400 (as the gateway)
-	// spends little memory for it. GOGC in the environment wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
+	// the recording statements, and keeps none of it: the collector took a
+	// tenth of the engine's CPU in BenchmarkWebhooksFanout at GOGC=100.
+	service.DefaultGCPercent(400)
 	var s settings
 	service.Main(&s, func() (service.Spec, error) {
 		cfg, err := s.engine()
