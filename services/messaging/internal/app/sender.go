@@ -69,6 +69,8 @@ type Claim struct {
 	Token string
 	// Message is the message to send, read with the claim.
 	Message domain.Message
+	// Chat is its chat as the claim read it.
+	Chat domain.Chat
 }
 
 // SentOutcome is a send the messenger took: its id of the message, and
@@ -346,25 +348,20 @@ func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Mess
 	if !h.mayStart(m.ID) {
 		return nil, errLeaseLost
 	}
-	chat, err := s.repo.Chat(ctx, c.CompanyID, m.ChatID)
-	if err != nil {
-		return nil, fmt.Errorf("read chat: %w", err)
-	}
-	// The connection (connections) and whether it is paid (billing, which
-	// asks connections too) are independent answers of other services:
-	// both are asked at once, and judged in the same order as before.
-	var (
-		paid    bool
-		paidErr error
-		asked   sync.WaitGroup
-	)
-	asked.Add(1)
-	go func() {
-		defer asked.Done()
-		paid, paidErr = s.payments.ConnectionPaid(ctx, c.CompanyID, chat.ConnectionID)
-	}()
+	// The chat as the claim read it, a moment ago: what a send checks of
+	// it (its connection, whether it is blacklisted) is as fresh as a read
+	// here would be; a business chat's session and dialog are read again
+	// below, under its lock.
+	chat := c.Chat
+	// The connection and whether it is paid: from the company's entry in
+	// memory (adapters/companyview), asked of connections and billing only
+	// after a change.
 	conn, err := s.connections.Connection(ctx, c.CompanyID, chat.ConnectionID)
-	asked.Wait()
+	var paid bool
+	var paidErr error
+	if err == nil {
+		paid, paidErr = s.payments.ConnectionPaid(ctx, c.CompanyID, chat.ConnectionID)
+	}
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, s.repo.SendFailed(ctx, m.ID, domain.ErrGeneric, "the connection no longer exists")
 	}
@@ -381,6 +378,10 @@ func (s *Service) deliver(ctx context.Context, h *holder, c Claim, m domain.Mess
 		return nil, s.repo.SendFailed(ctx, m.ID, domain.ErrChatBlacklisted, "the chat is blacklisted")
 	}
 	if conn.Type == domain.Waba {
+		// The session's clock moves with the person's messages: read now.
+		if chat, err = s.repo.Chat(ctx, c.CompanyID, m.ChatID); err != nil {
+			return nil, fmt.Errorf("read chat: %w", err)
+		}
 		covered, err := s.wabaDialog(ctx, c, m, chat)
 		if err != nil {
 			return nil, s.retry(ctx, c, err)

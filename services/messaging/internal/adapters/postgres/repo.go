@@ -32,12 +32,18 @@ const chatSelect = `SELECT c.id, c.company_id, c.connection_id, c.connection_typ
 FROM chats c
 LEFT JOIN blacklist_items b ON b.connection_id = c.connection_id AND b.source_chat_id = c.source_chat_id`
 
+// chatDest is where chatSelect's columns are scanned to; typ takes the
+// connection type's text.
+func chatDest(c *domain.Chat, typ *string) []any {
+	return []any{&c.ID, &c.CompanyID, &c.ConnectionID, typ, &c.SourceChatID,
+		&c.ContactID, &c.Name, &c.IsGroup, &c.AvatarURL, &c.ProfileLink, &c.Phone, &c.Username,
+		&c.MessengerUserID, &c.BlacklistItemID, &c.UnansweredCount, &c.LastInboundAt, &c.CreatedAt, &c.LastMessageAt}
+}
+
 func scanChat(row pgx.Row) (domain.Chat, error) {
 	var c domain.Chat
 	var typ string
-	err := row.Scan(&c.ID, &c.CompanyID, &c.ConnectionID, &typ, &c.SourceChatID,
-		&c.ContactID, &c.Name, &c.IsGroup, &c.AvatarURL, &c.ProfileLink, &c.Phone, &c.Username,
-		&c.MessengerUserID, &c.BlacklistItemID, &c.UnansweredCount, &c.LastInboundAt, &c.CreatedAt, &c.LastMessageAt)
+	err := row.Scan(chatDest(&c, &typ)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Chat{}, domain.ErrNotFound
 	}

@@ -38,7 +38,11 @@ func (r *Repo) ClaimSends(ctx context.Context, lease time.Duration, n int) ([]ap
 				      ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) due
 				WHERE s.message_id = due.message_id
 				RETURNING s.message_id, s.attempts, s.claim_token, due.due_at AS was_due)
-			SELECT `+messageCols+`, claimed.attempts, claimed.claim_token::text`+messageFrom+`
+			SELECT `+messageCols+`, claimed.attempts, claimed.claim_token::text,
+				c.id, c.company_id, c.connection_id, c.connection_type, c.source_chat_id,
+				c.contact_id, c.name, c.is_group, c.avatar_url, c.profile_link, c.phone, c.username,
+				c.messenger_user_id, b.id, c.unanswered_count, c.last_inbound_at, c.created_at, c.last_message_at`+messageFrom+`
+			LEFT JOIN blacklist_items b ON b.connection_id = c.connection_id AND b.source_chat_id = c.source_chat_id
 			JOIN claimed ON claimed.message_id = m.id
 			ORDER BY claimed.was_due, m.created_at, m.id`, lease, n)
 		br := tx.SendBatch(ctx, b)
@@ -50,10 +54,12 @@ func (r *Repo) ClaimSends(ctx context.Context, lease time.Duration, n int) ([]ap
 		if err == nil {
 			claims, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (app.Claim, error) {
 				var c app.Claim
-				m, err := scanMessage(row, &c.Attempts, &c.Token)
+				var typ string
+				m, err := scanMessage(row, append([]any{&c.Attempts, &c.Token}, chatDest(&c.Chat, &typ)...)...)
 				if err != nil {
 					return app.Claim{}, err
 				}
+				c.Chat.ConnectionType = domain.Type(typ)
 				c.MessageID, c.CompanyID, c.Message = m.ID, m.CompanyID, m
 				return c, nil
 			})

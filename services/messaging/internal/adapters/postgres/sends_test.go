@@ -162,6 +162,10 @@ func TestClaimSendsReadsMessages(t *testing.T) {
 	_, err = r.db.Exec(ctx, `UPDATE outbound_sends SET due_at = '2019-01-01' WHERE message_id = $1`, stored[5].ID)
 	require.NoError(t, err)
 
+	// The claim brings each message's chat too, blacklist item included.
+	_, err = r.db.Exec(ctx, `INSERT INTO blacklist_items (company_id, connection_id, source_chat_id) VALUES (8, 80, '4343')`)
+	require.NoError(t, err)
+
 	claims, err := r.ClaimSends(ctx, time.Hour, 10)
 	require.NoError(t, err)
 	var got []string
@@ -170,6 +174,10 @@ func TestClaimSendsReadsMessages(t *testing.T) {
 		want, err := r.Message(ctx, c.CompanyID, c.MessageID)
 		require.NoError(t, err)
 		require.Equal(t, want, c.Message)
+		chat, err := r.Chat(ctx, c.CompanyID, want.ChatID)
+		require.NoError(t, err)
+		require.Equal(t, chat, c.Chat)
+		require.Equal(t, c.CompanyID == 8, chat.BlacklistItemID != nil)
 		require.Equal(t, want.CompanyID, c.CompanyID)
 		require.Equal(t, 1, c.Attempts)
 		require.NotEmpty(t, c.Token)
