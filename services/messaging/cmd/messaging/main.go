@@ -72,10 +72,6 @@ type settings struct {
 }
 
 func main() {
-	// A send allocates its request, its statements and its events, and
-	// keeps none of them: the collector took a tenth of messaging's CPU in
-	// BenchmarkSendMessages at GOGC=100.
-	service.DefaultGCPercent(400)
 	var s settings
 	service.Main(&s, func() (service.Spec, error) {
 		if s.InboxRate < 0 {
