@@ -27,11 +27,9 @@ type SendRepository interface {
 	// SendDone records the messenger's id of a sent message and ends its
 	// send.
 	SendDone(ctx context.Context, messageID, sourceMessageID string) error
-	// SendDelivered is SendDone and ApplyReceipt of a delivered receipt in
-	// one transaction: the messenger's answer said it was delivered.
-	SendDelivered(ctx context.Context, messageID, sourceMessageID string) error
-	// SendsDone is SendDone, or SendDelivered when delivered, of each of
-	// sent, in one transaction: all are recorded, or none (an error).
+	// SendsDone is SendDone of each of sent, with ApplyReceipt's
+	// delivered receipt for those the messenger's answer delivered, in one
+	// transaction: all are recorded, or none (an error).
 	SendsDone(ctx context.Context, sent []SentOutcome) error
 	// SendFailed ends a send with an error on the message and its
 	// messages.delivery.error event, unless the message already has one.
@@ -314,22 +312,18 @@ func (r *recorder) flush() {
 }
 
 // record stores a group, or, if the group fails as a whole (one send's
-// record refused), each send on its own, so one cannot hold the others
-// back.
+// record refused), each send as a group of its own, so one cannot hold the
+// others back.
 func (r *recorder) record(group []SentOutcome) {
-	if err := r.s.repo.SendsDone(r.work, group); err != nil {
+	if err := r.s.repo.SendsDone(r.work, group); err != nil && len(group) > 1 {
 		r.log.Warn("record sends as a group; recording each", "sends", len(group), "error", err)
 		for _, o := range group {
-			var err error
-			if o.Delivered {
-				err = r.s.repo.SendDelivered(r.work, o.MessageID, o.SourceMessageID)
-			} else {
-				err = r.s.repo.SendDone(r.work, o.MessageID, o.SourceMessageID)
-			}
-			if err != nil {
+			if err := r.s.repo.SendsDone(r.work, []SentOutcome{o}); err != nil {
 				r.log.Error("record send", "message_id", o.MessageID, "error", err)
 			}
 		}
+	} else if err != nil {
+		r.log.Error("record send", "message_id", group[0].MessageID, "error", err)
 	}
 	for _, o := range group {
 		r.h.done(o.MessageID)

@@ -144,11 +144,6 @@ func emit(ctx context.Context, tx pgx.Tx, e domain.Event) error {
 	return outbox.Write(ctx, tx, domain.TopicWebhooks, e.CompanyID, e.Type, e.Payload)
 }
 
-// queueEvent is emit for a transaction's batch of writes.
-func queueEvent(b *pgx.Batch, e domain.Event) {
-	outbox.Queue(b, domain.TopicWebhooks, e.CompanyID, e.Type, e.Payload)
-}
-
 // lockChat reads a chat of the company and holds its row until the end of
 // tx, so that changes of one chat (counters, last message) are serial.
 func lockChat(ctx context.Context, tx pgx.Tx, company, id int64) (domain.Chat, error) {

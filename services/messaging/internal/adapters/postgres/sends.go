@@ -103,34 +103,11 @@ func (r *Repo) SendDone(ctx context.Context, messageID, sourceMessageID string) 
 	return nil
 }
 
-// SendDelivered implements app.SendRepository: SendDone and the delivered
-// receipt the messenger's answer carried, in one transaction of four round
-// trips (they were two transactions and seven), the receipt applied as
-// ApplyReceipt would.
-func (r *Repo) SendDelivered(ctx context.Context, messageID, sourceMessageID string) error {
-	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		m, chat, err := lockMessage(ctx, tx, `m.id = $1`, messageID)
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		b.Queue(`WITH done AS (DELETE FROM outbound_sends WHERE message_id = $1)
-			UPDATE messages SET source_message_id = $2 WHERE id = $1`, messageID, sourceMessageID)
-		if m.ErrorAt == nil && m.DeliveredAt == nil && m.ReadAt == nil {
-			queueDelivered(b, chat, m)
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("record sent and delivered: %w", err)
-		}
-		return nil
-	})
-}
-
 // SendsDone implements app.SendRepository: the messages locked in id order
 // with their chats read, in one round trip (lockGroup); the chats locked in
 // id order, the records in one statement and the delivered events in
 // another, in a second (lockChats, sendChecked). Four round trips for the
-// group, where SendDelivered takes four per message.
+// group, where a send and its delivered receipt recorded apart took seven.
 func (r *Repo) SendsDone(ctx context.Context, sent []app.SentOutcome) error {
 	ids := make([]string, len(sent))
 	sources := make([]string, len(sent))
@@ -376,50 +353,14 @@ func setError(ctx context.Context, tx pgx.Tx, chat domain.Chat, m domain.Message
 // a second read, or anything after an error changes nothing. An error
 // after delivery is recorded (the messenger may still fail it).
 func (r *Repo) ApplyReceipt(ctx context.Context, rc app.Receipt, _ time.Time) error {
-	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		var m domain.Message
-		var chat domain.Chat
-		var err error
-		if rc.MessageID != "" {
-			m, chat, err = lockMessage(ctx, tx, `m.id = $1`, rc.MessageID)
-		} else {
-			m, chat, err = lockMessage(ctx, tx, `m.connection_id = $1 AND m.source_message_id = $2`, rc.ConnectionID, rc.SourceMessageID)
-		}
-		if err != nil {
-			return err
-		}
-		if m.ErrorAt != nil {
-			return nil
-		}
-		switch rc.Status {
-		case app.Failed:
-			return setError(ctx, tx, chat, m, rc.ErrorType, rc.ErrorText)
-		case app.Delivered:
-			if m.DeliveredAt != nil || m.ReadAt != nil {
-				return nil
-			}
-			return markDelivered(ctx, tx, chat, m)
-		case app.Read:
-			if m.ReadAt != nil {
-				return nil
-			}
-			// A read of a message never reported delivered tells both at
-			// once: one reading of the clock for the two columns. The
-			// writes go in one round trip.
-			b := &pgx.Batch{}
-			b.Queue(`UPDATE messages SET read_at = clock.at, delivered_at = coalesce(delivered_at, clock.at)
-				FROM (SELECT clock_timestamp() AS at) clock WHERE id = $1`, m.ID)
-			if m.DeliveredAt == nil {
-				queueEvent(b, domain.Delivery(domain.EventMessageDelivered, chat, m))
-			}
-			queueEvent(b, domain.Delivery(domain.EventMessageRead, chat, m))
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return fmt.Errorf("record read: %w", err)
-			}
-			return nil
-		}
-		return fmt.Errorf("unknown receipt status %q", rc.Status)
-	})
+	found, err := r.ApplyReceipts(ctx, []app.Receipt{rc})
+	if err != nil {
+		return err
+	}
+	if !found[0] {
+		return domain.ErrNotFound
+	}
+	return nil
 }
 
 // ApplyReceipts implements app.SendRepository: ApplyReceipt of each
@@ -561,22 +502,6 @@ func (r *Repo) ApplyReceipts(ctx context.Context, receipts []app.Receipt) ([]boo
 		return nil, err
 	}
 	return found, nil
-}
-
-func markDelivered(ctx context.Context, tx pgx.Tx, chat domain.Chat, m domain.Message) error {
-	b := &pgx.Batch{}
-	queueDelivered(b, chat, m)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("record delivery: %w", err)
-	}
-	return nil
-}
-
-// queueDelivered adds to b the writes of a delivered receipt: the time
-// and the event.
-func queueDelivered(b *pgx.Batch, chat domain.Chat, m domain.Message) {
-	b.Queue(`UPDATE messages SET delivered_at = clock_timestamp() WHERE id = $1`, m.ID)
-	queueEvent(b, domain.Delivery(domain.EventMessageDelivered, chat, m))
 }
 
 // OpenDialog implements app.SendRepository: the chat's row is held while

@@ -220,7 +220,8 @@ func TestSendDoneIsOneWrite(t *testing.T) {
 }
 
 // TestSendDeliveredIsSendDoneAndReceipt: a send the messenger answered as
-// delivered records its id, ends the send and applies the delivered
+// delivered, recorded alone (as the worker records each send of a group
+// that failed), records its id, ends the send and applies the delivered
 // receipt (its time and one event) in one transaction; a message that
 // already moved past delivered (read, or failed) gets no second event; a
 // failed record leaves everything as it was.
@@ -243,7 +244,7 @@ func TestSendDeliveredIsSendDoneAndReceipt(t *testing.T) {
 		return source, delivered, queued
 	}
 
-	require.NoError(t, r.SendDelivered(ctx, ids[0], "src-1"))
+	require.NoError(t, r.SendsDone(ctx, []app.SentOutcome{{MessageID: ids[0], SourceMessageID: "src-1", Delivered: true}}))
 	source, delivered, queued := state(ids[0])
 	require.Equal(t, "src-1", *source)
 	require.True(t, delivered)
@@ -255,7 +256,7 @@ func TestSendDeliveredIsSendDoneAndReceipt(t *testing.T) {
 
 	// Already read: recorded and ended, no delivered event.
 	require.NoError(t, r.ApplyReceipt(ctx, app.Receipt{MessageID: ids[1], Status: app.Read}, time.Time{}))
-	require.NoError(t, r.SendDelivered(ctx, ids[1], "src-2"))
+	require.NoError(t, r.SendsDone(ctx, []app.SentOutcome{{MessageID: ids[1], SourceMessageID: "src-2", Delivered: true}}))
 	source, _, queued = state(ids[1])
 	require.Equal(t, "src-2", *source)
 	require.False(t, queued)
@@ -263,13 +264,13 @@ func TestSendDeliveredIsSendDoneAndReceipt(t *testing.T) {
 
 	// Failed: no delivered event, nor time.
 	require.NoError(t, r.SendFailed(ctx, ids[2], domain.ErrGeneric, "refused"))
-	require.NoError(t, r.SendDelivered(ctx, ids[2], "src-3"))
+	require.NoError(t, r.SendsDone(ctx, []app.SentOutcome{{MessageID: ids[2], SourceMessageID: "src-3", Delivered: true}}))
 	_, delivered, _ = state(ids[2])
 	require.False(t, delivered)
 	require.Equal(t, []string{domain.EventMessageError}, outboxTypes(t, r, ids[2]))
 
 	// The connection has a message with this id: nothing is written.
-	require.Error(t, r.SendDelivered(ctx, ids[3], "src-1"))
+	require.Error(t, r.SendsDone(ctx, []app.SentOutcome{{MessageID: ids[3], SourceMessageID: "src-1", Delivered: true}}))
 	source, delivered, queued = state(ids[3])
 	require.Nil(t, source)
 	require.False(t, delivered)
@@ -277,11 +278,11 @@ func TestSendDeliveredIsSendDoneAndReceipt(t *testing.T) {
 	require.Empty(t, outboxTypes(t, r, ids[3]))
 
 	// An unknown message is not found.
-	require.ErrorIs(t, r.SendDelivered(ctx, uuid.NewString(), "src-9"), domain.ErrNotFound)
+	require.ErrorIs(t, r.SendsDone(ctx, []app.SentOutcome{{MessageID: uuid.NewString(), SourceMessageID: "src-9", Delivered: true}}), domain.ErrNotFound)
 }
 
-// TestSendsDoneRecordsAGroup: a group is recorded as SendDelivered and
-// SendDone would record each (a delivered event only for a message not
+// TestSendsDoneRecordsAGroup: a group is recorded as each of its sends
+// would be alone (a delivered event only for a message not
 // past delivered, in the group's order), or, when one of it cannot be,
 // not at all.
 func TestSendsDoneRecordsAGroup(t *testing.T) {
