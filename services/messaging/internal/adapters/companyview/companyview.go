@@ -31,22 +31,14 @@ import (
 	"switchboard.dev/services/messaging/internal/app"
 )
 
-// Connections is where the view loads connections from, and what it passes
-// on for what it does not keep (adapters/connections.Client).
-type Connections interface {
-	app.Connections
-}
-
-// Payments answers for a connection the view does not keep (not a chat
-// type) (adapters/billing.Client).
-type Payments interface {
-	app.Payments
-}
-
 // View implements app.Connections and app.Payments.
 type View struct {
-	Connections
-	payments Payments
+	// Connections is where the view loads connections from, and what it
+	// passes on for what it does not keep (adapters/connections.Client).
+	app.Connections
+	// payments answers for a connection the view does not keep (not a
+	// chat type) (adapters/billing.Client).
+	payments app.Payments
 	billing  billingv1.BillingInternalServiceClient
 	cache    *localcache.Cache[*Entry]
 	now      func() time.Time
@@ -92,7 +84,7 @@ func NewCache(log *slog.Logger) *localcache.Cache[*Entry] {
 // New answers from cache, loading from conns and billing (conn must carry
 // the internal token), and passes on to conns and payments what it does
 // not keep.
-func New(cache *localcache.Cache[*Entry], conns Connections, payments Payments, billing grpc.ClientConnInterface) *View {
+func New(cache *localcache.Cache[*Entry], conns app.Connections, payments app.Payments, billing grpc.ClientConnInterface) *View {
 	return &View{Connections: conns, payments: payments, billing: billingv1.NewBillingInternalServiceClient(billing),
 		cache: cache, now: time.Now}
 }
