@@ -134,9 +134,13 @@ func (x *CompanyConnection) GetConnectionId() int64 {
 type ListWebhookTargetsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// By company, connection and integration id.
-	Targets       []*WebhookTarget `protobuf:"bytes,1,rep,name=targets,proto3" json:"targets,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Targets []*WebhookTarget `protobuf:"bytes,1,rep,name=targets,proto3" json:"targets,omitempty"`
+	// The answer covers company_ids whole. An identity that predates
+	// company_ids answers only the connections given, and leaves this false:
+	// a copy kept per company must not keep that answer.
+	WholeCompanies bool `protobuf:"varint,2,opt,name=whole_companies,json=wholeCompanies,proto3" json:"whole_companies,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListWebhookTargetsResponse) Reset() {
@@ -174,6 +178,13 @@ func (x *ListWebhookTargetsResponse) GetTargets() []*WebhookTarget {
 		return x.Targets
 	}
 	return nil
+}
+
+func (x *ListWebhookTargetsResponse) GetWholeCompanies() bool {
+	if x != nil {
+		return x.WholeCompanies
+	}
+	return false
 }
 
 type WebhookTarget struct {
@@ -415,9 +426,10 @@ const file_switchboard_identity_v1_v1_internal_proto_rawDesc = "" +
 	"\x11CompanyConnection\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12#\n" +
-	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\"^\n" +
+	"\rconnection_id\x18\x02 \x01(\x03R\fconnectionId\"\x87\x01\n" +
 	"\x1aListWebhookTargetsResponse\x12@\n" +
-	"\atargets\x18\x01 \x03(\v2&.switchboard.identity.v1.WebhookTargetR\atargets\"\xa4\x01\n" +
+	"\atargets\x18\x01 \x03(\v2&.switchboard.identity.v1.WebhookTargetR\atargets\x12'\n" +
+	"\x0fwhole_companies\x18\x02 \x01(\bR\x0ewholeCompanies\"\xa4\x01\n" +
 	"\rWebhookTarget\x12\x1d\n" +
 	"\n" +
 	"company_id\x18\x01 \x01(\x03R\tcompanyId\x12#\n" +

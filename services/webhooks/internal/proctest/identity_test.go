@@ -19,8 +19,8 @@ type noIntegrations struct {
 	identityv1.UnimplementedV1IntegrationsInternalServiceServer
 }
 
-func (noIntegrations) ListWebhookTargets(context.Context, *identityv1.ListWebhookTargetsRequest) (*identityv1.ListWebhookTargetsResponse, error) {
-	return &identityv1.ListWebhookTargetsResponse{}, nil
+func (noIntegrations) ListWebhookTargets(_ context.Context, req *identityv1.ListWebhookTargetsRequest) (*identityv1.ListWebhookTargetsResponse, error) {
+	return &identityv1.ListWebhookTargetsResponse{WholeCompanies: len(req.GetCompanyIds()) > 0}, nil
 }
 
 var fakeIdentity struct {

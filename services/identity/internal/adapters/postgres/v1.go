@@ -77,12 +77,15 @@ func (r *Repo) WebhookTargets(ctx context.Context, pairs []app.CompanyConnection
 	for i, p := range pairs {
 		companies[i], connections[i] = p.CompanyID, p.ConnectionID
 	}
+	// Two branches, not one OR: each finds its bindings by an index (a
+	// sub-select under an OR would be a filter over every binding).
 	rows, err := r.db.Query(ctx, `SELECT DISTINCT b.company_id, b.connection_id, i.id, i.webhook_url, i.secret
-		FROM integration_connections b
+		FROM (SELECT b.* FROM unnest($1::bigint[], $2::bigint[]) AS u (company_id, connection_id)
+				JOIN integration_connections b ON b.company_id = u.company_id AND b.connection_id = u.connection_id
+			UNION ALL
+			SELECT b.* FROM integration_connections b WHERE b.company_id = ANY($3::bigint[])) b
 		JOIN integrations i ON i.id = b.integration_id AND i.company_id = b.company_id
 		WHERE i.type = 'webhook' AND i.status = 'enabled' AND i.webhook_url IS NOT NULL
-		AND ((b.company_id, b.connection_id) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))
-			OR b.company_id = ANY($3::bigint[]))
 		ORDER BY 1, 2, 3`, companies, connections, wholeCompanies)
 	if err != nil {
 		return nil, err

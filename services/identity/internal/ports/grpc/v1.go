@@ -160,7 +160,8 @@ func (s *Server) ListWebhookTargets(ctx context.Context, req *identityv1.ListWeb
 	if err != nil {
 		return nil, err
 	}
-	out := &identityv1.ListWebhookTargetsResponse{Targets: make([]*identityv1.WebhookTarget, len(list))}
+	out := &identityv1.ListWebhookTargetsResponse{Targets: make([]*identityv1.WebhookTarget, len(list)),
+		WholeCompanies: len(req.GetCompanyIds()) > 0}
 	for i, t := range list {
 		out.Targets[i] = &identityv1.WebhookTarget{
 			CompanyId: t.CompanyID, ConnectionId: t.ConnectionID, IntegrationId: t.IntegrationID, Url: t.URL, Secret: t.Secret,

@@ -4,6 +4,7 @@ package identity
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -56,12 +57,17 @@ func (t Targets) WithCache(cache *localcache.Cache[[]domain.IntegrationTarget]) 
 // batch over again later).
 func (t Targets) Targets(ctx context.Context, connections []domain.CompanyConnection) ([]domain.IntegrationTarget, error) {
 	if t.companies == nil {
-		return t.ask(ctx, connections, nil)
+		list, _, err := t.ask(ctx, connections, nil)
+		return list, err
 	}
 	wanted := map[int64]map[int64]bool{}
+	pairs := map[int64][]domain.CompanyConnection{}
 	for _, c := range connections {
 		if wanted[c.CompanyID] == nil {
 			wanted[c.CompanyID] = map[int64]bool{}
+		}
+		if !wanted[c.CompanyID][c.ConnectionID] {
+			pairs[c.CompanyID] = append(pairs[c.CompanyID], c)
 		}
 		wanted[c.CompanyID][c.ConnectionID] = true
 	}
@@ -73,8 +79,19 @@ func (t Targets) Targets(ctx context.Context, connections []domain.CompanyConnec
 	var out []domain.IntegrationTarget
 	for _, company := range companies {
 		all, err := t.companies.Get(ctx, strconv.FormatInt(company, 10), func(ctx context.Context) ([]domain.IntegrationTarget, error) {
-			return t.ask(ctx, nil, []int64{company})
+			// The batch's connections too: an identity that predates
+			// company_ids answers those alone, and says so (whole false);
+			// that answer serves this batch and is not kept.
+			list, whole, err := t.ask(ctx, pairs[company], []int64{company})
+			if err == nil && !whole {
+				return nil, &partial{list}
+			}
+			return list, err
 		})
+		var p *partial
+		if errors.As(err, &p) {
+			all, err = p.targets, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -87,14 +104,19 @@ func (t Targets) Targets(ctx context.Context, connections []domain.CompanyConnec
 	return out, nil
 }
 
-func (t Targets) ask(ctx context.Context, connections []domain.CompanyConnection, companies []int64) ([]domain.IntegrationTarget, error) {
+// partial is an answer that does not cover its companies whole.
+type partial struct{ targets []domain.IntegrationTarget }
+
+func (*partial) Error() string { return "identity answered the connections only" }
+
+func (t Targets) ask(ctx context.Context, connections []domain.CompanyConnection, companies []int64) ([]domain.IntegrationTarget, bool, error) {
 	req := &identityv1.ListWebhookTargetsRequest{Connections: make([]*identityv1.CompanyConnection, len(connections)), CompanyIds: companies}
 	for i, c := range connections {
 		req.Connections[i] = &identityv1.CompanyConnection{CompanyId: c.CompanyID, ConnectionId: c.ConnectionID}
 	}
 	resp, err := t.api.ListWebhookTargets(ctx, req)
 	if err != nil {
-		return nil, apierr.FromPeer("identity", "ListWebhookTargets", err)
+		return nil, false, apierr.FromPeer("identity", "ListWebhookTargets", err)
 	}
 	out := make([]domain.IntegrationTarget, len(resp.GetTargets()))
 	for i, x := range resp.GetTargets() {
@@ -103,5 +125,5 @@ func (t Targets) ask(ctx context.Context, connections []domain.CompanyConnection
 			URL: x.GetUrl(), Secret: x.GetSecret(),
 		}
 	}
-	return out, nil
+	return out, resp.GetWholeCompanies(), nil
 }

@@ -32,6 +32,9 @@ type fakeIdentity struct {
 	targets []*identityv1.WebhookTarget
 	calls   int
 	gate    chan struct{}
+	// old answers as an identity that predates company_ids: the
+	// connections only.
+	old bool
 }
 
 func (f *fakeIdentity) ListWebhookTargets(_ context.Context, req *identityv1.ListWebhookTargetsRequest) (*identityv1.ListWebhookTargetsResponse, error) {
@@ -41,7 +44,7 @@ func (f *fakeIdentity) ListWebhookTargets(_ context.Context, req *identityv1.Lis
 	for _, x := range f.targets {
 		match := false
 		for _, c := range req.GetCompanyIds() {
-			match = match || x.GetCompanyId() == c
+			match = match || (x.GetCompanyId() == c && !f.old)
 		}
 		for _, p := range req.GetConnections() {
 			match = match || (x.GetCompanyId() == p.GetCompanyId() && x.GetConnectionId() == p.GetConnectionId())
@@ -57,7 +60,7 @@ func (f *fakeIdentity) ListWebhookTargets(_ context.Context, req *identityv1.Lis
 		gate <- struct{}{}
 		<-gate
 	}
-	return &identityv1.ListWebhookTargetsResponse{Targets: out}, nil
+	return &identityv1.ListWebhookTargetsResponse{Targets: out, WholeCompanies: len(req.GetCompanyIds()) > 0 && !f.old}, nil
 }
 
 func (f *fakeIdentity) set(fn func(f *fakeIdentity)) {
@@ -166,4 +169,22 @@ func TestTargetsLoadRacingAChangeIsNotKept(t *testing.T) {
 	list, err := targets.Targets(ctx, batch)
 	require.NoError(t, err)
 	require.Empty(t, list, "the racing load's old answer was kept")
+}
+
+// An identity that predates company_ids answers the batch's connections
+// only: that answer serves the batch and is not kept, so a later batch of
+// another connection gets its own targets.
+func TestTargetsFromAnOlderIdentityNotKept(t *testing.T) {
+	rdb, _ := redistest.New(t)
+	ctx := context.Background()
+	co := time.Now().UnixNano()
+	f := &fakeIdentity{targets: []*identityv1.WebhookTarget{target(co, 1, 10), target(co, 2, 11)}, old: true}
+	targets, _ := serve(t, f, rdb)
+	for _, conn := range []int64{1, 2, 1} {
+		got, err := targets.Targets(ctx, []domain.CompanyConnection{{CompanyID: co, ConnectionID: conn}})
+		require.NoError(t, err)
+		require.Len(t, got, 1, "connection %d", conn)
+		require.Equal(t, conn, got[0].ConnectionID)
+	}
+	require.Equal(t, 3, f.count(), "a partial answer was kept")
 }
