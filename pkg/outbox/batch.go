@@ -7,26 +7,20 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Queue adds Write's statement to b, for a transaction that sends its
-// writes in one round trip (tx.SendBatch): the message and its signal
-// commit with the batch's transaction like Write's. The batch's Close
-// reports the statement's error.
-func Queue(b *pgx.Batch, topic string, companyID int64, eventType string, payload any) {
-	b.Queue(`INSERT INTO outbox (topic, company_id, event_type, payload) VALUES ($1, $2, $3, $4)
-		RETURNING pg_notify($5, topic)`, topic, companyID, eventType, payload, Channel)
-}
-
 // Entry is one message of QueueMany.
 type Entry struct {
 	CompanyID int64
 	Type      string
-	// Payload is encoded as JSON.
+	// Payload is encoded with encoding/json (a string or []byte too, as a
+	// JSON string; Write passes those through as JSON text).
 	Payload any
 }
 
-// QueueMany adds to b one statement writing entries, in their order (their
-// seq follows it), as Queue would one by one: a worker that records many
-// changes in one transaction writes their messages in one statement.
+// QueueMany adds to b, for a transaction that sends its writes in one
+// round trip (tx.SendBatch), one statement writing entries in their order
+// (their seq follows it) with their signal, as Write would one by one: a
+// worker that records many changes in one transaction writes their
+// messages in one statement. The batch's Close reports its error.
 func QueueMany(b *pgx.Batch, topic string, entries []Entry) error {
 	if len(entries) == 0 {
 		return nil

@@ -264,21 +264,24 @@ func TestQueuedInABatch(t *testing.T) {
 		require.NoError(t, postgres.WithTx(ctx, db, func(tx pgx.Tx) error {
 			b := &pgx.Batch{}
 			b.Queue(`SELECT 1`)
-			outbox.Queue(b, "a", c, "things.happened", map[string]any{"company_id": c})
+			require.NoError(t, outbox.QueueMany(b, "a", []outbox.Entry{{CompanyID: c, Type: "things.happened", Payload: map[string]any{"company_id": c}}}))
 			return tx.SendBatch(ctx, b).Close()
 		}))
 	}
 	err := postgres.WithTx(ctx, db, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		outbox.Queue(b, "a", 99, "things.happened", map[string]any{})
+		require.NoError(t, outbox.QueueMany(b, "a", []outbox.Entry{{CompanyID: 99, Type: "things.happened", Payload: map[string]any{}}}))
 		b.Queue(`SELECT 1/0`)
 		return tx.SendBatch(ctx, b).Close()
 	})
 	require.Error(t, err)
 	require.Eventually(t, func() bool { return len(rec.companies()) == 2 }, waitFor, 5*time.Millisecond)
-	require.Equal(t, []int64{1, 2}, rec.companies())
 	// Marked in the relay's transaction, which commits after Publish.
 	require.Eventually(t, func() bool { return unpublished(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
+	require.Equal(t, []int64{1, 2}, rec.companies())
+	var failed int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE company_id = 99`).Scan(&failed))
+	require.Zero(t, failed, "the failed batch's message was written")
 }
 
 // TestQueuedManyInOrder: messages written by one QueueMany statement are

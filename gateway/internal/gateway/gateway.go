@@ -135,7 +135,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 }
 
 // newGateway is New with the routes' middleware (the tests' records the
-// route matched).
+// pattern each request matched).
 func newGateway(ctx context.Context, cfg Config, log *slog.Logger, matched runtime.Middleware) (*Gateway, error) {
 	// The API's mux with an index in front of its route matching.
 	router := httpapi.NewRouter(runtime.WithMiddlewares(matched))

@@ -46,7 +46,10 @@ var _ Routes = (*Router)(nil)
 // (UnescapingModeLegacy, which NewServeMux keeps): the decoded path split
 // on "/", a literal equal to its segment, a variable or "*" any one
 // segment, a final "**" (or {name=**}) any number of segments, none
-// included.
+// included. It also needs NewServeMux's WithDisablePathLengthFallback:
+// without it grpc-gateway would take a form POST's method from
+// X-HTTP-Method-Override, after the table had picked a registration by
+// POST.
 type Router struct {
 	opts []runtime.ServeMuxOption
 	all  *runtime.ServeMux
@@ -65,8 +68,8 @@ type Binding struct{ Method, Path string }
 // route is one path template of one registration.
 type route struct {
 	mux *runtime.ServeMux
-	// segs are the template's segments: a literal, or "" for a one-segment
-	// variable.
+	// segs are the template's segments: a literal, or any for a
+	// one-segment variable or "*".
 	segs []segment
 	// tail: a final "**" takes any number of further segments.
 	tail bool

@@ -179,8 +179,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	// heads is false while the last ClaimFirst found fewer heads than it
 	// asked for and nothing has happened since that makes new ones: a
 	// notification (deliveries queued, a URL resumed), a worker's failure,
-	// release or probe, or the poll interval (a lease run out in a killed
-	// replica). Without it every worker that drained its lane set off a
+	// release or probe, or any wait's end (the poll interval, a retry or
+	// probe falling due, the pause after a short search: a lease run out in
+	// a killed replica is found then). Without it every worker that drained its lane set off a
 	// ClaimFirst, and one that finds nothing reads every waiting delivery
 	// of the lanes in flight to learn so (BenchmarkWebhooksFanout's engine
 	// alone: 34 such claims, a third of its database's work).

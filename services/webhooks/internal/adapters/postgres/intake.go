@@ -15,7 +15,7 @@ var _ app.IntakeRepository = (*Repo)(nil)
 
 // IngestEvents implements app.IntakeRepository: one statement per batch,
 // however long, so one round trip and the statement's own transaction (it
-// was four: begin, the integration targets, the batch, the notification,
+// was five: begin, the integration targets, the batch, the notification,
 // and commit; the relay waits for each call, so the intake's rate is its
 // latency). An event already stored (the relay handing a batch over
 // again) plans nothing more. Events take their seq, the order their lanes
