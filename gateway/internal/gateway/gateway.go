@@ -134,8 +134,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Gateway, error) {
 	return newGateway(ctx, cfg, log, routeMatched)
 }
 
-// newGateway is New with the routes' middleware (the tests' records the
-// pattern each request matched).
+// newGateway is New with the routes' middleware (tests use it to record
+// the pattern each request matched).
 func newGateway(ctx context.Context, cfg Config, log *slog.Logger, matched runtime.Middleware) (*Gateway, error) {
 	// The API's mux with an index in front of its route matching.
 	router := httpapi.NewRouter(runtime.WithMiddlewares(matched))

@@ -330,7 +330,9 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 // only speeds up finding contacts that match anyway (q <% name_key
 // implies q <% search, searchWhere), whenever it was read, and a key
 // missing from the array leaves its contacts to the `search %>` arm.
-func searchContacts(ctx context.Context, db querier, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+// db must not be a transaction: in one, the batch's settings would last
+// to the transaction's end.
+func searchContacts(ctx context.Context, db *pgxpool.Pool, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	var keys []string
 	b := plannedBatch()
 	b.Queue(searchNameKeys, company, f.Search).QueryRow(func(row pgx.Row) error { return row.Scan(&keys) })

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"switchboard.dev/pkg/pgtest"
-	"switchboard.dev/pkg/postgres"
 	"switchboard.dev/services/contacts/internal/domain"
 	"switchboard.dev/services/contacts/migrations"
 )
@@ -235,7 +235,10 @@ func TestNameKeysFollowRenames(t *testing.T) {
 func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.NewDSN(t, migrations.FS)
-	db, err := postgres.Open(ctx, dsn+map[bool]string{true: "&", false: "?"}[strings.Contains(dsn, "?")]+"pool_max_conns=1")
+	cfg, err := pgxpool.ParseConfig(dsn)
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(db.Close)
 	r := New(db)
@@ -262,8 +265,17 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	server := settings(db)
 	require.NotContains(t, server, "off", "the server's own settings")
 
-	var plan string
+	// In the batch, after its first statement, the settings hold (the
+	// batch's other statements run under them), whatever the plan.
+	var inBatch string
 	b := plannedBatch()
+	b.Queue(`SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'))`).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&inBatch) })
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+	require.Equal(t, "off off", inBatch, "the search's settings did not hold through its batch")
+
+	var plan string
+	b = plannedBatch()
 	b.Queue(`EXPLAIN (COSTS OFF) `+searchQueries[domain.OrderIDAsc], company, false, []int64{}, likePattern("anna"), "anna", []string{}, 100, 0).
 		Query(func(rows pgx.Rows) error {
 			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
