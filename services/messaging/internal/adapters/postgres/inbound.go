@@ -25,16 +25,16 @@ func (r *Repo) Blacklisted(ctx context.Context, company, connectionID int64, sou
 	return found, nil
 }
 
-// SaveInbound implements app.InboundRepository. The chat's row lock makes
-// one chat's inbound messages serial (counter, last message, event order);
-// the messages_source unique index makes a resend a no-op even when it
-// races the first delivery: the second insert waits for the first's
-// transaction and then inserts nothing.
+// SaveInbound implements app.InboundRepository. The chat's row and event
+// locks make one chat's inbound messages serial (counter, last message,
+// event order); the messages_source unique index makes a resend a no-op
+// even when it races the first delivery: the second insert waits for the
+// first's transaction and then inserts nothing.
 func (r *Repo) SaveInbound(ctx context.Context, m domain.Message) (app.Ingested, error) {
 	var out app.Ingested
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		out = app.Ingested{}
-		chat, err := lockChat(ctx, tx, m.CompanyID, m.ChatID)
+		chat, err := lockChatEvents(ctx, tx, m.CompanyID, m.ChatID)
 		if err != nil {
 			return err
 		}

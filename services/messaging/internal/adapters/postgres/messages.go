@@ -150,6 +150,27 @@ func lockChat(ctx context.Context, tx pgx.Tx, company, id int64) (domain.Chat, e
 	return scanChat(tx.QueryRow(ctx, chatSelect+` WHERE c.company_id = $1 AND c.id = $2 FOR UPDATE OF c`, company, id))
 }
 
+// lockChatEvents is lockChat that also takes the chat's event lock
+// (lock_chat_events, migration 0015), in one round trip: for a transaction
+// that changes the chat and queues an event of it. The row first, then the
+// event lock, as a contact's binding takes them.
+func lockChatEvents(ctx context.Context, tx pgx.Tx, company, id int64) (domain.Chat, error) {
+	b := &pgx.Batch{}
+	b.Queue(chatSelect+` WHERE c.company_id = $1 AND c.id = $2 FOR UPDATE OF c`, company, id)
+	b.Queue(`SELECT lock_chat_events(id) FROM chats WHERE company_id = $1 AND id = $2`, company, id)
+	br := tx.SendBatch(ctx, b)
+	chat, err := scanChat(br.QueryRow())
+	if err != nil {
+		br.Close()
+		return domain.Chat{}, err
+	}
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return domain.Chat{}, fmt.Errorf("lock chat events: %w", err)
+	}
+	return chat, br.Close()
+}
+
 // errKeyTaken: another send already holds the idempotency key.
 var errKeyTaken = errors.New("idempotency key taken")
 

@@ -77,6 +77,20 @@ func (r *Repo) MarkAnswered(ctx context.Context, company, id int64) error {
 	return nil
 }
 
+// bindChat writes a chat's contact under the chat's event lock
+// (lock_chat_events, migration 0015), held to the end of tx: an event
+// queued by a group that holds the lock commits before the binding, and
+// one queued after it reads the new contact.
+func bindChat(ctx context.Context, tx pgx.Tx, chatID, contactID int64) error {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT lock_chat_events($1)`, chatID)
+	b.Queue(`UPDATE chats SET contact_id = $1 WHERE id = $2`, contactID, chatID)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("bind chat: %w", err)
+	}
+	return nil
+}
+
 // FindOrCreateChat implements app.Repository. A concurrent create of the
 // same person waits on the unique (connection_id, source_chat_id) index
 // until the first commits, then finds its chat, already bound.
@@ -108,8 +122,8 @@ func (r *Repo) FindOrCreateChat(ctx context.Context, c domain.Chat, bind app.Bin
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `UPDATE chats SET contact_id = $1 WHERE id = $2`, contactID, ch.ID); err != nil {
-				return fmt.Errorf("bind chat: %w", err)
+			if err := bindChat(ctx, tx, ch.ID, contactID); err != nil {
+				return err
 			}
 			ch.ContactID, out.CreatedContact = &contactID, created
 		}

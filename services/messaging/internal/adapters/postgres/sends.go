@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -155,12 +156,12 @@ func (r *Repo) SendsDone(ctx context.Context, sent []app.SentOutcome) error {
 }
 
 // lockGroup locks the outbound messages matching where (on messageSelect's
-// m), in id order, and reads their chats without locking them: a group's
-// chats are locked with its writes (lockChats), so that sends to them
-// (which update the chat's row) wait for the group's last round trip only,
-// not the whole transaction. The events built meanwhile read what of a
-// chat can change (its contact) before the lock; sendChecked makes sure it
-// did not.
+// m), in id order, and reads their chats. A group's chats' event locks are
+// taken with its writes (lockChats), so that another group, a receipt or
+// an inbound message of the chat waits for the group's last round trip
+// only, not the whole transaction. The events built meanwhile read what of
+// a chat can change (its contact) before the lock; sendChecked makes sure
+// it did not.
 func lockGroup(ctx context.Context, tx pgx.Tx, where string, args ...any) ([]*domain.Message, map[int64]domain.Chat, error) {
 	b := &pgx.Batch{}
 	indexPlans(b)
@@ -210,15 +211,22 @@ func indexPlans(b *pgx.Batch) {
 		set_config('enable_mergejoin', 'off', true)`)
 }
 
-// lockChats queues, first in a group's writes, the lock of its chats in id
-// order (after its messages: the order of every path), answering their
-// contacts now.
+// lockChats queues, first in a group's writes, its chats' event locks in id
+// order (after its messages: the order of every path; see
+// lock_chat_events in migration 0015), then a read of their contacts as
+// they are now. The read is a statement of its own: a READ COMMITTED
+// statement sees what committed before it started, and a binder that held
+// a lock this group waited for committed before the lock was granted. The
+// chats' rows are not locked: a send being accepted updates its chat's row
+// and queues no event, and neither waits for the other.
 func lockChats(b *pgx.Batch, chats map[int64]domain.Chat) {
 	ids := make([]int64, 0, len(chats))
 	for id := range chats {
 		ids = append(ids, id)
 	}
-	b.Queue(`SELECT id, contact_id FROM chats WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	slices.Sort(ids)
+	b.Queue(`SELECT lock_chat_events(id) FROM unnest($1::bigint[]) AS id`, ids) // in the array's order
+	b.Queue(`SELECT id, contact_id FROM chats WHERE id = ANY($1)`, ids)
 }
 
 // errChatsChanged: a chat's contact changed between a group's read and its
@@ -230,7 +238,11 @@ var errChatsChanged = errors.New("a chat changed while its group was recorded")
 // one read.
 func sendChecked(ctx context.Context, tx pgx.Tx, writes *pgx.Batch, chats map[int64]domain.Chat) error {
 	br := tx.SendBatch(ctx, writes)
-	rows, err := br.Query()
+	_, err := br.Exec()
+	var rows pgx.Rows
+	if err == nil {
+		rows, err = br.Query()
+	}
 	if err == nil {
 		err = forEach(rows, func(row pgx.Rows) error {
 			var id int64
@@ -302,25 +314,30 @@ func (r *Repo) SendFailed(ctx context.Context, messageID, errType, errText strin
 	})
 }
 
-// lockMessage reads an outbound message and its chat, holding both rows to
-// the end of tx: the message's so receipts of one message apply one at a
-// time, the chat's so that every transaction emitting an event of the chat
-// (inbound messages and sends hold it too) takes its outbox seq and commits
-// in one order. Without it a receipt and a person's message committing at
-// once could be numbered in one order and relayed, so delivered to
-// webhooks, in the other. Always the message first, then the chat: no
-// path locks a stored message while holding its chat.
+// lockMessage reads an outbound message and its chat, holding the
+// message's row and the chat's event lock to the end of tx: the message's
+// so receipts of one message apply one at a time, the chat's event lock so
+// that every transaction emitting an event of the chat (inbound messages,
+// groups of records and receipts hold it too) takes its outbox seq and
+// commits in one order. Without it a receipt and a person's message
+// committing at once could be numbered in one order and relayed, so
+// delivered to webhooks, in the other. Always the message first, then the
+// chat: no path locks a stored message while holding its chat.
 //
-// Both in one round trip: a batch's statements run one after the other, so
-// the message's row is locked before the chat's is asked for, and the chat
-// is found through the locked message (whose chat cannot change).
+// All in one round trip: a batch's statements run one after the other, so
+// the message's row is locked before the chat's event lock is asked for,
+// and the chat is read after it is granted, through the locked message
+// (whose chat cannot change).
 func lockMessage(ctx context.Context, tx pgx.Tx, where string, args ...any) (domain.Message, domain.Chat, error) {
 	b := &pgx.Batch{}
 	b.Queue(messageSelect+` WHERE m.direction = 'outbound' AND `+where+` FOR UPDATE OF m`, args...)
-	b.Queue(chatSelect+` WHERE c.id = (SELECT m.chat_id FROM messages m WHERE m.direction = 'outbound' AND `+where+`)
-		FOR UPDATE OF c`, args...)
+	b.Queue(`SELECT lock_chat_events(m.chat_id) FROM messages m WHERE m.direction = 'outbound' AND `+where, args...)
+	b.Queue(chatSelect+` WHERE c.id = (SELECT m.chat_id FROM messages m WHERE m.direction = 'outbound' AND `+where+`)`, args...)
 	br := tx.SendBatch(ctx, b)
 	m, err := scanMessage(br.QueryRow())
+	if _, lockErr := br.Exec(); err == nil && lockErr != nil {
+		err = fmt.Errorf("lock chat events: %w", lockErr)
+	}
 	chat, chatErr := scanChat(br.QueryRow())
 	if closeErr := br.Close(); err == nil && closeErr != nil {
 		err = fmt.Errorf("lock message: %w", closeErr)
