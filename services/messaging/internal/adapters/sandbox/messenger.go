@@ -6,6 +6,7 @@ package sandbox
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +23,11 @@ type Messenger struct {
 	// DeliverAfter and ReadAfter are when the receipts of a
 	// deliver_and_read (or deliver) connection arrive after a send.
 	DeliverAfter, ReadAfter time.Duration
+
+	// The sends waiting to be stored together (store).
+	mu      sync.Mutex
+	queue   []*pendingSend
+	storing bool
 }
 
 var _ app.Messenger = (*Messenger)(nil)

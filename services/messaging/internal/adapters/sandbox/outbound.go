@@ -81,9 +81,10 @@ var TypeReports = map[domain.Type]Reports{
 // repeated send of one message (a worker that sent it twice) is a second
 // copy with its own id and receipts, and a second row of the outbox.
 //
-// One statement: it reads the connection's behaviour and, unless the
-// messenger refuses, stores the message received with the receipts the
-// behaviour lets through (each receipt names the behaviours that send it).
+// One statement stores the sends that come together (store): it reads
+// each connection's behaviour and, unless the messenger refuses, stores
+// the message received with the receipts the behaviour lets through (each
+// receipt names the behaviours that send it).
 func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.Chat, msg domain.Message) (app.Sent, error) {
 	// A template goes out as its name and values, whatever the message
 	// shows (an auto-template text shows its text).
@@ -95,38 +96,27 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 	if err != nil {
 		return app.Sent{}, err
 	}
-	var markup []byte
+	p := &pendingSend{connID: conn.ID, messageID: msg.ID, sourceChatID: chat.SourceChatID, typ: string(typ), body: string(body)}
 	if msg.Markup != nil {
-		if markup, err = json.Marshal(msg.Markup); err != nil {
+		markup, err := json.Marshal(msg.Markup)
+		if err != nil {
 			return app.Sent{}, err
 		}
+		p.markup = ptr(string(markup))
 	}
 	sent := app.Sent{SourceMessageID: "sb-out-" + uuid.NewString()}
-	statuses, dues, sentBy := []string{}, []time.Time{}, []string{}
+	p.source = sent.SourceMessageID
 	now, reports := time.Now(), TypeReports[conn.Type]
 	if reports.Delivered {
-		statuses, dues, sentBy = append(statuses, string(app.Delivered)), append(dues, now.Add(m.DeliverAfter)),
-			append(sentBy, Deliver+","+DeliverAndRead)
+		p.receipts = append(p.receipts, pendingReceipt{app.Delivered, now.Add(m.DeliverAfter), Deliver + "," + DeliverAndRead})
 	}
 	if reports.Read {
-		statuses, dues, sentBy = append(statuses, string(app.Read)), append(dues, now.Add(m.ReadAfter)), append(sentBy, DeliverAndRead)
+		p.receipts = append(p.receipts, pendingReceipt{app.Read, now.Add(m.ReadAfter), DeliverAndRead})
 	}
-	b := Behaviour{ConnectionID: conn.ID}
-	err = m.db.QueryRow(ctx, `WITH b AS (SELECT outbound, error_type, error_text FROM sandbox_behaviours WHERE connection_id = $1),
-		o AS (SELECT coalesce((SELECT outbound FROM b), $10) AS outbound),
-		received AS (
-			INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
-			SELECT $1, $2, $3, $4, $5, $6, $7 FROM o WHERE o.outbound <> $11),
-		receipts AS (
-			INSERT INTO sandbox_receipts (connection_id, source_message_id, status, due_at)
-			SELECT $1, $3, r.status, r.due_at FROM o, unnest($8::text[], $9::timestamptz[], $12::text[]) AS r (status, due_at, sent_by)
-			WHERE o.outbound = ANY (string_to_array(r.sent_by, ',')))
-		SELECT o.outbound, (SELECT error_type FROM b), (SELECT error_text FROM b) FROM o`,
-		conn.ID, msg.ID, sent.SourceMessageID, chat.SourceChatID, string(typ), body, markup, statuses, dues,
-		DeliverAndRead, Fail, sentBy).Scan(&b.Outbound, &b.ErrorType, &b.ErrorText)
-	if err != nil {
+	if err := m.store(ctx, p); err != nil {
 		return app.Sent{}, fmt.Errorf("sandbox outbox: %w", err)
 	}
+	b := p.answer
 	if b.Outbound == Fail {
 		refused := &app.SendError{Type: domain.ErrGeneric, Text: "the messenger refused the message"}
 		if b.ErrorType != nil {
@@ -139,6 +129,139 @@ func (m *Messenger) Send(ctx context.Context, conn app.Connection, chat domain.C
 	}
 	sent.Delivered = reports.DeliveredOnAnswer && (b.Outbound == Deliver || b.Outbound == DeliverAndRead)
 	return sent, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// pendingSend is one Send's message on its way into the sandbox's tables,
+// and the behaviour it met (answer).
+type pendingSend struct {
+	connID                                     int64
+	messageID, source, sourceChatID, typ, body string
+	markup                                     *string
+	receipts                                   []pendingReceipt
+
+	answer Behaviour
+	err    error
+	// done is closed when the send's group is stored; lead when this send
+	// is to store the next group itself.
+	done, lead chan struct{}
+}
+
+// pendingReceipt is a receipt a send may bring: sentBy names the
+// behaviours that send it.
+type pendingReceipt struct {
+	status app.ReceiptStatus
+	due    time.Time
+	sentBy string
+}
+
+// store stores p with the sends that come beside it, as the sender's
+// recorder records sends: the first is stored at once, and those that
+// arrive meanwhile make the next group, stored in one statement by the
+// group's first send when the previous group is done. The worker sends a
+// batch's chats in parallel, so under load one round trip carries many
+// sends; alone, a send is stored as soon as before. A chat's sends are
+// sent one after another, so a group holds at most one of each chat and
+// each chat's copies keep their order.
+func (m *Messenger) store(ctx context.Context, p *pendingSend) error {
+	p.done, p.lead = make(chan struct{}), make(chan struct{})
+	m.mu.Lock()
+	m.queue = append(m.queue, p)
+	first := !m.storing
+	m.storing = true
+	m.mu.Unlock()
+	if !first {
+		// No giving up on ctx here: a waiting send may be handed the
+		// next group, and must store it.
+		select {
+		case <-p.done:
+			return p.err
+		case <-p.lead:
+		}
+	}
+	m.flush(ctx)
+	return p.err
+}
+
+// flush stores the queued sends as one group, then hands the sends queued
+// meanwhile to the first of them.
+func (m *Messenger) flush(ctx context.Context) {
+	m.mu.Lock()
+	group := m.queue
+	m.queue = nil
+	m.mu.Unlock()
+	err := m.storeGroup(ctx, group)
+	for _, p := range group {
+		if err != nil {
+			p.err = err
+		}
+		close(p.done)
+	}
+	m.mu.Lock()
+	if len(m.queue) > 0 {
+		close(m.queue[0].lead)
+	} else {
+		m.storing = false
+	}
+	m.mu.Unlock()
+}
+
+// storeGroup is one statement for the group: each send's behaviour read,
+// its copy received unless refused, and its receipts scheduled.
+func (m *Messenger) storeGroup(ctx context.Context, group []*pendingSend) error {
+	n := len(group)
+	conns, ids, sources, chats, types, bodies := make([]int64, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n)
+	markups := make([]*string, n)
+	var (
+		receiptOf    []int64
+		statuses, by []string
+		dues         []time.Time
+	)
+	for i, p := range group {
+		conns[i], ids[i], sources[i], chats[i], types[i], bodies[i], markups[i] =
+			p.connID, p.messageID, p.source, p.sourceChatID, p.typ, p.body, p.markup
+		for _, r := range p.receipts {
+			receiptOf, statuses, dues, by = append(receiptOf, int64(i+1)), append(statuses, string(r.status)),
+				append(dues, r.due), append(by, r.sentBy)
+		}
+	}
+	rows, err := m.db.Query(ctx, `WITH s AS (
+			SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+				WITH ORDINALITY AS s (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup, n)),
+		o AS MATERIALIZED (
+			SELECT s.*, coalesce(b.outbound, $8) AS outbound, b.error_type, b.error_text
+			FROM s LEFT JOIN sandbox_behaviours b ON b.connection_id = s.connection_id),
+		received AS (
+			INSERT INTO sandbox_outbox (connection_id, message_id, source_message_id, source_chat_id, message_type, content, markup)
+			SELECT connection_id, message_id, source_message_id, source_chat_id, message_type, content::jsonb, markup::jsonb
+			FROM o WHERE outbound <> $9 ORDER BY n),
+		receipts AS (
+			INSERT INTO sandbox_receipts (connection_id, source_message_id, status, due_at)
+			SELECT o.connection_id, o.source_message_id, r.status, r.due_at
+			FROM unnest($10::bigint[], $11::text[], $12::timestamptz[], $13::text[]) AS r (n, status, due_at, sent_by)
+			JOIN o ON o.n = r.n
+			WHERE o.outbound = ANY (string_to_array(r.sent_by, ',')))
+		SELECT n, outbound, error_type, error_text FROM o ORDER BY n`,
+		conns, ids, sources, chats, types, bodies, markups, DeliverAndRead, Fail, receiptOf, statuses, dues, by)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int64
+		var b Behaviour
+		if err := rows.Scan(&i, &b.Outbound, &b.ErrorType, &b.ErrorText); err != nil {
+			return err
+		}
+		if i < 1 || int(i) > n {
+			return fmt.Errorf("sandbox outbox: answer for send %d of %d", i, n)
+		}
+		b.ConnectionID = group[i-1].connID
+		group[i-1].answer = b
+	}
+	return rows.Err()
 }
 
 // Received is one message the messenger received: one send attempt.

@@ -2,7 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -117,3 +120,133 @@ func TestReportsPerType(t *testing.T) {
 		})
 	}
 }
+
+// TestSendsTogetherAsOneByOne: sends that come while a group is being
+// stored are stored together, in one statement, and each gets what it
+// would have got alone: its behaviour's answer (a refusal with the
+// connection's error, a delivery on the answer where the type gives one),
+// its copy received unless refused, and only the receipts its type and
+// behaviour let through.
+func TestSendsTogetherAsOneByOne(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	m := New(db)
+	errType, errText := "blocked", "the person blocked you"
+	behaviours := []string{"", DeliverAndRead, Deliver, Accept, Fail}
+	type sendCase struct {
+		conn     app.Connection
+		outbound string // "" has no behaviour set: deliver_and_read
+		msg      domain.Message
+	}
+	var cases []sendCase
+	for typ := range TypeReports {
+		for _, b := range behaviours {
+			conn := app.Connection{ID: int64(1000 + len(cases)), Type: typ}
+			if b != "" {
+				bh := Behaviour{ConnectionID: conn.ID, Outbound: b}
+				if b == Fail && len(cases)%2 == 0 {
+					bh.ErrorType, bh.ErrorText = &errType, &errText
+				}
+				require.NoError(t, m.SetBehaviour(ctx, bh))
+			}
+			msg := outboundText(p("to %d", conn.ID))
+			if len(cases)%3 == 0 {
+				msg.Markup = map[string]any{"inline_keyboard": []any{[]any{map[string]any{"text": "Yes", "callback_data": "y"}}}}
+			}
+			cases = append(cases, sendCase{conn, b, msg})
+		}
+	}
+
+	// The first send is held in the database (the outbox table locked)
+	// until every other send waits behind it in memory.
+	lock, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer lock.Rollback(ctx) //nolint:errcheck // committed below
+	var lockPID int
+	require.NoError(t, lock.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&lockPID))
+	_, err = lock.Exec(ctx, `LOCK TABLE sandbox_outbox IN SHARE MODE`)
+	require.NoError(t, err)
+	plugConn := app.Connection{ID: 999, Type: domain.Telegram}
+	plugged := make(chan error, 1)
+	go func() {
+		_, err := m.Send(ctx, plugConn, domain.Chat{ID: 999, ConnectionID: 999, SourceChatID: "plug"}, outboundText("plug"))
+		plugged <- err
+	}()
+	for blocked := false; !blocked; {
+		time.Sleep(5 * time.Millisecond)
+		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE $1 = ANY(pg_blocking_pids(pid))`, lockPID).Scan(&blocked))
+	}
+	type result struct {
+		sent app.Sent
+		err  error
+	}
+	results := make([]result, len(cases))
+	var wg sync.WaitGroup
+	for i, tc := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chat := domain.Chat{ID: tc.conn.ID, ConnectionID: tc.conn.ID, SourceChatID: p("chat-%d", i)}
+			results[i].sent, results[i].err = m.Send(ctx, tc.conn, chat, tc.msg)
+		}()
+	}
+	for queued := 0; queued < len(cases); {
+		time.Sleep(5 * time.Millisecond)
+		m.mu.Lock()
+		queued = len(m.queue)
+		m.mu.Unlock()
+	}
+	require.NoError(t, lock.Commit(ctx))
+	require.NoError(t, <-plugged)
+	wg.Wait()
+
+	for i, tc := range cases {
+		r, reports := results[i], TypeReports[tc.conn.Type]
+		outbound := tc.outbound
+		if outbound == "" {
+			outbound = DeliverAndRead
+		}
+		received, err := m.Outbox(ctx, tc.conn.ID)
+		require.NoError(t, err)
+		if outbound == Fail {
+			var refused *app.SendError
+			require.ErrorAs(t, r.err, &refused, "%v %s", tc.conn.Type, outbound)
+			want := app.SendError{Type: domain.ErrGeneric, Text: "the messenger refused the message"}
+			if i%2 == 0 {
+				want = app.SendError{Type: errType, Text: errText}
+			}
+			require.Equal(t, want, *refused)
+			require.Empty(t, received, "a refused message is not received")
+			continue
+		}
+		require.NoError(t, r.err)
+		var markup map[string]any
+		if tc.msg.Markup != nil {
+			markup = tc.msg.Markup
+		}
+		require.Equal(t, []Received{{MessageID: tc.msg.ID, SourceMessageID: r.sent.SourceMessageID, SourceChatID: p("chat-%d", i),
+			MessageType: "text", Content: tc.msg.Content, Markup: markup}}, received, "%v %s", tc.conn.Type, outbound)
+		delivers := outbound == Deliver || outbound == DeliverAndRead
+		require.Equal(t, reports.DeliveredOnAnswer && delivers, r.sent.Delivered, "%v %s: delivered with the answer", tc.conn.Type, outbound)
+		var want []string
+		if reports.Delivered && delivers {
+			want = append(want, "delivered")
+		}
+		if reports.Read && outbound == DeliverAndRead {
+			want = append(want, "read")
+		}
+		got := scheduledFor(t, db, r.sent.SourceMessageID)
+		if len(want) == 0 {
+			require.Empty(t, got, "%v %s: receipts", tc.conn.Type, outbound)
+		} else {
+			require.Equal(t, want, got, "%v %s: receipts", tc.conn.Type, outbound)
+		}
+	}
+	// One statement (one transaction's now()) stored all but the plug.
+	var stamps int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(DISTINCT created_at) FROM sandbox_outbox WHERE connection_id <> 999`).Scan(&stamps))
+	require.Equal(t, 1, stamps, "the sends that waited were stored together")
+}
+
+func p(format string, args ...any) string { return fmt.Sprintf(format, args...) }
