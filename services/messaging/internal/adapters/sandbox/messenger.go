@@ -27,7 +27,7 @@ type Messenger struct {
 	// The sends waiting to be stored together (store).
 	mu      sync.Mutex
 	queue   []*pendingSend
-	storing bool
+	storing int // groups being stored
 }
 
 var _ app.Messenger = (*Messenger)(nil)

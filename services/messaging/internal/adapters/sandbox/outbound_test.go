@@ -157,8 +157,9 @@ func TestSendsTogetherAsOneByOne(t *testing.T) {
 		}
 	}
 
-	// The first send is held in the database (the outbox table locked)
-	// until every other send waits behind it in memory.
+	// The first sends, one for each group that may be stored at once, are
+	// held in the database (the outbox table locked) until every other
+	// send waits behind them in memory.
 	lock, err := db.Begin(ctx)
 	require.NoError(t, err)
 	defer lock.Rollback(ctx) //nolint:errcheck // committed below
@@ -166,15 +167,17 @@ func TestSendsTogetherAsOneByOne(t *testing.T) {
 	require.NoError(t, lock.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&lockPID))
 	_, err = lock.Exec(ctx, `LOCK TABLE sandbox_outbox IN SHARE MODE`)
 	require.NoError(t, err)
-	plugConn := app.Connection{ID: 999, Type: domain.Telegram}
-	plugged := make(chan error, 1)
-	go func() {
-		_, err := m.Send(ctx, plugConn, domain.Chat{ID: 999, ConnectionID: 999, SourceChatID: "plug"}, outboundText("plug"))
-		plugged <- err
-	}()
-	for blocked := false; !blocked; {
+	plugged := make(chan error, storeFlushes)
+	for i := range storeFlushes {
+		go func() {
+			conn := app.Connection{ID: int64(900 + i), Type: domain.Telegram}
+			_, err := m.Send(ctx, conn, domain.Chat{ID: conn.ID, ConnectionID: conn.ID, SourceChatID: "plug"}, outboundText("plug"))
+			plugged <- err
+		}()
+	}
+	for blocked := 0; blocked < storeFlushes; {
 		time.Sleep(5 * time.Millisecond)
-		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
+		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE $1 = ANY(pg_blocking_pids(pid))`, lockPID).Scan(&blocked))
 	}
 	type result struct {
@@ -198,7 +201,9 @@ func TestSendsTogetherAsOneByOne(t *testing.T) {
 		m.mu.Unlock()
 	}
 	require.NoError(t, lock.Commit(ctx))
-	require.NoError(t, <-plugged)
+	for range storeFlushes {
+		require.NoError(t, <-plugged)
+	}
 	wg.Wait()
 
 	for i, tc := range cases {
@@ -243,9 +248,9 @@ func TestSendsTogetherAsOneByOne(t *testing.T) {
 			require.Equal(t, want, got, "%v %s: receipts", tc.conn.Type, outbound)
 		}
 	}
-	// One statement (one transaction's now()) stored all but the plug.
+	// One statement (one transaction's now()) stored all but the plugs.
 	var stamps int
-	require.NoError(t, db.QueryRow(ctx, `SELECT count(DISTINCT created_at) FROM sandbox_outbox WHERE connection_id <> 999`).Scan(&stamps))
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(DISTINCT created_at) FROM sandbox_outbox WHERE connection_id >= 1000`).Scan(&stamps))
 	require.Equal(t, 1, stamps, "the sends that waited were stored together")
 }
 
