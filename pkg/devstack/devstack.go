@@ -150,7 +150,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			return nil, err
 		}
 	}
-	env := append(os.Environ(),
+	// As the image runs them (deploy/docker/Dockerfile; README, "GODEBUG"),
+	// unless the environment says otherwise.
+	env := append(append([]string{"GODEBUG=gcshrinkstackoff=1"}, os.Environ()...),
 		"SWITCHBOARD_REDIS_ADDR="+o.RedisAddr,
 		"SWITCHBOARD_ADMIN_TOKEN="+o.AdminToken,
 		"SWITCHBOARD_INTERNAL_TOKEN="+o.InternalToken,
