@@ -22,6 +22,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"switchboard.dev/pkg/webhookspub"
 )
 
 // BenchmarkWebhooksFanout (issue: "Fan-out of 10,000 events to a loopback
@@ -36,7 +38,8 @@ import (
 // The engine is the real binary with its defaults (64 workers, 5 s
 // timeout, its own pool). End to end: 10,000 events of 200 chats are
 // handed to it the way an outbox relay that has fallen behind does
-// (IngestEvents, 100 a call, one call after the other), each stamped with
+// (IngestEvents, webhookspub.Batch a call, one call after the other: 100
+// before the relay took the publisher's batch size), each stamped with
 // the moment its call started: that is the "state change" the latency is
 // counted from, so the intake is inside the measurement (the relay's hop
 // from the emitter's commit is not). The rate is 10,000 over the time from
@@ -75,8 +78,8 @@ func BenchmarkWebhooksFanout(b *testing.B) {
 const (
 	fanoutEvents  = 10000
 	fanoutChats   = 200
-	fanoutWorkers = 64  // SWITCHBOARD_WEBHOOK_WORKERS' default, set so the bare client matches it
-	fanoutBatch   = 100 // events per IngestEvents call
+	fanoutWorkers = 64                // SWITCHBOARD_WEBHOOK_WORKERS' default, set so the bare client matches it
+	fanoutBatch   = webhookspub.Batch // events per IngestEvents call, as the relay hands them over
 	warmEvents    = 500
 	pacedEvents   = 2000
 	pacedBatch    = 10
