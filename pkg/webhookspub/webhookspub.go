@@ -25,8 +25,9 @@ const Topic = "webhooks"
 // notification sets off in every replica's engine, once per call. A relay
 // that has fallen behind pays them call after call while the engine waits
 // for the events (BenchmarkWebhooksFanout, 100 against 500 events a call:
-// webhooks' CPU per event taken in 12-20 µs against 8-10, and end to end
-// 148 against 129 µs of CPU per delivery in all, means of nine runs each).
+// webhooks' CPU per event taken in 12-24 µs against 8-11, and end to end
+// 153 against 130 µs of CPU per delivery in all, means of twelve runs
+// each).
 // IngestEvents takes up to 1000.
 const Batch = 500
 
