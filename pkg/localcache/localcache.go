@@ -100,6 +100,56 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Contex
 	return v, nil
 }
 
+// GetMany is Get for several keys at once: it answers those it holds from
+// memory and the others from one call of load with them (missing, in the
+// order of keys, each once), which must answer a value for each of them.
+// Each answer is kept unless an invalidation went by while load ran (then
+// none is: the check covers the whole load, as Get's does one key's). A
+// load's error is returned as is and nothing is kept; load is not called
+// when every key is held. The answer has a value for every key.
+func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, missing []string) (map[string]V, error)) (map[string]V, error) {
+	out := make(map[string]V, len(keys))
+	var missing []string
+	asked := make(map[string]bool, len(keys))
+	live := c.live.Load()
+	for _, k := range keys {
+		if asked[k] {
+			continue
+		}
+		asked[k] = true
+		if live {
+			if v, ok := c.entries.Get(k); ok {
+				out[k] = v
+				continue
+			}
+		}
+		missing = append(missing, k)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	gen := c.gen.Load()
+	loaded, err := load(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range missing {
+		if _, ok := loaded[k]; !ok {
+			return nil, fmt.Errorf("localcache %s: the load answered no value for %q", c.what, k)
+		}
+	}
+	c.mu.Lock()
+	keep := c.live.Load() && c.gen.Load() == gen
+	for _, k := range missing {
+		out[k] = loaded[k]
+		if keep {
+			c.entries.Add(k, loaded[k])
+		}
+	}
+	c.mu.Unlock()
+	return out, nil
+}
+
 // Live reports whether the subscription is confirmed, that is, whether Get
 // may answer from memory.
 func (c *Cache[V]) Live() bool { return c.live.Load() }

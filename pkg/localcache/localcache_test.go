@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -246,4 +247,138 @@ func TestAlsoOnForgetsByEveryChannel(t *testing.T) {
 	// A third channel is not heard.
 	require.NoError(t, localcache.Announce(ctx, rdb, prefix+"other", "7"))
 	require.Equal(t, 4, get())
+}
+
+// manyLoad is a GetMany load that records the keys of each call and
+// answers each key with its call's number.
+type manyLoad struct {
+	calls [][]string
+	// during, when set, runs inside the call (before it answers).
+	during func()
+}
+
+func (l *manyLoad) load(_ context.Context, missing []string) (map[string]int, error) {
+	l.calls = append(l.calls, slices.Clone(missing))
+	if l.during != nil {
+		l.during()
+	}
+	out := make(map[string]int, len(missing))
+	for _, k := range missing {
+		out[k] = len(l.calls)
+	}
+	return out, nil
+}
+
+// GetMany asks its load once for every key it does not hold (each once,
+// in the order given) and keeps the answers until their keys are
+// announced.
+func TestGetManyLoadsWhatItLacksInOneCall(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	ctx := context.Background()
+	channel := prefix + "changes"
+	c := localcache.New[int]("test", channel, 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	running(t, c, rdb)
+	l := &manyLoad{}
+
+	got, err := c.GetMany(ctx, []string{"b", "a", "b", "c"}, l.load)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, got)
+	require.Equal(t, [][]string{{"b", "a", "c"}}, l.calls)
+
+	got, err = c.GetMany(ctx, []string{"a", "c"}, l.load)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"a": 1, "c": 1}, got)
+	require.Len(t, l.calls, 1, "every key was held: no load")
+
+	// An announcement of a drops a alone: the next call loads a and d.
+	require.NoError(t, localcache.Announce(ctx, rdb, channel, "a"))
+	got, err = c.GetMany(ctx, []string{"a", "b", "d"}, l.load)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"a": 2, "b": 1, "d": 2}, got)
+	require.Equal(t, []string{"a", "d"}, l.calls[1])
+
+	// Get and GetMany share the entries.
+	v, err := c.Get(ctx, "d", (&counter{n: 40}).load)
+	require.NoError(t, err)
+	require.Equal(t, 2, v)
+}
+
+// Fail closed: a cache whose Run is not (or no longer) subscribed answers
+// nothing from memory; every key is loaded each time.
+func TestGetManyFailsClosed(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	ctx := context.Background()
+	c := localcache.New[int]("test", prefix+"changes", 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	l := &manyLoad{}
+	for range 2 {
+		_, err := c.GetMany(ctx, []string{"a", "b"}, l.load)
+		require.NoError(t, err)
+	}
+	require.Len(t, l.calls, 2, "not running: every call loads")
+
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(runCtx, rdb)
+	}()
+	require.Eventually(t, c.Live, 5*time.Second, 5*time.Millisecond, "subscription never confirmed")
+	for range 2 {
+		_, err := c.GetMany(ctx, []string{"a", "b"}, l.load)
+		require.NoError(t, err)
+	}
+	require.Len(t, l.calls, 3, "running: loaded once, then kept")
+
+	// The subscription gone (Run ended), nothing is answered from memory.
+	cancel()
+	<-done
+	require.False(t, c.Live())
+	got, err := c.GetMany(ctx, []string{"a", "b"}, l.load)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"a": 4, "b": 4}, got)
+}
+
+// A load during which one of its keys is announced keeps nothing: what it
+// read may predate the change (the caller gets it, as Get's does).
+func TestGetManyLoadRacingAnAnnouncementKeepsNothing(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	ctx := context.Background()
+	channel := prefix + "changes"
+	c := localcache.New[int]("test", channel, 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	running(t, c, rdb)
+	l := &manyLoad{}
+	l.during = func() {
+		l.during = nil
+		// Announce returns once the cache has dropped the key.
+		require.NoError(t, localcache.Announce(ctx, rdb, channel, "a"))
+	}
+	got, err := c.GetMany(ctx, []string{"a", "b"}, l.load)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"a": 1, "b": 1}, got, "the racing call answers what it read")
+	got, err = c.GetMany(ctx, []string{"a", "b"}, l.load)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"a": 2, "b": 2}, got, "the racing load's answers were kept")
+	got, err = c.GetMany(ctx, []string{"a", "b"}, l.load)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"a": 2, "b": 2}, got)
+}
+
+// A failed load keeps nothing and its error is returned as is; a load that
+// leaves out a key it was asked is an error too.
+func TestGetManyKeepsNoErrorNorAnIncompleteAnswer(t *testing.T) {
+	rdb, prefix := redistest.New(t)
+	ctx := context.Background()
+	c := localcache.New[int]("test", prefix+"changes", 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	running(t, c, rdb)
+	boom := errors.New("boom")
+	_, err := c.GetMany(ctx, []string{"a"}, func(context.Context, []string) (map[string]int, error) { return nil, boom })
+	require.ErrorIs(t, err, boom)
+	_, err = c.GetMany(ctx, []string{"a", "b"}, func(context.Context, []string) (map[string]int, error) {
+		return map[string]int{"a": 7}, nil
+	})
+	require.ErrorContains(t, err, `no value for "b"`)
+	l := &manyLoad{}
+	got, err := c.GetMany(ctx, []string{"a", "b"}, l.load)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"a": 1, "b": 1}, got, "an answer of a failed load was kept")
 }

@@ -20,6 +20,16 @@ type Publisher interface {
 	Publish(ctx context.Context, batch []Message) error
 }
 
+// Batcher is a Publisher that takes batches of its own size: the relay
+// hands it up to MaxBatch messages at once instead of Options.Batch. For a
+// destination whose every call has a cost of its own (a round trip, a
+// commit, the work its commit sets off), which a relay that has fallen
+// behind pays once per batch, one after the other.
+type Batcher interface {
+	Publisher
+	MaxBatch() int
+}
+
 // PublisherFunc is a function as a Publisher.
 type PublisherFunc func(ctx context.Context, batch []Message) error
 
@@ -64,16 +74,23 @@ type Relay struct {
 	log    *slog.Logger
 	opts   Options
 	routes map[string]Publisher
+	// batch is each topic's batch size: Options.Batch, or its Batcher's.
+	batch map[string]int
 }
 
 // New makes a relay over the outbox of db; add topics with Route.
 func New(db *pgxpool.Pool, log *slog.Logger, opts Options) *Relay {
-	return &Relay{db: db, log: log, opts: opts.withDefaults(), routes: map[string]Publisher{}}
+	return &Relay{db: db, log: log, opts: opts.withDefaults(), routes: map[string]Publisher{}, batch: map[string]int{}}
 }
 
-// Route sends the messages of topic to p. Call it before Run.
+// Route sends the messages of topic to p, in batches of up to
+// Options.Batch, or of p's MaxBatch if p is a Batcher. Call it before Run.
 func (r *Relay) Route(topic string, p Publisher) *Relay {
 	r.routes[topic] = p
+	r.batch[topic] = r.opts.Batch
+	if b, ok := p.(Batcher); ok && b.MaxBatch() > 0 {
+		r.batch[topic] = b.MaxBatch()
+	}
 	return r
 }
 
@@ -132,7 +149,7 @@ func (r *Relay) relay(ctx context.Context, topic string, p Publisher, wake <-cha
 			r.log.Info("outbox: relay recovered", "topic", topic, "failed_attempts", failures)
 			failures, backoff = 0, r.opts.MinBackoff
 		}
-		if n == r.opts.Batch {
+		if n == r.batch[topic] {
 			continue // there may be more
 		}
 		if !poll.Stop() {
@@ -169,7 +186,7 @@ func (r *Relay) drain(ctx context.Context, topic string, p Publisher) (int, erro
 		rows, err := tx.Query(ctx, `
 			SELECT id::text, seq, topic, company_id, event_type, payload, created_at
 			FROM outbox WHERE topic = $1 AND published_at IS NULL
-			ORDER BY seq LIMIT $2`, topic, r.opts.Batch)
+			ORDER BY seq LIMIT $2`, topic, r.batch[topic])
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
 		}

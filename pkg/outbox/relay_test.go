@@ -188,6 +188,50 @@ func TestRelayReplicas(t *testing.T) {
 	require.Equal(t, want, rec.companies(), "each once, in commit order")
 }
 
+// batcher is a recorder that takes batches of its own size.
+type batcher struct {
+	recorder
+	max   int
+	sizes []int
+}
+
+func (b *batcher) Publish(ctx context.Context, batch []outbox.Message) error {
+	b.mu.Lock()
+	b.sizes = append(b.sizes, len(batch))
+	b.mu.Unlock()
+	return b.recorder.Publish(ctx, batch)
+}
+
+func (b *batcher) MaxBatch() int { return b.max }
+
+func (b *batcher) batchSizes() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]int(nil), b.sizes...)
+}
+
+// TestRelayPublisherBatch: a Batcher is handed batches of its own size,
+// other topics of the same relay the relay's; all in order.
+func TestRelayPublisherBatch(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	big := &batcher{max: 5}
+	small := &recorder{}
+	var want []int64
+	for i := range int64(12) {
+		want = append(want, i)
+		write(t, db, "big", i)
+		write(t, db, "small", i)
+	}
+	opts := slowPoll
+	opts.Batch = 2
+	start(t, outbox.New(db, quiet, opts).Route("big", big).Route("small", small))
+	require.Eventually(t, func() bool { return len(big.companies()) == 12 && len(small.companies()) == 12 }, waitFor, 5*time.Millisecond)
+	require.Equal(t, want, big.companies())
+	require.Equal(t, want, small.companies())
+	require.Equal(t, []int{5, 5, 2}, big.batchSizes(), "the publisher's batch size")
+	require.Equal(t, 6, small.calls, "the relay's batch size")
+}
+
 // TestRelayLateCommit: a message whose transaction took its seq first but
 // committed last is not skipped: it goes out when it commits, after the
 // later seqs that committed before it. (Order holds between transactions

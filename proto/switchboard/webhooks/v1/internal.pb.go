@@ -28,7 +28,8 @@ const (
 type IngestEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 1000: the outbox relays (pkg/outbox) hand over batches of up
-	// to 100; a limit below what they send would block their topic.
+	// to 500 (pkg/webhookspub's Batch); a limit below what they send would
+	// block their topic.
 	Events        []*Event `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

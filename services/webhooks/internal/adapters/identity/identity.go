@@ -54,20 +54,22 @@ func (t Targets) WithCache(cache *localcache.Cache[[]domain.IntegrationTarget]) 
 
 // Targets asks identity's ListWebhookTargets, or answers from the
 // companies' copies; identity unreachable is 503 (the relay hands the
-// batch over again later).
+// batch over again later). The companies not held are asked in one call,
+// whatever their number (it was one call after the other, one per
+// company, in the relay's wait).
 func (t Targets) Targets(ctx context.Context, connections []domain.CompanyConnection) ([]domain.IntegrationTarget, error) {
 	if t.companies == nil {
 		list, _, err := t.ask(ctx, connections, nil)
 		return list, err
 	}
 	wanted := map[int64]map[int64]bool{}
-	pairs := map[int64][]domain.CompanyConnection{}
+	var unique []domain.CompanyConnection
 	for _, c := range connections {
 		if wanted[c.CompanyID] == nil {
 			wanted[c.CompanyID] = map[int64]bool{}
 		}
 		if !wanted[c.CompanyID][c.ConnectionID] {
-			pairs[c.CompanyID] = append(pairs[c.CompanyID], c)
+			unique = append(unique, c)
 		}
 		wanted[c.CompanyID][c.ConnectionID] = true
 	}
@@ -76,26 +78,37 @@ func (t Targets) Targets(ctx context.Context, connections []domain.CompanyConnec
 		companies = append(companies, c)
 	}
 	slices.Sort(companies)
-	var out []domain.IntegrationTarget
-	for _, company := range companies {
-		all, err := t.companies.Get(ctx, strconv.FormatInt(company, 10), func(ctx context.Context) ([]domain.IntegrationTarget, error) {
-			// The batch's connections too: an identity that predates
-			// company_ids answers those alone, and says so (whole false);
-			// that answer serves this batch and is not kept.
-			list, whole, err := t.ask(ctx, pairs[company], []int64{company})
-			if err == nil && !whole {
-				return nil, &partial{list}
-			}
-			return list, err
-		})
-		var p *partial
-		if errors.As(err, &p) {
-			all, err = p.targets, nil
+	keys := make([]string, len(companies))
+	for i, c := range companies {
+		keys[i] = strconv.FormatInt(c, 10)
+	}
+	all, err := t.companies.GetMany(ctx, keys, func(ctx context.Context, missing []string) (map[string][]domain.IntegrationTarget, error) {
+		ids := make([]int64, len(missing))
+		for i, k := range missing {
+			ids[i], _ = strconv.ParseInt(k, 10, 64) // made by FormatInt above
 		}
+		// The batch's connections too: an identity that predates
+		// company_ids answers those alone, and says so (whole false);
+		// that answer serves this batch (all of it) and is not kept.
+		list, whole, err := t.ask(ctx, unique, ids)
 		if err != nil {
 			return nil, err
 		}
-		for _, x := range all {
+		if !whole {
+			return nil, &partial{byCompany(list, nil)}
+		}
+		return byCompany(list, missing), nil
+	})
+	var p *partial
+	if errors.As(err, &p) {
+		all, err = p.targets, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []domain.IntegrationTarget
+	for i, company := range companies {
+		for _, x := range all[keys[i]] {
 			if wanted[company][x.ConnectionID] {
 				out = append(out, x)
 			}
@@ -104,8 +117,28 @@ func (t Targets) Targets(ctx context.Context, connections []domain.CompanyConnec
 	return out, nil
 }
 
-// partial is an answer that does not cover its companies whole.
-type partial struct{ targets []domain.IntegrationTarget }
+// partial is an answer that does not cover its companies whole: the
+// targets of the batch's connections, by company key.
+type partial struct {
+	targets map[string][]domain.IntegrationTarget
+}
+
+// byCompany sorts list by company key, keeping its order within each;
+// with keys, only those companies, each present even without targets (a
+// company without any is an answer too).
+func byCompany(list []domain.IntegrationTarget, keys []string) map[string][]domain.IntegrationTarget {
+	out := make(map[string][]domain.IntegrationTarget, len(keys))
+	for _, k := range keys {
+		out[k] = nil
+	}
+	for _, x := range list {
+		k := strconv.FormatInt(x.CompanyID, 10)
+		if _, asked := out[k]; asked || keys == nil {
+			out[k] = append(out[k], x)
+		}
+	}
+	return out
+}
 
 func (*partial) Error() string { return "identity answered the connections only" }
 

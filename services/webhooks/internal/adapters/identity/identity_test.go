@@ -31,7 +31,9 @@ type fakeIdentity struct {
 	mu      sync.Mutex
 	targets []*identityv1.WebhookTarget
 	calls   int
-	gate    chan struct{}
+	// asked is each call's company_ids.
+	asked [][]int64
+	gate  chan struct{}
 	// old answers as an identity that predates company_ids: the
 	// connections only.
 	old bool
@@ -40,6 +42,7 @@ type fakeIdentity struct {
 func (f *fakeIdentity) ListWebhookTargets(_ context.Context, req *identityv1.ListWebhookTargetsRequest) (*identityv1.ListWebhookTargetsResponse, error) {
 	f.mu.Lock()
 	f.calls++
+	f.asked = append(f.asked, req.GetCompanyIds())
 	var out []*identityv1.WebhookTarget
 	for _, x := range f.targets {
 		match := false
@@ -117,7 +120,7 @@ func TestTargetsKeptUntilIdentityAnnounces(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, got, "the connections asked for, by company, connection and integration")
 	}
-	require.Equal(t, 2, f.count(), "one call per company")
+	require.Equal(t, 1, f.count(), "one call for both companies")
 
 	// Identity unbinds connection 2 from integration 11 and announces a.
 	f.set(func(f *fakeIdentity) { f.targets = append(f.targets[:2], f.targets[3:]...) })
@@ -125,7 +128,8 @@ func TestTargetsKeptUntilIdentityAnnounces(t *testing.T) {
 	got, err := targets.Targets(ctx, batch)
 	require.NoError(t, err)
 	require.Equal(t, []domain.IntegrationTarget{want[0], want[2]}, got)
-	require.Equal(t, 3, f.count(), "only the announced company asked again")
+	require.Equal(t, 2, f.count())
+	require.Equal(t, []int64{a}, f.asked[1], "only the announced company asked again")
 }
 
 // Fail closed: while the announcements are not heard, every intake asks.
@@ -187,4 +191,32 @@ func TestTargetsFromAnOlderIdentityNotKept(t *testing.T) {
 		require.Equal(t, conn, got[0].ConnectionID)
 	}
 	require.Equal(t, 3, f.count(), "a partial answer was kept")
+}
+
+// The companies of a batch that are not held are asked in one call, and
+// only they: the relay waits for the intake, which waited for one call per
+// company, one after the other.
+func TestTargetsMissingCompaniesAskedInOneCall(t *testing.T) {
+	rdb, _ := redistest.New(t)
+	ctx := context.Background()
+	a := time.Now().UnixNano()
+	b, c, d := a+1, a+2, a+3
+	f := &fakeIdentity{targets: []*identityv1.WebhookTarget{target(a, 1, 10), target(b, 1, 20), target(c, 1, 30), target(c, 2, 31)}}
+	targets, _ := serve(t, f, rdb)
+
+	got, err := targets.Targets(ctx, []domain.CompanyConnection{{CompanyID: a, ConnectionID: 1}})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	batch := []domain.CompanyConnection{{CompanyID: d, ConnectionID: 1}, {CompanyID: c, ConnectionID: 2}, {CompanyID: a, ConnectionID: 1},
+		{CompanyID: b, ConnectionID: 1}, {CompanyID: c, ConnectionID: 1}}
+	for range 2 {
+		got, err = targets.Targets(ctx, batch)
+		require.NoError(t, err)
+		var integrations []int64
+		for _, x := range got {
+			integrations = append(integrations, x.IntegrationID)
+		}
+		require.Equal(t, []int64{10, 20, 30, 31}, integrations, "by company, then identity's order")
+	}
+	require.Equal(t, [][]int64{{a}, {b, c, d}}, f.asked, "one call for the three not held (d has no targets: kept as none)")
 }
