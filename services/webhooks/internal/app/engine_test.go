@@ -342,6 +342,10 @@ func TestDeliveryOutcomes(t *testing.T) {
 // go in parallel.
 func TestLaneOrder(t *testing.T) {
 	cfg := fastConfig()
+	// Order is the point here, not timeouts: on a loaded machine an answer
+	// took longer than fastConfig's 300 ms, was retried as a timeout, and
+	// its delivery arrived twice.
+	cfg.Timeout = 10 * time.Second
 	var mu sync.Mutex
 	maxParallel, current := 0, 0
 	busy := map[int64]bool{}
