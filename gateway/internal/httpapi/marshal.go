@@ -13,12 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	apiv1 "switchboard.dev/proto/switchboard/api/v1"
@@ -47,8 +49,22 @@ func (*Marshaler) Marshal(v any) ([]byte, error) {
 	if _, ok := v.(*emptypb.Empty); ok {
 		return []byte{}, nil
 	}
-	return appendAny(nil, v)
+	m, isMsg := v.(proto.Message)
+	if !isMsg {
+		return appendAny(nil, v)
+	}
+	// The buffer starts at the size of the type's last answer: grown from
+	// nothing, a list of 20 templates was copied a dozen times over.
+	info := messageInfoOf(m.ProtoReflect().Descriptor())
+	b, err := appendAny(make([]byte, 0, max(minAnswerBytes, info.lastSize.Load()+info.lastSize.Load()/8)), v)
+	if err == nil {
+		info.lastSize.Store(int64(len(b)))
+	}
+	return b, err
 }
+
+// minAnswerBytes is the least buffer Marshal starts a message with.
+const minAnswerBytes = 256
 
 // NewEncoder writes each value as Marshal does.
 func (m *Marshaler) NewEncoder(w io.Writer) runtime.Encoder {
@@ -138,10 +154,13 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 	if !m.IsValid() {
 		return append(b, "null"...), nil
 	}
-	if out, ok, err := writeWKT(b, m); ok {
+	md := m.Descriptor()
+	info := messageInfoOf(md)
+	if info.wkt {
+		out, _, err := writeWKT(b, m)
 		return out, err
 	}
-	if od := inlineOneof(m.Descriptor()); od != nil {
+	if od := info.inline; od != nil {
 		// Written as the member that is set (apiv1.E_Inline).
 		fd := m.WhichOneof(od)
 		if fd == nil {
@@ -149,8 +168,7 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 		}
 		return appendMessage(b, m.Get(fd).Message())
 	}
-	md := m.Descriptor()
-	fields, keys := md.Fields(), fieldKeys(md)
+	fields, keys := md.Fields(), info.keys
 	b = append(b, '{')
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
@@ -166,22 +184,38 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-var fieldKeysCache sync.Map // protoreflect.MessageDescriptor -> []string
+// messageInfo is what writing a message type needs, worked out once per
+// type rather than looked up on every message of every answer (one map
+// lookup per message instead of three).
+type messageInfo struct {
+	// wkt: a well-known type with a JSON form of its own (writeWKT).
+	wkt bool
+	// inline is the (switchboard.api.v1.inline) oneof, nil for none.
+	inline protoreflect.OneofDescriptor
+	// keys are, for each field in order, its JSON key written out with the
+	// colon that follows it ("\"name\":").
+	keys []string
+	// lastSize is the length of the last answer of this type (Marshal).
+	lastSize atomic.Int64
+}
 
-// fieldKeys is, for each field of md in order, its JSON key written out
-// with the colon that follows it ("\"name\":"): worked out once per message
-// type rather than looked up field by field on every answer.
-func fieldKeys(md protoreflect.MessageDescriptor) []string {
-	if v, ok := fieldKeysCache.Load(md); ok {
-		return v.([]string)
+var messageInfoCache sync.Map // protoreflect.MessageDescriptor -> *messageInfo
+
+func messageInfoOf(md protoreflect.MessageDescriptor) *messageInfo {
+	if v, ok := messageInfoCache.Load(md); ok {
+		return v.(*messageInfo)
 	}
+	// writeWKT itself says whether it knows the type (tried on an empty
+	// message of it).
+	_, wkt, _ := writeWKT(nil, dynamicpb.NewMessage(md))
+	info := &messageInfo{wkt: wkt, inline: inlineOneof(md)}
 	fields := md.Fields()
-	keys := make([]string, fields.Len())
-	for i := range keys {
-		keys[i] = string(append(appendString(nil, fieldName(fields.Get(i))), ':'))
+	info.keys = make([]string, fields.Len())
+	for i := range info.keys {
+		info.keys[i] = string(append(appendString(nil, fieldName(fields.Get(i))), ':'))
 	}
-	fieldKeysCache.Store(md, keys)
-	return keys
+	v, _ := messageInfoCache.LoadOrStore(md, info)
+	return v.(*messageInfo)
 }
 
 var fieldNameCache sync.Map // protoreflect.FieldDescriptor -> string

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -252,8 +253,24 @@ func IncomingHeaderMatcher(key string) (string, bool) {
 	if strings.HasPrefix(key, runtime.MetadataHeaderPrefix) {
 		return "", false
 	}
-	return runtime.DefaultHeaderMatcher(key)
+	if v, ok := permanentKeys.Load(key); ok {
+		return v.(string), true
+	}
+	h, ok := runtime.DefaultHeaderMatcher(key)
+	if ok {
+		// Lower-cased as gRPC metadata keys are (grpc-gateway would do it
+		// for every request), and kept: DefaultHeaderMatcher passes only
+		// the fixed list of permanent HTTP headers here, so the cache is
+		// bounded whatever names clients send.
+		h = strings.ToLower(h)
+		permanentKeys.Store(key, h)
+	}
+	return h, ok
 }
+
+// permanentKeys are the metadata keys of the permanent HTTP headers
+// forwarded so far (User-Agent: grpcgateway-user-agent).
+var permanentKeys sync.Map
 
 // dropHeader forwards no gRPC response metadata to the HTTP response (no
 // Grpc-Metadata-* headers, no Grpc-Trailer-* trailers).

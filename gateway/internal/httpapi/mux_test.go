@@ -116,8 +116,9 @@ func TestIncomingHeaderMatcher(t *testing.T) {
 		"traceparent":               "traceparent",
 		"Tracestate":                "tracestate",
 		"Baggage":                   "baggage",
-		"Accept-Language":           "grpcgateway-Accept-Language",
-		"User-Agent":                "grpcgateway-User-Agent",
+		"Accept-Language":           "grpcgateway-accept-language",
+		"User-Agent":                "grpcgateway-user-agent",
+		"user-agent":                "grpcgateway-user-agent",
 		"Authorization":             "", // grpc-gateway forwards it itself
 		"Grpc-Metadata-Internal":    "",
 		"X-Forwarded-Authorization": "",
