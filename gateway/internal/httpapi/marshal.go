@@ -49,22 +49,34 @@ func (*Marshaler) Marshal(v any) ([]byte, error) {
 	if _, ok := v.(*emptypb.Empty); ok {
 		return []byte{}, nil
 	}
-	m, isMsg := v.(proto.Message)
-	if !isMsg {
-		return appendAny(nil, v)
-	}
 	// The buffer starts at the size of the type's last answer: grown from
 	// nothing, a list of 20 templates was copied a dozen times over.
-	info := messageInfoOf(m.ProtoReflect().Descriptor())
-	b, err := appendAny(make([]byte, 0, max(minAnswerBytes, info.lastSize.Load()+info.lastSize.Load()/8)), v)
+	var last *atomic.Int64
+	if m, ok := v.(proto.Message); ok {
+		last = &messageInfoOf(m.ProtoReflect().Descriptor()).lastSize
+	} else {
+		// A response_body: a repeated field's Go slice, a scalar.
+		t := reflect.TypeOf(v)
+		s, ok := answerSizes.Load(t)
+		if !ok {
+			s, _ = answerSizes.LoadOrStore(t, new(atomic.Int64))
+		}
+		last = s.(*atomic.Int64)
+	}
+	size := last.Load()
+	b, err := appendAny(make([]byte, 0, max(minAnswerBytes, size+size/8)), v)
 	if err == nil {
-		info.lastSize.Store(int64(len(b)))
+		last.Store(int64(len(b)))
 	}
 	return b, err
 }
 
-// minAnswerBytes is the least buffer Marshal starts a message with.
+// minAnswerBytes is the least buffer Marshal starts an answer with.
 const minAnswerBytes = 256
+
+// answerSizes is the last answer's length by Go type, for the answers
+// that are not messages (the few response_body types).
+var answerSizes sync.Map // reflect.Type -> *atomic.Int64
 
 // NewEncoder writes each value as Marshal does.
 func (m *Marshaler) NewEncoder(w io.Writer) runtime.Encoder {

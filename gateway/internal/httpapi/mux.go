@@ -226,11 +226,15 @@ func NoContentForEmpty(_ context.Context, w http.ResponseWriter, m proto.Message
 // IncomingHeaderMatcher decides which request headers reach the services as
 // gRPC metadata: X-Api-Key as x-api-key, Idempotency-Key (message sends)
 // as idempotency-key, X-Telegram-Bot-Api-Secret-Token (Telegram's proof on
-// the bot webhook) as x-telegram-bot-api-secret-token, the W3C trace context (traceparent, tracestate,
-// baggage), and grpc-gateway's default permanent headers
-// (grpcgateway-accept, grpcgateway-user-agent, ...). Authorization is
-// forwarded as "authorization" by grpc-gateway itself whatever the matcher
-// says, so the matcher skips it to avoid a second copy. Grpc-Metadata-*
+// the bot webhook) as x-telegram-bot-api-secret-token, and grpc-gateway's
+// default permanent headers (grpcgateway-accept, grpcgateway-user-agent,
+// ...). Authorization is forwarded as "authorization" by grpc-gateway
+// itself whatever the matcher says, so the matcher skips it to avoid a
+// second copy. The W3C trace context (traceparent, tracestate, baggage) is
+// not copied as it came: the gateway's tracing handler
+// (telemetry.HTTPHandler) continues the caller's trace, and every call
+// carries the gateway's own span of it (telemetry.DialOptions appends it
+// to the call's metadata, which must not hold another). Grpc-Metadata-*
 // headers are not forwarded: clients must not set arbitrary metadata.
 func IncomingHeaderMatcher(key string) (string, bool) {
 	switch key = textproto.CanonicalMIMEHeaderKey(key); key {
@@ -241,13 +245,7 @@ func IncomingHeaderMatcher(key string) (string, bool) {
 		return "idempotency-key", true
 	case "X-Telegram-Bot-Api-Secret-Token":
 		return "x-telegram-bot-api-secret-token", true
-	case "Traceparent":
-		return "traceparent", true
-	case "Tracestate":
-		return "tracestate", true
-	case "Baggage":
-		return "baggage", true
-	case "Authorization":
+	case "Authorization", "Traceparent", "Tracestate", "Baggage":
 		return "", false
 	}
 	if strings.HasPrefix(key, runtime.MetadataHeaderPrefix) {
