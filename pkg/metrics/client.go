@@ -84,11 +84,11 @@ type methodKey struct{ typ, fullMethod string }
 // methodSeries are one method's series; handled by code, made on a code's
 // first call (as the middleware makes them).
 type methodSeries struct {
-	m                            *ClientMetrics
-	labels                       [3]string
+	m                             *ClientMetrics
+	labels                        [3]string
 	started, msgReceived, msgSent prometheus.Counter
-	handling                     prometheus.Observer
-	handled                      [codes.Unauthenticated + 1]atomic.Pointer[prometheus.Counter]
+	handling                      prometheus.Observer
+	handled                       [codes.Unauthenticated + 1]atomic.Pointer[prometheus.Counter]
 }
 
 func (m *ClientMetrics) series(typ, fullMethod string) *methodSeries {
