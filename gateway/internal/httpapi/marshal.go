@@ -180,20 +180,52 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 		}
 		return appendMessage(b, m.Get(fd).Message())
 	}
-	fields, keys := md.Fields(), info.keys
 	b = append(b, '{')
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
+	for i := range info.fields {
+		f := &info.fields[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, keys[i]...)
+		b = append(b, f.key...)
 		var err error
-		if b, err = appendField(b, m, fd); err != nil {
+		if b, err = appendShaped(b, m, f.fd, f.shape); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// fieldInfo is one field of a messageInfo.
+type fieldInfo struct {
+	fd protoreflect.FieldDescriptor
+	// key is the JSON key written out with the colon that follows it
+	// ("\"name\":").
+	key   string
+	shape fieldShape
+}
+
+// fieldShape is how a field is written: the descriptor's questions
+// (IsList, IsMap, HasPresence) answered once per type.
+type fieldShape uint8
+
+const (
+	shapeSingular fieldShape = iota
+	shapeList
+	shapeMap
+	// shapeOptional: a singular field with presence, null when unset.
+	shapeOptional
+)
+
+func shapeOf(fd protoreflect.FieldDescriptor) fieldShape {
+	switch {
+	case fd.IsList():
+		return shapeList
+	case fd.IsMap():
+		return shapeMap
+	case fd.HasPresence():
+		return shapeOptional
+	}
+	return shapeSingular
 }
 
 // messageInfo is what writing a message type needs, worked out once per
@@ -204,9 +236,8 @@ type messageInfo struct {
 	wkt bool
 	// inline is the (switchboard.api.v1.inline) oneof, nil for none.
 	inline protoreflect.OneofDescriptor
-	// keys are, for each field in order, its JSON key written out with the
-	// colon that follows it ("\"name\":").
-	keys []string
+	// fields are the message's fields in order.
+	fields []fieldInfo
 	// lastSize is the length of the last answer of this type (Marshal).
 	lastSize atomic.Int64
 }
@@ -222,9 +253,10 @@ func messageInfoOf(md protoreflect.MessageDescriptor) *messageInfo {
 	_, wkt, _ := writeWKT(nil, dynamicpb.NewMessage(md))
 	info := &messageInfo{wkt: wkt, inline: inlineOneof(md)}
 	fields := md.Fields()
-	info.keys = make([]string, fields.Len())
-	for i := range info.keys {
-		info.keys[i] = string(append(appendString(nil, fieldName(fields.Get(i))), ':'))
+	info.fields = make([]fieldInfo, fields.Len())
+	for i := range info.fields {
+		fd := fields.Get(i)
+		info.fields[i] = fieldInfo{fd: fd, key: string(append(appendString(nil, fieldName(fd)), ':')), shape: shapeOf(fd)}
 	}
 	v, _ := messageInfoCache.LoadOrStore(md, info)
 	return v.(*messageInfo)
@@ -275,8 +307,12 @@ func defaultJSONName(name string) string {
 }
 
 func appendField(b []byte, m protoreflect.Message, fd protoreflect.FieldDescriptor) ([]byte, error) {
-	switch {
-	case fd.IsList():
+	return appendShaped(b, m, fd, shapeOf(fd))
+}
+
+func appendShaped(b []byte, m protoreflect.Message, fd protoreflect.FieldDescriptor, shape fieldShape) ([]byte, error) {
+	switch shape {
+	case shapeList:
 		list := m.Get(fd).List()
 		b = append(b, '[')
 		for i := 0; i < list.Len(); i++ {
@@ -289,13 +325,14 @@ func appendField(b []byte, m protoreflect.Message, fd protoreflect.FieldDescript
 			}
 		}
 		return append(b, ']'), nil
-	case fd.IsMap():
+	case shapeMap:
 		return appendMap(b, fd, m.Get(fd).Map())
-	case fd.HasPresence() && !m.Has(fd):
-		return append(b, "null"...), nil
-	default:
-		return appendSingular(b, fd, m.Get(fd))
+	case shapeOptional:
+		if !m.Has(fd) {
+			return append(b, "null"...), nil
+		}
 	}
+	return appendSingular(b, fd, m.Get(fd))
 }
 
 func appendMap(b []byte, fd protoreflect.FieldDescriptor, mp protoreflect.Map) ([]byte, error) {
