@@ -63,7 +63,7 @@ func (*Marshaler) Marshal(v any) ([]byte, error) {
 		}
 		last = s.(*atomic.Int64)
 	}
-	size := last.Load()
+	size := min(last.Load(), maxAnswerHint)
 	b, err := appendAny(make([]byte, 0, max(minAnswerBytes, size+size/8)), v)
 	if err == nil {
 		last.Store(int64(len(b)))
@@ -71,8 +71,14 @@ func (*Marshaler) Marshal(v any) ([]byte, error) {
 	return b, err
 }
 
-// minAnswerBytes is the least buffer Marshal starts an answer with.
-const minAnswerBytes = 256
+// minAnswerBytes is the least buffer Marshal starts an answer with, and
+// maxAnswerHint the most a last answer's size sets it to: one page of
+// large contacts (megabytes) must not make every later answer of its type
+// that large.
+const (
+	minAnswerBytes = 256
+	maxAnswerHint  = 64 << 10
+)
 
 // answerSizes is the last answer's length by Go type, for the answers
 // that are not messages (the few response_body types).
