@@ -29,14 +29,13 @@ var _ Routes = (*Router)(nil)
 // three allocations and an errors.As on the miss: with about 150 GET
 // patterns, a route registered early (the company card, identity's first)
 // spent a fifth of the gateway's CPU per request walking them (issue 32's
-// profile). The Router keeps one ServeMux per registration (a service's
-// routes, or one HandlePath route), each with the same options, and a
-// table of every registration's path templates in the ServeMux's own
-// order. A request is matched against the table (literal segments
-// compared, nothing allocated) and handed to the ServeMux of the first
-// registration with a matching template, which picks among its own few
-// routes exactly as the whole mux would: the registration that would have
-// won is the one chosen, and its patterns keep their order. Every route is
+// profile). The Router keeps one ServeMux per route (routeMuxes; a
+// service it cannot split keeps one for its routes, which picks among them
+// as the whole mux would), each with the same options, and a table of
+// every route's path template in the whole ServeMux's order. A request is
+// matched against the table (literal segments compared, nothing
+// allocated) and handed to the ServeMux of the first matching route: the
+// route that would have won is the one chosen. Every route is
 // also registered on one ServeMux holding them all, as before; it serves
 // whatever the table cannot place: no template matched (its routing error
 // handler answers), a method with a template the table does not read (a
