@@ -670,3 +670,11 @@ func appendDecimal(b []byte, m protoreflect.Message) ([]byte, error) {
 	}
 	return append(b, v...), nil
 }
+
+// AppendString is the JSON string the API writes for s (for the gateway's
+// own JSON lines: encoding/json's escaping without the HTML escaping, as
+// log/slog's JSON handler writes too).
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+
+// AppendFloat writes a finite float64 as encoding/json does.
+func AppendFloat(b []byte, f float64) []byte { return appendFloat(b, f, 64) }
