@@ -17,6 +17,7 @@ require (
 	github.com/pb33f/jsonschema/v6 v6.0.3
 	github.com/pressly/goose/v3 v3.26.0
 	github.com/prometheus/client_golang v1.23.0
+	github.com/prometheus/common v0.65.0
 	github.com/redis/go-redis/extra/redisprometheus/v9 v9.14.0
 	github.com/redis/go-redis/v9 v9.14.0
 	github.com/shopspring/decimal v1.4.0
@@ -60,7 +61,6 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
-	github.com/prometheus/common v0.65.0 // indirect
 	github.com/prometheus/otlptranslator v0.0.2 // indirect
 	github.com/prometheus/procfs v0.17.0 // indirect
 	github.com/sethvargo/go-retry v0.3.0 // indirect

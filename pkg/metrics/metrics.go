@@ -1,6 +1,7 @@
 // Package metrics is every process's Prometheus registry and its /metrics
 // listener: per-RPC counts, errors by code and latencies (the gRPC
-// ecosystem's Prometheus middleware, on servers and on clients), the pgx
+// ecosystem's Prometheus middleware on servers, and its series on clients:
+// ClientMetrics), the pgx
 // and Redis pools' use, the Go runtime, and the gauges a service adds for
 // its own queues.
 //
@@ -48,7 +49,7 @@ var buckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 
 var (
 	once   sync.Once
 	server *grpcprom.ServerMetrics
-	client *grpcprom.ClientMetrics
+	client *ClientMetrics
 )
 
 func setup() {
@@ -58,7 +59,7 @@ func setup() {
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		)
 		server = grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(grpcprom.WithHistogramBuckets(buckets)))
-		client = grpcprom.NewClientMetrics(grpcprom.WithClientHandlingTimeHistogram(grpcprom.WithHistogramBuckets(buckets)))
+		client = NewClientMetrics(buckets)
 		Registry.MustRegister(server, client)
 	})
 }
@@ -74,7 +75,7 @@ func GRPCServer() *grpcprom.ServerMetrics {
 // GRPCClient counts the calls this process makes to other services
 // (grpc_client_handled_total, grpc_client_handling_seconds): in the
 // gateway, one method per API route.
-func GRPCClient() *grpcprom.ClientMetrics {
+func GRPCClient() *ClientMetrics {
 	setup()
 	return client
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -78,19 +79,55 @@ func serverSpan(ctx context.Context, method string) (context.Context, trace.Span
 	return tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
 }
 
-// outgoing adds the span in ctx to the call's metadata.
+// outgoing adds the span in ctx to the call's metadata. The propagator's
+// fields are appended to the metadata already there, not set in a copy of
+// it (a copy of the whole map per call was 3 % of the gateway's CPU per
+// read, issue 32): the caller's metadata must not hold them already. No
+// service forwards its incoming metadata, and the gateway does not forward
+// the HTTP headers of the trace context (the tracing handler reads them).
 func outgoing(ctx context.Context) context.Context {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx
 	}
-	md, ok := metadata.FromOutgoingContext(ctx)
-	if ok {
-		md = md.Copy()
-	} else {
-		md = metadata.MD{}
+	var kv appendCarrier
+	otel.GetTextMapPropagator().Inject(ctx, &kv)
+	if len(kv) == 0 {
+		return ctx
 	}
-	otel.GetTextMapPropagator().Inject(ctx, mdCarrier(md))
-	return metadata.NewOutgoingContext(ctx, md)
+	return metadata.AppendToOutgoingContext(ctx, kv...)
+}
+
+// appendCarrier collects what a propagator injects as metadata key-value
+// pairs (keys lower-case, as metadata keys are).
+type appendCarrier []string
+
+func (c *appendCarrier) Get(key string) string {
+	key = strings.ToLower(key)
+	for i := 0; i+1 < len(*c); i += 2 {
+		if (*c)[i] == key {
+			return (*c)[i+1]
+		}
+	}
+	return ""
+}
+
+func (c *appendCarrier) Set(key, value string) {
+	key = strings.ToLower(key)
+	for i := 0; i+1 < len(*c); i += 2 {
+		if (*c)[i] == key {
+			(*c)[i+1] = value
+			return
+		}
+	}
+	*c = append(*c, key, value)
+}
+
+func (c *appendCarrier) Keys() []string {
+	keys := make([]string, 0, len(*c)/2)
+	for i := 0; i < len(*c); i += 2 {
+		keys = append(keys, (*c)[i])
+	}
+	return keys
 }
 
 // mdCarrier lets a propagator read and write gRPC metadata.

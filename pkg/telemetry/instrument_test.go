@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 )
 
 const (
@@ -106,6 +108,50 @@ func TestGRPCCarriesTheTrace(t *testing.T) {
 			require.NoError(t, err)
 			got = <-seen
 			require.Equal(t, traceID, got.TraceID().String())
+		})
+	}
+}
+
+// The trace goes with a call's own metadata, once: the light form appends
+// it to what the caller set (the gateway's forwarded headers), the
+// baggage with it.
+func TestGRPCTraceBesideTheCallersMetadata(t *testing.T) {
+	install(t)
+	for mode, exporter := range modes {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv("OTEL_TRACES_EXPORTER", exporter)
+			seen := make(chan metadata.MD, 1)
+			record := grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+				md, _ := metadata.FromIncomingContext(ctx)
+				seen <- md
+				return handler(ctx, req)
+			})
+			srv := grpc.NewServer(append(ServerOptions(), record)...)
+			healthpb.RegisterHealthServer(srv, health.NewServer())
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			go func() { _ = srv.Serve(lis) }()
+			t.Cleanup(srv.Stop)
+			conn, err := grpc.NewClient(lis.Addr().String(), append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = conn.Close() })
+
+			parent := trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: mustTraceID(t), SpanID: mustSpanID(t), TraceFlags: trace.FlagsSampled, Remote: true,
+			})
+			member, err := baggage.NewMember("tenant", "42")
+			require.NoError(t, err)
+			bag, err := baggage.New(member)
+			require.NoError(t, err)
+			ctx := baggage.ContextWithBaggage(trace.ContextWithSpanContext(context.Background(), parent), bag)
+			ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs("x-api-key", "k"))
+			_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+			require.NoError(t, err)
+			md := <-seen
+			require.Equal(t, []string{"k"}, md.Get("x-api-key"))
+			require.Len(t, md.Get("traceparent"), 1)
+			require.Contains(t, md.Get("traceparent")[0], traceID)
+			require.Equal(t, []string{"tenant=42"}, md.Get("baggage"))
 		})
 	}
 }

@@ -31,6 +31,9 @@ func main() {
 	}
 }
 
+// serviceName is the logs' "service".
+const serviceName = "gateway"
+
 // gcPercent is the gateway's GOGC unless the environment sets one.
 const gcPercent = 400
 
@@ -50,7 +53,7 @@ func run(ctx context.Context) error {
 	// and on exit (logging.Buffered).
 	out := logging.NewBuffered(os.Stdout, 64<<10, 100*time.Millisecond)
 	defer func() { _ = out.Close() }()
-	log := logging.New(out, "gateway", cfg.LogLevel)
+	log := logging.New(out, serviceName, cfg.LogLevel)
 	shutdownTracing, err := telemetry.Setup(ctx, "gateway")
 	if err != nil {
 		return err
@@ -68,7 +71,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer stopMetrics()
-	g, err := gateway.New(ctx, cfg, log)
+	g, err := gateway.New(ctx, cfg, log, gateway.AccessLogTo(out, serviceName))
 	if err != nil {
 		return err
 	}

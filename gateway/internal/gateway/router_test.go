@@ -40,6 +40,7 @@ func TestRouterPicksTheMuxRoute(t *testing.T) {
 	bindings := g.router.Bindings()
 	require.Greater(t, len(bindings), 150)
 	require.Empty(t, g.router.Unindexed(), "every method's routes are in the index")
+	require.Empty(t, g.router.Shared(), "every service's routes have a ServeMux each")
 
 	// The literals each position holds in some route.
 	literals := map[int]map[string]bool{}

@@ -356,15 +356,16 @@ func TestHeaders(t *testing.T) {
 	for _, want := range []string{
 		`"x-api-key":"key-1"`,
 		`"authorization":"Bearer tok"`,
-		`"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`,
-		`"tracestate":"a=b"`,
 		`"grpcgateway-user-agent":"Go-http-client/1.1"`,
 	} {
 		if !strings.Contains(res.body, want) {
 			t.Errorf("forwarded metadata lacks %s: %s", want, res.body)
 		}
 	}
-	for _, unwanted := range []string{"x-internal-token", "x-other", "grpcgateway-authorization", "grpcgateway-x-api-key"} {
+	// The trace context is the tracing handler's to continue (the
+	// gateway's span goes with every call, see TestTracePropagation in
+	// gateway/e2e), never copied as sent.
+	for _, unwanted := range []string{"x-internal-token", "x-other", "grpcgateway-authorization", "grpcgateway-x-api-key", "traceparent", "tracestate"} {
 		if strings.Contains(res.body, `"`+unwanted+`"`) {
 			t.Errorf("metadata has %s: %s", unwanted, res.body)
 		}

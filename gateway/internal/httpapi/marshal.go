@@ -13,12 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	apiv1 "switchboard.dev/proto/switchboard/api/v1"
@@ -47,8 +49,40 @@ func (*Marshaler) Marshal(v any) ([]byte, error) {
 	if _, ok := v.(*emptypb.Empty); ok {
 		return []byte{}, nil
 	}
-	return appendAny(nil, v)
+	// The buffer starts at the size of the type's last answer: grown from
+	// nothing, a list of 20 templates was copied a dozen times over.
+	var last *atomic.Int64
+	if m, ok := v.(proto.Message); ok {
+		last = &messageInfoOf(m.ProtoReflect().Descriptor()).lastSize
+	} else {
+		// A response_body: a repeated field's Go slice, a scalar.
+		t := reflect.TypeOf(v)
+		s, ok := answerSizes.Load(t)
+		if !ok {
+			s, _ = answerSizes.LoadOrStore(t, new(atomic.Int64))
+		}
+		last = s.(*atomic.Int64)
+	}
+	size := min(last.Load(), maxAnswerHint)
+	b, err := appendAny(make([]byte, 0, max(minAnswerBytes, size+size/8)), v)
+	if err == nil {
+		last.Store(int64(len(b)))
+	}
+	return b, err
 }
+
+// minAnswerBytes is the least buffer Marshal starts an answer with, and
+// maxAnswerHint the most a last answer's size sets it to: one page of
+// large contacts (megabytes) must not make every later answer of its type
+// that large.
+const (
+	minAnswerBytes = 256
+	maxAnswerHint  = 64 << 10
+)
+
+// answerSizes is the last answer's length by Go type, for the answers
+// that are not messages (the few response_body types).
+var answerSizes sync.Map // reflect.Type -> *atomic.Int64
 
 // NewEncoder writes each value as Marshal does.
 func (m *Marshaler) NewEncoder(w io.Writer) runtime.Encoder {
@@ -138,10 +172,13 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 	if !m.IsValid() {
 		return append(b, "null"...), nil
 	}
-	if out, ok, err := writeWKT(b, m); ok {
+	md := m.Descriptor()
+	info := messageInfoOf(md)
+	if info.wkt {
+		out, _, err := writeWKT(b, m)
 		return out, err
 	}
-	if od := inlineOneof(m.Descriptor()); od != nil {
+	if od := info.inline; od != nil {
 		// Written as the member that is set (apiv1.E_Inline).
 		fd := m.WhichOneof(od)
 		if fd == nil {
@@ -149,39 +186,86 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 		}
 		return appendMessage(b, m.Get(fd).Message())
 	}
-	md := m.Descriptor()
-	fields, keys := md.Fields(), fieldKeys(md)
 	b = append(b, '{')
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
+	for i := range info.fields {
+		f := &info.fields[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, keys[i]...)
+		b = append(b, f.key...)
 		var err error
-		if b, err = appendField(b, m, fd); err != nil {
+		if b, err = appendShaped(b, m, f.fd, f.shape); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, '}'), nil
 }
 
-var fieldKeysCache sync.Map // protoreflect.MessageDescriptor -> []string
+// fieldInfo is one field of a messageInfo.
+type fieldInfo struct {
+	fd protoreflect.FieldDescriptor
+	// key is the JSON key written out with the colon that follows it
+	// ("\"name\":").
+	key   string
+	shape fieldShape
+}
 
-// fieldKeys is, for each field of md in order, its JSON key written out
-// with the colon that follows it ("\"name\":"): worked out once per message
-// type rather than looked up field by field on every answer.
-func fieldKeys(md protoreflect.MessageDescriptor) []string {
-	if v, ok := fieldKeysCache.Load(md); ok {
-		return v.([]string)
+// fieldShape is how a field is written: the descriptor's questions
+// (IsList, IsMap, HasPresence) answered once per type.
+type fieldShape uint8
+
+const (
+	shapeSingular fieldShape = iota
+	shapeList
+	shapeMap
+	// shapeOptional: a singular field with presence, null when unset.
+	shapeOptional
+)
+
+func shapeOf(fd protoreflect.FieldDescriptor) fieldShape {
+	switch {
+	case fd.IsList():
+		return shapeList
+	case fd.IsMap():
+		return shapeMap
+	case fd.HasPresence():
+		return shapeOptional
 	}
+	return shapeSingular
+}
+
+// messageInfo is what writing a message type needs, worked out once per
+// type rather than looked up on every message of every answer (one map
+// lookup per message instead of three).
+type messageInfo struct {
+	// wkt: a well-known type with a JSON form of its own (writeWKT).
+	wkt bool
+	// inline is the (switchboard.api.v1.inline) oneof, nil for none.
+	inline protoreflect.OneofDescriptor
+	// fields are the message's fields in order.
+	fields []fieldInfo
+	// lastSize is the length of the last answer of this type (Marshal).
+	lastSize atomic.Int64
+}
+
+var messageInfoCache sync.Map // protoreflect.MessageDescriptor -> *messageInfo
+
+func messageInfoOf(md protoreflect.MessageDescriptor) *messageInfo {
+	if v, ok := messageInfoCache.Load(md); ok {
+		return v.(*messageInfo)
+	}
+	// writeWKT itself says whether it knows the type (tried on an empty
+	// message of it).
+	_, wkt, _ := writeWKT(nil, dynamicpb.NewMessage(md))
+	info := &messageInfo{wkt: wkt, inline: inlineOneof(md)}
 	fields := md.Fields()
-	keys := make([]string, fields.Len())
-	for i := range keys {
-		keys[i] = string(append(appendString(nil, fieldName(fields.Get(i))), ':'))
+	info.fields = make([]fieldInfo, fields.Len())
+	for i := range info.fields {
+		fd := fields.Get(i)
+		info.fields[i] = fieldInfo{fd: fd, key: string(append(appendString(nil, fieldName(fd)), ':')), shape: shapeOf(fd)}
 	}
-	fieldKeysCache.Store(md, keys)
-	return keys
+	v, _ := messageInfoCache.LoadOrStore(md, info)
+	return v.(*messageInfo)
 }
 
 var fieldNameCache sync.Map // protoreflect.FieldDescriptor -> string
@@ -229,8 +313,12 @@ func defaultJSONName(name string) string {
 }
 
 func appendField(b []byte, m protoreflect.Message, fd protoreflect.FieldDescriptor) ([]byte, error) {
-	switch {
-	case fd.IsList():
+	return appendShaped(b, m, fd, shapeOf(fd))
+}
+
+func appendShaped(b []byte, m protoreflect.Message, fd protoreflect.FieldDescriptor, shape fieldShape) ([]byte, error) {
+	switch shape {
+	case shapeList:
 		list := m.Get(fd).List()
 		b = append(b, '[')
 		for i := 0; i < list.Len(); i++ {
@@ -243,13 +331,14 @@ func appendField(b []byte, m protoreflect.Message, fd protoreflect.FieldDescript
 			}
 		}
 		return append(b, ']'), nil
-	case fd.IsMap():
+	case shapeMap:
 		return appendMap(b, fd, m.Get(fd).Map())
-	case fd.HasPresence() && !m.Has(fd):
-		return append(b, "null"...), nil
-	default:
-		return appendSingular(b, fd, m.Get(fd))
+	case shapeOptional:
+		if !m.Has(fd) {
+			return append(b, "null"...), nil
+		}
 	}
+	return appendSingular(b, fd, m.Get(fd))
 }
 
 func appendMap(b []byte, fd protoreflect.FieldDescriptor, mp protoreflect.Map) ([]byte, error) {
@@ -581,3 +670,11 @@ func appendDecimal(b []byte, m protoreflect.Message) ([]byte, error) {
 	}
 	return append(b, v...), nil
 }
+
+// AppendString is the JSON string the API writes for s (for the gateway's
+// own JSON lines: encoding/json's escaping without the HTML escaping, as
+// log/slog's JSON handler writes too).
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+
+// AppendFloat writes a finite float64 as encoding/json does.
+func AppendFloat(b []byte, f float64) []byte { return appendFloat(b, f, 64) }

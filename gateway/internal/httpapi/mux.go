@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -225,11 +226,15 @@ func NoContentForEmpty(_ context.Context, w http.ResponseWriter, m proto.Message
 // IncomingHeaderMatcher decides which request headers reach the services as
 // gRPC metadata: X-Api-Key as x-api-key, Idempotency-Key (message sends)
 // as idempotency-key, X-Telegram-Bot-Api-Secret-Token (Telegram's proof on
-// the bot webhook) as x-telegram-bot-api-secret-token, the W3C trace context (traceparent, tracestate,
-// baggage), and grpc-gateway's default permanent headers
-// (grpcgateway-accept, grpcgateway-user-agent, ...). Authorization is
-// forwarded as "authorization" by grpc-gateway itself whatever the matcher
-// says, so the matcher skips it to avoid a second copy. Grpc-Metadata-*
+// the bot webhook) as x-telegram-bot-api-secret-token, and grpc-gateway's
+// default permanent headers (grpcgateway-accept, grpcgateway-user-agent,
+// ...). Authorization is forwarded as "authorization" by grpc-gateway
+// itself whatever the matcher says, so the matcher skips it to avoid a
+// second copy. The W3C trace context (traceparent, tracestate, baggage) is
+// not copied as it came: the gateway's tracing handler
+// (telemetry.HTTPHandler) continues the caller's trace, and every call
+// carries the gateway's own span of it (telemetry.DialOptions appends it
+// to the call's metadata, which must not hold another). Grpc-Metadata-*
 // headers are not forwarded: clients must not set arbitrary metadata.
 func IncomingHeaderMatcher(key string) (string, bool) {
 	switch key = textproto.CanonicalMIMEHeaderKey(key); key {
@@ -240,20 +245,30 @@ func IncomingHeaderMatcher(key string) (string, bool) {
 		return "idempotency-key", true
 	case "X-Telegram-Bot-Api-Secret-Token":
 		return "x-telegram-bot-api-secret-token", true
-	case "Traceparent":
-		return "traceparent", true
-	case "Tracestate":
-		return "tracestate", true
-	case "Baggage":
-		return "baggage", true
-	case "Authorization":
+	case "Authorization", "Traceparent", "Tracestate", "Baggage":
 		return "", false
 	}
 	if strings.HasPrefix(key, runtime.MetadataHeaderPrefix) {
 		return "", false
 	}
-	return runtime.DefaultHeaderMatcher(key)
+	if v, ok := permanentKeys.Load(key); ok {
+		return v.(string), true
+	}
+	h, ok := runtime.DefaultHeaderMatcher(key)
+	if ok {
+		// Lower-cased as gRPC metadata keys are (grpc-gateway would do it
+		// for every request), and kept: DefaultHeaderMatcher passes only
+		// the fixed list of permanent HTTP headers here, so the cache is
+		// bounded whatever names clients send.
+		h = strings.ToLower(h)
+		permanentKeys.Store(key, h)
+	}
+	return h, ok
 }
+
+// permanentKeys are the metadata keys of the permanent HTTP headers
+// forwarded so far (User-Agent: grpcgateway-user-agent).
+var permanentKeys sync.Map
 
 // dropHeader forwards no gRPC response metadata to the HTTP response (no
 // Grpc-Metadata-* headers, no Grpc-Trailer-* trailers).

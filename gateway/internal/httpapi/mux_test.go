@@ -113,11 +113,12 @@ func TestIncomingHeaderMatcher(t *testing.T) {
 		"X-Api-Key":                 "x-api-key",
 		"Idempotency-Key":           "idempotency-key",
 		"x-api-key":                 "x-api-key",
-		"traceparent":               "traceparent",
-		"Tracestate":                "tracestate",
-		"Baggage":                   "baggage",
-		"Accept-Language":           "grpcgateway-Accept-Language",
-		"User-Agent":                "grpcgateway-User-Agent",
+		"traceparent":               "", // the tracing handler's
+		"Tracestate":                "",
+		"Baggage":                   "",
+		"Accept-Language":           "grpcgateway-accept-language",
+		"User-Agent":                "grpcgateway-user-agent",
+		"user-agent":                "grpcgateway-user-agent",
 		"Authorization":             "", // grpc-gateway forwards it itself
 		"Grpc-Metadata-Internal":    "",
 		"X-Forwarded-Authorization": "",

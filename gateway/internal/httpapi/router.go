@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -28,14 +29,13 @@ var _ Routes = (*Router)(nil)
 // three allocations and an errors.As on the miss: with about 150 GET
 // patterns, a route registered early (the company card, identity's first)
 // spent a fifth of the gateway's CPU per request walking them (issue 32's
-// profile). The Router keeps one ServeMux per registration (a service's
-// routes, or one HandlePath route), each with the same options, and a
-// table of every registration's path templates in the ServeMux's own
-// order. A request is matched against the table (literal segments
-// compared, nothing allocated) and handed to the ServeMux of the first
-// registration with a matching template, which picks among its own few
-// routes exactly as the whole mux would: the registration that would have
-// won is the one chosen, and its patterns keep their order. Every route is
+// profile). The Router keeps one ServeMux per route (routeMuxes; a
+// service it cannot split keeps one for its routes, which picks among them
+// as the whole mux would), each with the same options, and a table of
+// every route's path template in the whole ServeMux's order. A request is
+// matched against the table (literal segments compared, nothing
+// allocated) and handed to the ServeMux of the first matching route: the
+// route that would have won is the one chosen. Every route is
 // also registered on one ServeMux holding them all, as before; it serves
 // whatever the table cannot place: no template matched (its routing error
 // handler answers), a method with a template the table does not read (a
@@ -60,6 +60,8 @@ type Router struct {
 	unread map[string]bool
 	// bindings are every registration's templates, for Bindings.
 	bindings []Binding
+	// shared are the services left on one ServeMux, for Shared.
+	shared []string
 }
 
 // Binding is one route: an HTTP method and its path template.
@@ -109,10 +111,6 @@ func (rt *Router) RegisterService(service protoreflect.FullName, register func(*
 	if err := register(rt.all); err != nil {
 		return err
 	}
-	mux := NewServeMux(rt.opts...)
-	if err := register(mux); err != nil {
-		return err
-	}
 	var bindings []Binding
 	methods := sd.Methods()
 	for i := range methods.Len() {
@@ -126,8 +124,173 @@ func (rt *Router) RegisterService(service protoreflect.FullName, register func(*
 			}
 		}
 	}
+	if routes, ok := rt.routeMuxes(register, bindings); ok {
+		rt.indexRoutes(routes, bindings)
+		return nil
+	}
+	rt.shared = append(rt.shared, string(service))
+	mux := NewServeMux(rt.opts...)
+	if err := register(mux); err != nil {
+		return err
+	}
 	rt.index(mux, bindings)
 	return nil
+}
+
+// Shared are the services whose routes share one ServeMux (routeMuxes
+// could not give each its own).
+func (rt *Router) Shared() []string { return rt.shared }
+
+// routeMuxes gives each of a service's bindings a ServeMux of its own
+// holding that one route, so that a request the table placed is not tried
+// against the service's other patterns (grpc-gateway copies the path and
+// allocates for every pattern it tries: six patterns before a contact,
+// 3 % of the gateway's CPU per read, issue 32). The generated code
+// registers a service's handlers with no way to name one, so the service
+// is registered twice more: on a ServeMux whose innermost middleware keeps
+// each handler as registered (the one the route's ServeMux serves), and on
+// one whose middleware answers which handler a request reached and by
+// which pattern; the two registrations go in the same order, the protos'
+// order of the bindings. Each binding is probed with a path of its
+// template: the handler reached by the binding's own pattern must be the
+// one at the binding's place. Any binding that cannot be placed so (a
+// template the table does not read, handlers in another order) leaves the
+// service on one ServeMux (ok false).
+func (rt *Router) routeMuxes(register func(*runtime.ServeMux) error, bindings []Binding) (routes []routeMux, ok bool) {
+	var handlers []runtime.HandlerFunc
+	keep := func(next runtime.HandlerFunc) runtime.HandlerFunc {
+		handlers = append(handlers, next)
+		return next
+	}
+	if err := register(NewServeMux(append(append([]runtime.ServeMuxOption{}, rt.opts...), runtime.WithMiddlewares(keep))...)); err != nil {
+		return nil, false
+	}
+	n := 0
+	probe := func(_ runtime.HandlerFunc) runtime.HandlerFunc {
+		i := n
+		n++
+		return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+			p, _ := runtime.HTTPPattern(r.Context())
+			w.(*probeWriter).reached(i, p.String())
+		}
+	}
+	probes := NewServeMux(runtime.WithMiddlewares(probe))
+	if err := register(probes); err != nil || n != len(handlers) || n != len(bindings) {
+		return nil, false
+	}
+	for _, b := range bindings {
+		path, ok := probePath(b.Path)
+		if !ok {
+			return nil, false
+		}
+		// The binding's own pattern, as grpc-gateway writes it.
+		own := &probeWriter{index: -1}
+		one := runtime.NewServeMux()
+		if one.HandlePath(b.Method, b.Path, func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+			p, _ := runtime.HTTPPattern(r.Context())
+			w.(*probeWriter).reached(0, p.String())
+		}) != nil {
+			return nil, false
+		}
+		got := &probeWriter{index: -1}
+		if !own.serve(one, b.Method, path) || !got.serve(probes, b.Method, path) {
+			return nil, false
+		}
+		// The generated code registers the bindings in the protos' order;
+		// a binding a later one shadows (POST /v2/users/me under
+		// /v2/users/me/{path=**}) cannot be probed and keeps its place.
+		i := len(routes)
+		if got.pattern == own.pattern && got.index != i {
+			return nil, false
+		}
+		mux := NewServeMux(rt.opts...)
+		if mux.HandlePath(b.Method, b.Path, handlers[i]) != nil {
+			return nil, false
+		}
+		routes = append(routes, routeMux{mux: mux, order: i})
+	}
+	return routes, true
+}
+
+// routeMux is one binding's ServeMux and the place of its handler in the
+// service's registration.
+type routeMux struct {
+	mux   *runtime.ServeMux
+	order int
+}
+
+// probeWriter is the ResponseWriter of a probe: it learns which handler
+// the request reached (index -1: none) and by which pattern.
+type probeWriter struct {
+	index   int
+	pattern string
+	header  http.Header
+}
+
+func (w *probeWriter) reached(i int, pattern string) { w.index, w.pattern = i, pattern }
+
+// serve sends a request without a body to h and reports whether it
+// reached a handler.
+func (w *probeWriter) serve(h http.Handler, method, path string) bool {
+	r, err := http.NewRequest(method, path, http.NoBody)
+	if err != nil {
+		return false
+	}
+	h.ServeHTTP(w, r)
+	return w.index >= 0
+}
+
+func (w *probeWriter) Header() http.Header {
+	if w.header == nil {
+		w.header = http.Header{}
+	}
+	return w.header
+}
+
+func (w *probeWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *probeWriter) WriteHeader(int)             {}
+
+// probePath is a path of a template the table reads: each variable (and a
+// final "**") one segment "1".
+func probePath(tmpl string) (string, bool) {
+	r, ok := parseTemplate(tmpl)
+	if !ok {
+		return "", false
+	}
+	segs := make([]string, 0, len(r.segs)+1)
+	for _, s := range r.segs {
+		if s.any {
+			segs = append(segs, "1")
+		} else {
+			segs = append(segs, s.literal)
+		}
+	}
+	if r.tail {
+		segs = append(segs, "1")
+	}
+	return "/" + strings.Join(segs, "/"), true
+}
+
+// indexRoutes puts one registration's routes, each on its own ServeMux,
+// ahead of every earlier one's, in the order the service's ServeMux would
+// try them: the handler registered last first.
+func (rt *Router) indexRoutes(routes []routeMux, bindings []Binding) {
+	rt.bindings = append(rt.bindings, bindings...)
+	byOrder := make([]int, len(bindings))
+	for i := range byOrder {
+		byOrder[i] = i
+	}
+	sort.Slice(byOrder, func(a, b int) bool { return routes[byOrder[a]].order > routes[byOrder[b]].order })
+	added := map[string][]route{}
+	for _, i := range byOrder {
+		b := bindings[i]
+		r, _ := parseTemplate(b.Path) // probePath has read it
+		r.mux = routes[i].mux
+		added[b.Method] = append(added[b.Method], r)
+	}
+	for method, rs := range added {
+		rt.routes[method] = append(rs, rt.routes[method]...)
+	}
 }
 
 // ruleBinding is an HttpRule's method and path template.

@@ -1,10 +1,23 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	gatewaytestv1 "switchboard.dev/proto/switchboard/gatewaytest/v1"
 )
 
 // routerWithRoutes is a Router with n GET routes
@@ -109,3 +122,76 @@ type discard struct{}
 func (discard) Header() http.Header         { return http.Header{} }
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
 func (discard) WriteHeader(int)             {}
+
+// TestRouterGivesEachRouteItsHandler: a service's routes each get a
+// ServeMux of their own (none left on the service's shared one), and each
+// request reaches the RPC of the route the whole mux picks for it: the
+// handler kept for a binding is the binding's, the literal route
+// registered after a variable one still wins.
+func TestRouterGivesEachRouteItsHandler(t *testing.T) {
+	var called string
+	record := func(_ context.Context, method string, _, _ any, _ *grpc.ClientConn, _ grpc.UnaryInvoker, _ ...grpc.CallOption) error {
+		called = method
+		return status.Error(codes.NotFound, "recorded")
+	}
+	conn, err := grpc.NewClient("127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUnaryInterceptor(record))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	const service = "switchboard.gatewaytest.v1.GatewayTestService"
+	rt := NewRouter()
+	if err := rt.RegisterService(service, func(mux *runtime.ServeMux) error {
+		return gatewaytestv1.RegisterGatewayTestServiceHandler(context.Background(), mux, conn)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	muxes := map[*runtime.ServeMux]bool{}
+	for _, routes := range rt.routes {
+		for _, r := range routes {
+			if muxes[r.mux] {
+				t.Errorf("two routes share a ServeMux")
+			}
+			muxes[r.mux] = true
+		}
+	}
+	if len(muxes) != len(rt.Bindings()) || len(muxes) < 10 {
+		t.Fatalf("%d route ServeMuxes for %d bindings", len(muxes), len(rt.Bindings()))
+	}
+	serve := func(h http.Handler, method, path string) string {
+		// A body the route decodes: an object, or a list (a route whose
+		// body is a repeated field).
+		for _, body := range []string{"{}", "[]"} {
+			called = ""
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(method, path, strings.NewReader(body)))
+			if called != "" {
+				break
+			}
+		}
+		return called
+	}
+	sd := gatewaytestv1.File_switchboard_gatewaytest_v1_gatewaytest_proto.Services().ByName("GatewayTestService")
+	for _, b := range rt.Bindings() {
+		path, ok := probePath(b.Path)
+		if !ok {
+			t.Fatalf("%s: not read", b.Path)
+		}
+		want := serve(Handler(rt.Mux()), b.Method, path)
+		got := serve(Handler(rt), b.Method, path)
+		if got == "" || got != want {
+			t.Errorf("%s %s: the router called %q, the whole mux %q", b.Method, path, got, want)
+			continue
+		}
+		// The binding's own method, unless a later route takes its path.
+		if path != "/test/v1/companies/1/things/1" || b.Method != http.MethodGet {
+			m := sd.Methods().ByName(protoreflect.Name(got[strings.LastIndexByte(got, '/')+1:]))
+			rule, _ := proto.GetExtension(m.Options(), annotations.E_Http).(*annotations.HttpRule)
+			if _, p, _ := ruleBinding(rule); p != b.Path {
+				t.Errorf("%s %s reached %s, of %s", b.Method, b.Path, got, p)
+			}
+		}
+	}
+	if got := serve(Handler(rt), http.MethodGet, "/test/v1/companies/1/things/kinds"); got != "/"+service+"/ListThingKinds" {
+		t.Errorf("the literal route lost: %s", got)
+	}
+}
