@@ -230,8 +230,9 @@ func TestNameKeysFollowRenames(t *testing.T) {
 // the batch's statements, then end with it. Shown on a pool of one
 // connection: in a planned batch the search is the bitmap scan of its
 // indexes (without the settings the planner walks the primary key
-// here), and after a search the connection's settings are the
-// server's again.
+// here), after a search the connection's settings are the server's
+// again, and the name keys were read with a generic plan, the page with
+// custom ones.
 func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.NewDSN(t, migrations.FS)
@@ -268,14 +269,14 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	// In the batch, after its first statement, the settings hold (the
 	// batch's other statements run under them), whatever the plan.
 	var inBatch string
-	b := plannedBatch()
+	b := plannedBatch(customPlans)
 	b.Queue(`SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'))`).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&inBatch) })
 	require.NoError(t, db.SendBatch(ctx, b).Close())
 	require.Equal(t, "off off", inBatch, "the search's settings did not hold through its batch")
 
 	var plan string
-	b = plannedBatch()
+	b = plannedBatch(customPlans)
 	b.Queue(`EXPLAIN (COSTS OFF) `+searchQueries[domain.OrderIDAsc], company, false, []int64{}, likePattern("anna"), "anna", []string{}, 100, 0).
 		Query(func(rows pgx.Rows) error {
 			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -286,9 +287,24 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	require.Contains(t, plan, "Bitmap Heap Scan on contacts c", plan)
 	require.NotContains(t, plan, "Seq Scan", plan)
 
-	got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: domain.SearchQuery("anna"), Order: domain.OrderIDAsc, Limit: 10})
-	require.NoError(t, err)
-	require.EqualValues(t, 2, total)
-	require.Len(t, got, 2)
+	for _, q := range []string{"anna", "boris orlxv"} {
+		got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: domain.SearchQuery(q), Order: domain.OrderIDAsc, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, got, int(total), q)
+		require.NotZero(t, total, q)
+	}
 	require.Equal(t, server, settings(db), "the search's settings ended with its batch")
+
+	// Each batch's plan_cache_mode held for its statement: the name keys
+	// were read with the one generic plan, the page planned for its
+	// values each time (its keys a constant, so hashed).
+	plans := func(stmt string) (generic, custom int64) {
+		require.NoError(t, db.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`, stmt).
+			Scan(&generic, &custom))
+		return generic, custom
+	}
+	generic, custom := plans(searchNameKeys)
+	require.Equal(t, [2]int64{2, 0}, [2]int64{generic, custom}, "searchNameKeys: generic and custom plans")
+	generic, custom = plans(searchQueries[domain.OrderIDAsc])
+	require.Equal(t, [2]int64{0, 2}, [2]int64{generic, custom}, "the search: generic and custom plans")
 }
