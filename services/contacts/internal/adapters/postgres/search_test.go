@@ -287,6 +287,20 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	require.Contains(t, plan, "Bitmap Heap Scan on contacts c", plan)
 	require.NotContains(t, plan, "Seq Scan", plan)
 
+	// The generic plan of the name keys is the bitmap scan of their
+	// trigram index, not a walk of all the company's keys.
+	b = plannedBatch(genericPlans)
+	b.Queue(`PREPARE keys(bigint, text) AS ` + searchNameKeys)
+	b.Queue(`EXPLAIN (COSTS OFF) EXECUTE keys(3, 'anna')`).Query(func(rows pgx.Rows) error {
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		plan = strings.Join(lines, "\n")
+		return err
+	})
+	b.Queue(`DEALLOCATE keys`)
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+	require.Contains(t, plan, "Bitmap Index Scan on contact_name_keys_search", plan)
+	require.Contains(t, plan, "$2", "a generic plan: "+plan)
+
 	for _, q := range []string{"anna", "boris orlxv"} {
 		got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: domain.SearchQuery(q), Order: domain.OrderIDAsc, Limit: 10})
 		require.NoError(t, err)
