@@ -253,7 +253,13 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	_, err = db.Exec(ctx, `INSERT INTO contacts (company_id, name, search)
 		SELECT $1, 'Contact ' || i, 'contact ' || i FROM generate_series(1, 3000) i`, company)
 	require.NoError(t, err)
-	_, err = db.Exec(ctx, `ANALYZE contacts`)
+	// And other companies', so that a generic plan takes a company for a
+	// small share of the contacts (and would read it through
+	// contacts_company_id if it could).
+	_, err = db.Exec(ctx, `INSERT INTO contacts (company_id, name, search)
+		SELECT 100 + i % 2000, 'Other ' || i, 'other ' || i FROM generate_series(1, 4000) i`)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `ANALYZE contacts, contact_name_keys`)
 	require.NoError(t, err)
 	settings := func(q interface {
 		QueryRow(context.Context, string, ...any) pgx.Row
@@ -301,24 +307,53 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	require.Contains(t, plan, "Bitmap Index Scan on contact_name_keys_search", plan)
 	require.Contains(t, plan, "$2", "a generic plan: "+plan)
 
-	for _, q := range []string{"anna", "boris orlxv"} {
-		got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: domain.SearchQuery(q), Order: domain.OrderIDAsc, Limit: 10})
+	// So is the generic plan of the search, and no company index in it.
+	b = plannedBatch(genericPlans)
+	b.Queue(`PREPARE page(bigint, bool, bigint[], text, text, text[], int, int) AS ` + genericSearchQueries[domain.OrderIDAsc])
+	b.Queue(`EXPLAIN (COSTS OFF) EXECUTE page(3, false, '{}', '%anna%', 'anna', '{"anna petrova"}', 100, 0)`).Query(func(rows pgx.Rows) error {
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		plan = strings.Join(lines, "\n")
+		return err
+	})
+	b.Queue(`DEALLOCATE page`)
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+	require.Contains(t, plan, "BitmapOr", plan)
+	require.Contains(t, plan, "$5", "a generic plan: "+plan)
+	require.NotContains(t, plan, "contacts_company", plan)
+	require.NotContains(t, plan, "Nested Loop", "the details by one scan, hashed: "+plan)
+	require.Contains(t, plan, "Hash Cond", "the details by one scan, hashed: "+plan)
+
+	// Few keys: the generic plan; "contact" has 3,000 keys and the tag
+	// filter its subquery: custom plans.
+	for _, f := range []domain.Filter{
+		{Search: domain.SearchQuery("anna")},
+		{Search: domain.SearchQuery("boris orlxv")},
+		{Search: domain.SearchQuery("contact")},
+		{Search: domain.SearchQuery("anna"), Tags: []int64{999}},
+	} {
+		f.Order, f.Limit = domain.OrderIDAsc, 10
+		got, total, err := r.ListContacts(ctx, company, f)
 		require.NoError(t, err)
-		require.Len(t, got, int(total), q)
-		require.NotZero(t, total, q)
+		require.Len(t, got, min(int(total), 10), f.Search)
+		if f.Tags == nil {
+			require.NotZero(t, total, f.Search)
+		}
 	}
 	require.Equal(t, server, settings(db), "the search's settings ended with its batch")
 
 	// Each batch's plan_cache_mode held for its statement: the name keys
-	// were read with the one generic plan, the page planned for its
-	// values each time (its keys a constant, so hashed).
+	// were read with the one generic plan, the page of few keys with the
+	// other, the pages of many keys or tags planned for their values (the
+	// keys a constant, so hashed).
 	plans := func(stmt string) (generic, custom int64) {
 		require.NoError(t, db.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`, stmt).
 			Scan(&generic, &custom))
 		return generic, custom
 	}
 	generic, custom := plans(searchNameKeys)
-	require.Equal(t, [2]int64{2, 0}, [2]int64{generic, custom}, "searchNameKeys: generic and custom plans")
+	require.Equal(t, [2]int64{4, 0}, [2]int64{generic, custom}, "searchNameKeys: generic and custom plans")
+	generic, custom = plans(genericSearchQueries[domain.OrderIDAsc])
+	require.Equal(t, [2]int64{2, 0}, [2]int64{generic, custom}, "the search of few keys: generic and custom plans")
 	generic, custom = plans(searchQueries[domain.OrderIDAsc])
-	require.Equal(t, [2]int64{0, 2}, [2]int64{generic, custom}, "the search: generic and custom plans")
+	require.Equal(t, [2]int64{0, 2}, [2]int64{generic, custom}, "the search of many keys or tags: generic and custom plans")
 }
