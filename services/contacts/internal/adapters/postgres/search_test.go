@@ -266,7 +266,8 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	}) string {
 		var s string
 		require.NoError(t, q.QueryRow(ctx, `SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'),
-			current_setting('plan_cache_mode'), current_setting('jit'), current_setting('max_parallel_workers_per_gather'))`).Scan(&s))
+			current_setting('enable_nestloop'), current_setting('plan_cache_mode'), current_setting('jit'),
+			current_setting('max_parallel_workers_per_gather'))`).Scan(&s))
 		return s
 	}
 	server := settings(db)
@@ -276,10 +277,16 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	// batch's other statements run under them), whatever the plan.
 	var inBatch string
 	b := plannedBatch(customPlans)
-	b.Queue(`SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'))`).
+	b.Queue(`SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'), current_setting('enable_nestloop'))`).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&inBatch) })
 	require.NoError(t, db.SendBatch(ctx, b).Close())
-	require.Equal(t, "off off", inBatch, "the search's settings did not hold through its batch")
+	require.Equal(t, "off off on", inBatch, "the search's settings did not hold through its batch")
+	b = plannedBatch(genericPlans)
+	b.Queue(`SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'),
+		current_setting('enable_nestloop'), current_setting('plan_cache_mode'))`).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&inBatch) })
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+	require.Equal(t, "off off off force_generic_plan", inBatch, "a generic batch's settings did not hold through it")
 
 	var plan string
 	b = plannedBatch(customPlans)
