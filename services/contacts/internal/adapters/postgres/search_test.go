@@ -230,8 +230,9 @@ func TestNameKeysFollowRenames(t *testing.T) {
 // the batch's statements, then end with it. Shown on a pool of one
 // connection: in a planned batch the search is the bitmap scan of its
 // indexes (without the settings the planner walks the primary key
-// here), and after a search the connection's settings are the
-// server's again.
+// here), after a search the connection's settings are the server's
+// again, and the name keys were read with a generic plan, the page with
+// custom ones.
 func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.NewDSN(t, migrations.FS)
@@ -252,14 +253,21 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	_, err = db.Exec(ctx, `INSERT INTO contacts (company_id, name, search)
 		SELECT $1, 'Contact ' || i, 'contact ' || i FROM generate_series(1, 3000) i`, company)
 	require.NoError(t, err)
-	_, err = db.Exec(ctx, `ANALYZE contacts`)
+	// And other companies', so that a generic plan takes a company for a
+	// small share of the contacts (and would read it through
+	// contacts_company_id if it could).
+	_, err = db.Exec(ctx, `INSERT INTO contacts (company_id, name, search)
+		SELECT 100 + i % 2000, 'Other ' || i, 'other ' || i FROM generate_series(1, 4000) i`)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `ANALYZE contacts, contact_name_keys`)
 	require.NoError(t, err)
 	settings := func(q interface {
 		QueryRow(context.Context, string, ...any) pgx.Row
 	}) string {
 		var s string
 		require.NoError(t, q.QueryRow(ctx, `SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'),
-			current_setting('plan_cache_mode'), current_setting('jit'), current_setting('max_parallel_workers_per_gather'))`).Scan(&s))
+			current_setting('enable_nestloop'), current_setting('plan_cache_mode'), current_setting('jit'),
+			current_setting('max_parallel_workers_per_gather'))`).Scan(&s))
 		return s
 	}
 	server := settings(db)
@@ -268,14 +276,20 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	// In the batch, after its first statement, the settings hold (the
 	// batch's other statements run under them), whatever the plan.
 	var inBatch string
-	b := plannedBatch()
-	b.Queue(`SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'))`).
+	b := plannedBatch(customPlans)
+	b.Queue(`SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'), current_setting('enable_nestloop'))`).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&inBatch) })
 	require.NoError(t, db.SendBatch(ctx, b).Close())
-	require.Equal(t, "off off", inBatch, "the search's settings did not hold through its batch")
+	require.Equal(t, "off off on", inBatch, "the search's settings did not hold through its batch")
+	b = plannedBatch(genericPlans)
+	b.Queue(`SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'),
+		current_setting('enable_nestloop'), current_setting('plan_cache_mode'))`).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&inBatch) })
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+	require.Equal(t, "off off off force_generic_plan", inBatch, "a generic batch's settings did not hold through it")
 
 	var plan string
-	b = plannedBatch()
+	b = plannedBatch(customPlans)
 	b.Queue(`EXPLAIN (COSTS OFF) `+searchQueries[domain.OrderIDAsc], company, false, []int64{}, likePattern("anna"), "anna", []string{}, 100, 0).
 		Query(func(rows pgx.Rows) error {
 			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -286,9 +300,67 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	require.Contains(t, plan, "Bitmap Heap Scan on contacts c", plan)
 	require.NotContains(t, plan, "Seq Scan", plan)
 
-	got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: domain.SearchQuery("anna"), Order: domain.OrderIDAsc, Limit: 10})
-	require.NoError(t, err)
-	require.EqualValues(t, 2, total)
-	require.Len(t, got, 2)
+	// The generic plan of the name keys is the bitmap scan of their
+	// trigram index, not a walk of all the company's keys.
+	b = plannedBatch(genericPlans)
+	b.Queue(`PREPARE keys(bigint, text) AS ` + searchNameKeys)
+	b.Queue(`EXPLAIN (COSTS OFF) EXECUTE keys(3, 'anna')`).Query(func(rows pgx.Rows) error {
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		plan = strings.Join(lines, "\n")
+		return err
+	})
+	b.Queue(`DEALLOCATE keys`)
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+	require.Contains(t, plan, "Bitmap Index Scan on contact_name_keys_search", plan)
+	require.Contains(t, plan, "$2", "a generic plan: "+plan)
+
+	// So is the generic plan of the search, and no company index in it.
+	b = plannedBatch(genericPlans)
+	b.Queue(`PREPARE page(bigint, bool, bigint[], text, text, text[], int, int) AS ` + genericSearchQueries[domain.OrderIDAsc])
+	b.Queue(`EXPLAIN (COSTS OFF) EXECUTE page(3, false, '{}', '%anna%', 'anna', '{"anna petrova"}', 100, 0)`).Query(func(rows pgx.Rows) error {
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		plan = strings.Join(lines, "\n")
+		return err
+	})
+	b.Queue(`DEALLOCATE page`)
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+	require.Contains(t, plan, "BitmapOr", plan)
+	require.Contains(t, plan, "$5", "a generic plan: "+plan)
+	require.NotContains(t, plan, "contacts_company", plan)
+	require.NotContains(t, plan, "Nested Loop", "the details by one scan, hashed: "+plan)
+	require.Contains(t, plan, "Hash Cond", "the details by one scan, hashed: "+plan)
+
+	// Few keys: the generic plan; "contact" has 3,000 keys and the tag
+	// filter its subquery: custom plans.
+	for _, f := range []domain.Filter{
+		{Search: domain.SearchQuery("anna")},
+		{Search: domain.SearchQuery("boris orlxv")},
+		{Search: domain.SearchQuery("contact")},
+		{Search: domain.SearchQuery("anna"), Tags: []int64{999}},
+	} {
+		f.Order, f.Limit = domain.OrderIDAsc, 10
+		got, total, err := r.ListContacts(ctx, company, f)
+		require.NoError(t, err)
+		require.Len(t, got, min(int(total), 10), f.Search)
+		if f.Tags == nil {
+			require.NotZero(t, total, f.Search)
+		}
+	}
 	require.Equal(t, server, settings(db), "the search's settings ended with its batch")
+
+	// Each batch's plan_cache_mode held for its statement: the name keys
+	// were read with the one generic plan, the page of few keys with the
+	// other, the pages of many keys or tags planned for their values (the
+	// keys a constant, so hashed).
+	plans := func(stmt string) (generic, custom int64) {
+		require.NoError(t, db.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`, stmt).
+			Scan(&generic, &custom))
+		return generic, custom
+	}
+	generic, custom := plans(searchNameKeys)
+	require.Equal(t, [2]int64{4, 0}, [2]int64{generic, custom}, "searchNameKeys: generic and custom plans")
+	generic, custom = plans(genericSearchQueries[domain.OrderIDAsc])
+	require.Equal(t, [2]int64{2, 0}, [2]int64{generic, custom}, "the search of few keys: generic and custom plans")
+	generic, custom = plans(searchQueries[domain.OrderIDAsc])
+	require.Equal(t, [2]int64{0, 2}, [2]int64{generic, custom}, "the search of many keys or tags: generic and custom plans")
 }
