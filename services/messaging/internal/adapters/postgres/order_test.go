@@ -27,14 +27,11 @@ func TestReceiptWaitsForItsChat(t *testing.T) {
 	ctx := context.Background()
 	r := New(pgtest.New(t, migrations.FS))
 	chatID := testChat(t, r, 7, 70, domain.Telegram, "4242")
-	m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chatID, ConnectionID: 70,
-		Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
-	_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
-	require.NoError(t, err)
+	m := savedText(t, r, chatID)
 
 	// A writer of the chat's events holds the chat, as SaveInbound does.
 	holder, holderPID := begin(t, r)
-	_, err = lockChatEvents(ctx, holder, 7, chatID)
+	_, err := lockChatEvents(ctx, holder, 7, chatID)
 	require.NoError(t, err)
 
 	done := make(chan error, 1)
@@ -98,13 +95,7 @@ func TestGroupsDoNotWaitForAcceptedSends(t *testing.T) {
 	ctx := context.Background()
 	r := New(pgtest.New(t, migrations.FS))
 	chatID := testChat(t, r, 7, 70, domain.Telegram, "4242")
-	save := func() domain.Message {
-		m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chatID, ConnectionID: 70,
-			Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
-		_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
-		require.NoError(t, err)
-		return m
-	}
+	save := func() domain.Message { return savedText(t, r, chatID) }
 	first, second := save(), save()
 
 	// An accept in progress holds the chat's row (SaveOutbound's update,
@@ -146,10 +137,7 @@ func TestGroupWaitsForABinding(t *testing.T) {
 	ctx := context.Background()
 	r := New(pgtest.New(t, migrations.FS))
 	chatID := testChat(t, r, 7, 70, domain.Telegram, "4242")
-	m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chatID, ConnectionID: 70,
-		Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
-	_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
-	require.NoError(t, err)
+	m := savedText(t, r, chatID)
 
 	binder, binderPID := begin(t, r)
 	require.NoError(t, bindChat(ctx, binder, chatID, 55))
@@ -168,4 +156,14 @@ func TestGroupWaitsForABinding(t *testing.T) {
 		WHERE payload->'event'->>'message_id' = $1`, m.ID).Scan(&contact))
 	require.NotNil(t, contact)
 	require.EqualValues(t, 55, *contact)
+}
+
+// savedText stores an accepted text send to chat (company 7, connection 70).
+func savedText(t *testing.T, r *Repo, chat int64) domain.Message {
+	t.Helper()
+	m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chat, ConnectionID: 70,
+		Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
+	_, err := r.SaveOutbound(context.Background(), m, app.SaveOpts{})
+	require.NoError(t, err)
+	return m
 }

@@ -489,13 +489,10 @@ func TestGroupSeesAChatChangedBeforeItsLock(t *testing.T) {
 	ctx := context.Background()
 	r := New(pgtest.New(t, migrations.FS))
 	chat := testChat(t, r, 7, 70, domain.Telegram, "1")
-	m := domain.Message{ID: uuid.NewString(), CompanyID: 7, ChatID: chat, ConnectionID: 70,
-		Direction: domain.Outbound, Type: domain.Text, Content: map[string]any{"text": "hi"}}
-	_, err := r.SaveOutbound(ctx, m, app.SaveOpts{})
-	require.NoError(t, err)
+	m := savedText(t, r, chat)
 
 	tries := 0
-	err = retryChatsChanged(ctx, r.db, func(tx pgx.Tx) error {
+	err := retryChatsChanged(ctx, r.db, func(tx pgx.Tx) error {
 		tries++
 		_, chats, err := lockGroup(ctx, tx, `m.id = ANY($1::uuid[])`, []string{m.ID})
 		require.NoError(t, err)
