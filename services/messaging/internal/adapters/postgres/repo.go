@@ -26,11 +26,17 @@ func New(db *pgxpool.Pool) *Repo { return &Repo{db: db} }
 
 // chatSelect reads a chat with its blacklist item, found by the chat's
 // messenger-side id (a phone may be blocked before its chat exists).
-const chatSelect = `SELECT c.id, c.company_id, c.connection_id, c.connection_type, c.source_chat_id,
+// chatCols are a chat's columns on c, with its blacklist item on b
+// (blacklistJoin), as chatDest scans them.
+const (
+	chatCols = `c.id, c.company_id, c.connection_id, c.connection_type, c.source_chat_id,
 	c.contact_id, c.name, c.is_group, c.avatar_url, c.profile_link, c.phone, c.username,
-	c.messenger_user_id, b.id, c.unanswered_count, c.last_inbound_at, c.created_at, c.last_message_at
-FROM chats c
+	c.messenger_user_id, b.id, c.unanswered_count, c.last_inbound_at, c.created_at, c.last_message_at`
+	blacklistJoin = `
 LEFT JOIN blacklist_items b ON b.connection_id = c.connection_id AND b.source_chat_id = c.source_chat_id`
+	chatSelect = `SELECT ` + chatCols + `
+FROM chats c` + blacklistJoin
+)
 
 // chatDest is where chatSelect's columns are scanned to; typ takes the
 // connection type's text.
