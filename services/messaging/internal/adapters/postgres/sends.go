@@ -42,29 +42,19 @@ func (r *Repo) ClaimSends(ctx context.Context, lease time.Duration, n int) ([]ap
 			SELECT `+messageCols+`, claimed.attempts, claimed.claim_token::text, `+chatCols+messageFrom+blacklistJoin+`
 			JOIN claimed ON claimed.message_id = m.id
 			ORDER BY claimed.was_due, m.created_at, m.id`, lease, n)
-		br := tx.SendBatch(ctx, b)
-		_, err := br.Exec()
-		var rows pgx.Rows
-		if err == nil {
-			rows, err = br.Query()
-		}
-		if err == nil {
-			claims, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (app.Claim, error) {
-				var c app.Claim
-				var typ string
-				m, err := scanMessage(row, append([]any{&c.Attempts, &c.Token}, chatDest(&c.Chat, &typ)...)...)
-				if err != nil {
-					return app.Claim{}, err
-				}
-				c.Chat.ConnectionType = domain.Type(typ)
-				c.MessageID, c.CompanyID, c.Message = m.ID, m.CompanyID, m
-				return c, nil
-			})
-		}
-		if closeErr := br.Close(); err == nil {
-			err = closeErr
-		}
-		return err
+		claims = nil
+		return queryAfter(ctx, tx, b, func(row pgx.Rows) error {
+			var c app.Claim
+			var typ string
+			m, err := scanMessage(row, append([]any{&c.Attempts, &c.Token}, chatDest(&c.Chat, &typ)...)...)
+			if err != nil {
+				return err
+			}
+			c.Chat.ConnectionType = domain.Type(typ)
+			c.MessageID, c.CompanyID, c.Message = m.ID, m.CompanyID, m
+			claims = append(claims, c)
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim sends: %w", err)
@@ -166,28 +156,39 @@ func lockGroup(ctx context.Context, tx pgx.Tx, where string, args ...any) ([]*do
 	indexPlans(b)
 	b.Queue(`SELECT `+messageCols+`, `+chatCols+messageFrom+blacklistJoin+`
 		WHERE m.direction = 'outbound' AND `+where+` ORDER BY m.id FOR UPDATE OF m`, args...)
-	br := tx.SendBatch(ctx, b)
 	var list []*domain.Message
 	chats := map[int64]domain.Chat{}
+	err := queryAfter(ctx, tx, b, func(row pgx.Rows) error {
+		var c domain.Chat
+		var typ string
+		m, err := scanMessage(row, chatDest(&c, &typ)...)
+		if err != nil {
+			return err
+		}
+		c.ConnectionType = domain.Type(typ)
+		list, chats[c.ID] = append(list, &m), c
+		return nil
+	})
+	return list, chats, err
+}
+
+// queryAfter sends b in one round trip: its first statement is run for
+// its effect (planner settings, locks), its second's rows are read with
+// f, and the others run after them, their errors reported by Close.
+func queryAfter(ctx context.Context, tx pgx.Tx, b *pgx.Batch, f func(pgx.Rows) error) error {
+	br := tx.SendBatch(ctx, b)
 	_, err := br.Exec()
 	var rows pgx.Rows
 	if err == nil {
 		rows, err = br.Query()
 	}
 	if err == nil {
-		err = forEach(rows, func(row pgx.Rows) error {
-			var c domain.Chat
-			var typ string
-			m, err := scanMessage(row, chatDest(&c, &typ)...)
-			c.ConnectionType = domain.Type(typ)
-			list, chats[c.ID] = append(list, &m), c
-			return err
-		})
+		err = forEach(rows, f)
 	}
 	if closeErr := br.Close(); err == nil {
 		err = closeErr
 	}
-	return list, chats, err
+	return err
 }
 
 // indexPlans queues the settings that make the rest of a transaction plan
@@ -229,29 +230,17 @@ var errChatsChanged = errors.New("a chat changed while its group was recorded")
 // errChatsChanged, before anything commits, if a chat's contact is not the
 // one read.
 func sendChecked(ctx context.Context, tx pgx.Tx, writes *pgx.Batch, chats map[int64]domain.Chat) error {
-	br := tx.SendBatch(ctx, writes)
-	_, err := br.Exec()
-	var rows pgx.Rows
-	if err == nil {
-		rows, err = br.Query()
-	}
-	if err == nil {
-		err = forEach(rows, func(row pgx.Rows) error {
-			var id int64
-			var contact *int64
-			if err := row.Scan(&id, &contact); err != nil {
-				return err
-			}
-			if old := chats[id].ContactID; (old == nil) != (contact == nil) || (old != nil && *old != *contact) {
-				return errChatsChanged
-			}
-			return nil
-		})
-	}
-	if closeErr := br.Close(); err == nil {
-		err = closeErr
-	}
-	return err
+	return queryAfter(ctx, tx, writes, func(row pgx.Rows) error {
+		var id int64
+		var contact *int64
+		if err := row.Scan(&id, &contact); err != nil {
+			return err
+		}
+		if old := chats[id].ContactID; (old == nil) != (contact == nil) || (old != nil && *old != *contact) {
+			return errChatsChanged
+		}
+		return nil
+	})
 }
 
 // retryChatsChanged runs f in a transaction until it does not fail with
