@@ -16,6 +16,7 @@ import (
 	"switchboard.dev/pkg/auth"
 	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/server"
+	"switchboard.dev/pkg/server/servertest"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 )
 
@@ -136,15 +137,7 @@ func (p *billingPeer) UpdateCompanyBillingSettings(ctx context.Context, req *ide
 // client of it that carries the internal token "secret".
 func serveIdentity(t *testing.T, srv identityv1.IdentityInternalServiceServer) peers.Companies {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := grpc.NewServer()
-	identityv1.RegisterIdentityInternalServiceServer(s, srv)
-	go s.Serve(lis) //nolint:errcheck // ends with Stop
-	t.Cleanup(s.Stop)
-	conn, err := server.DialInternal(lis.Addr().String(), "secret")
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
+	conn := servertest.Serve(t, "secret", func(g *grpc.Server) { identityv1.RegisterIdentityInternalServiceServer(g, srv) })
 	return peers.NewCompanies(conn)
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -13,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"switchboard.dev/pkg/outbox"
+	"switchboard.dev/pkg/server/servertest"
 	"switchboard.dev/pkg/webhookspub"
 	webhooksv1 "switchboard.dev/proto/switchboard/webhooks/v1"
 )
@@ -50,15 +49,7 @@ func (s *intake) IngestEvents(_ context.Context, req *webhooksv1.IngestEventsReq
 // a request), and answers a publisher talking to it.
 func serve(t *testing.T, s *intake) *webhookspub.Publisher {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	webhooksv1.RegisterWebhooksInternalServiceServer(srv, s)
-	go srv.Serve(lis) //nolint:errcheck // ends with Stop
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
+	conn := servertest.Serve(t, "", func(g *grpc.Server) { webhooksv1.RegisterWebhooksInternalServiceServer(g, s) })
 	return webhookspub.New(conn)
 }
 

@@ -13,6 +13,7 @@ import (
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/auth"
 	"switchboard.dev/pkg/server"
+	"switchboard.dev/pkg/server/servertest"
 	connectionsv1 "switchboard.dev/proto/switchboard/connections/v1"
 	"switchboard.dev/services/billing/internal/adapters/connections"
 	"switchboard.dev/services/billing/internal/app"
@@ -69,15 +70,7 @@ func (p *peer) GetConnectionInternal(ctx context.Context, req *connectionsv1.Get
 
 func start(t *testing.T, p *peer) *connections.Client {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := grpc.NewServer()
-	connectionsv1.RegisterConnectionsInternalServiceServer(s, p)
-	go s.Serve(lis) //nolint:errcheck // ends with Stop
-	t.Cleanup(s.Stop)
-	conn, err := server.DialInternal(lis.Addr().String(), "secret")
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
+	conn := servertest.Serve(t, "secret", func(g *grpc.Server) { connectionsv1.RegisterConnectionsInternalServiceServer(g, p) })
 	return connections.New(conn)
 }
 

@@ -13,6 +13,7 @@ import (
 	"switchboard.dev/pkg/apierr"
 	"switchboard.dev/pkg/auth"
 	"switchboard.dev/pkg/server"
+	"switchboard.dev/pkg/server/servertest"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	"switchboard.dev/services/billing/internal/adapters/identity"
 )
@@ -67,15 +68,7 @@ func (p *partnersPeer) GetClientLink(ctx context.Context, req *identityv1.GetCli
 // to it carrying the internal token "secret".
 func serve(t *testing.T, srv identityv1.IdentityInternalServiceServer) *grpc.ClientConn {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := grpc.NewServer()
-	identityv1.RegisterIdentityInternalServiceServer(s, srv)
-	go s.Serve(lis) //nolint:errcheck // ends with Stop
-	t.Cleanup(s.Stop)
-	conn, err := server.DialInternal(lis.Addr().String(), "secret")
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
+	conn := servertest.Serve(t, "secret", func(g *grpc.Server) { identityv1.RegisterIdentityInternalServiceServer(g, srv) })
 	return conn
 }
 

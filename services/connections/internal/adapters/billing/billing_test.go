@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -20,6 +18,7 @@ import (
 	"switchboard.dev/pkg/localcache"
 	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/redisx/redistest"
+	"switchboard.dev/pkg/server/servertest"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	"switchboard.dev/services/connections/internal/adapters/billing"
 	"switchboard.dev/services/connections/internal/app"
@@ -59,15 +58,7 @@ func (f *fakeBilling) GetSubscriptions(_ context.Context, req *billingv1.GetSubs
 
 func serve(t *testing.T, f *fakeBilling) *billing.Client {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	billingv1.RegisterBillingInternalServiceServer(srv, f)
-	go srv.Serve(lis) //nolint:errcheck // ends with Stop
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
+	conn := servertest.Serve(t, "", func(g *grpc.Server) { billingv1.RegisterBillingInternalServiceServer(g, f) })
 	return billing.New(conn)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,13 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"switchboard.dev/pkg/localcache"
 	"switchboard.dev/pkg/localcache/localcachetest"
 	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/redisx/redistest"
+	"switchboard.dev/pkg/server/servertest"
 	billingv1 "switchboard.dev/proto/switchboard/billing/v1"
 	"switchboard.dev/services/messaging/internal/adapters/companyview"
 	"switchboard.dev/services/messaging/internal/app"
@@ -115,15 +114,7 @@ func newOwners() *owners {
 // rdb (nil: not running, so never live).
 func view(t *testing.T, o *owners, rdb redis.UniversalClient) (*companyview.View, *localcache.Cache[*companyview.Entry]) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	billingv1.RegisterBillingInternalServiceServer(srv, o)
-	go srv.Serve(lis) //nolint:errcheck // ends with Stop
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
+	conn := servertest.Serve(t, "", func(g *grpc.Server) { billingv1.RegisterBillingInternalServiceServer(g, o) })
 
 	cache := companyview.NewCache(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if rdb != nil {

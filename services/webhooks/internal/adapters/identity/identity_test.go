@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,12 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"switchboard.dev/pkg/localcache"
 	"switchboard.dev/pkg/localcache/localcachetest"
 	"switchboard.dev/pkg/peers"
 	"switchboard.dev/pkg/redisx/redistest"
+	"switchboard.dev/pkg/server/servertest"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	"switchboard.dev/services/webhooks/internal/adapters/identity"
 	"switchboard.dev/services/webhooks/internal/domain"
@@ -80,15 +79,7 @@ func (f *fakeIdentity) count() int {
 
 func serve(t *testing.T, f *fakeIdentity, rdb redis.UniversalClient) (identity.Targets, *localcache.Cache[[]domain.IntegrationTarget]) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	identityv1.RegisterV1IntegrationsInternalServiceServer(srv, f)
-	go srv.Serve(lis) //nolint:errcheck // ends with Stop
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
+	conn := servertest.Serve(t, "", func(g *grpc.Server) { identityv1.RegisterV1IntegrationsInternalServiceServer(g, f) })
 	cache := identity.NewCache(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if rdb != nil {
 		localcachetest.Running(t, cache, rdb)
