@@ -288,6 +288,22 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	require.NoError(t, db.SendBatch(ctx, b).Close())
 	require.Equal(t, "off off off force_generic_plan", inBatch, "a generic batch's settings did not hold through it")
 
+	// genericPlan is the plan a generic batch gives stmt, prepared as
+	// signature and explained for execute.
+	genericPlan := func(signature, stmt, execute string) string {
+		var plan string
+		b := plannedBatch(genericPlans)
+		b.Queue(`PREPARE ` + signature + ` AS ` + stmt)
+		b.Queue(`EXPLAIN (COSTS OFF) EXECUTE ` + execute).Query(func(rows pgx.Rows) error {
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			plan = strings.Join(lines, "\n")
+			return err
+		})
+		b.Queue(`DEALLOCATE ` + strings.SplitN(signature, "(", 2)[0])
+		require.NoError(t, db.SendBatch(ctx, b).Close())
+		return plan
+	}
+
 	var plan string
 	b = plannedBatch(customPlans)
 	b.Queue(`EXPLAIN (COSTS OFF) `+searchQueries[domain.OrderIDAsc], company, false, []int64{}, likePattern("anna"), "anna", []string{}, 100, 0).
@@ -302,28 +318,13 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 
 	// The generic plan of the name keys is the bitmap scan of their
 	// trigram index, not a walk of all the company's keys.
-	b = plannedBatch(genericPlans)
-	b.Queue(`PREPARE keys(bigint, text) AS ` + searchNameKeys)
-	b.Queue(`EXPLAIN (COSTS OFF) EXECUTE keys(3, 'anna')`).Query(func(rows pgx.Rows) error {
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		plan = strings.Join(lines, "\n")
-		return err
-	})
-	b.Queue(`DEALLOCATE keys`)
-	require.NoError(t, db.SendBatch(ctx, b).Close())
+	plan = genericPlan(`keys(bigint, text)`, searchNameKeys, `keys(3, 'anna')`)
 	require.Contains(t, plan, "Bitmap Index Scan on contact_name_keys_search", plan)
 	require.Contains(t, plan, "$2", "a generic plan: "+plan)
 
 	// So is the generic plan of the search, and no company index in it.
-	b = plannedBatch(genericPlans)
-	b.Queue(`PREPARE page(bigint, bool, bigint[], text, text, text[], int, int) AS ` + genericSearchQueries[domain.OrderIDAsc])
-	b.Queue(`EXPLAIN (COSTS OFF) EXECUTE page(3, false, '{}', '%anna%', 'anna', '{"anna petrova"}', 100, 0)`).Query(func(rows pgx.Rows) error {
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		plan = strings.Join(lines, "\n")
-		return err
-	})
-	b.Queue(`DEALLOCATE page`)
-	require.NoError(t, db.SendBatch(ctx, b).Close())
+	plan = genericPlan(`page(bigint, bool, bigint[], text, text, text[], int, int)`, genericSearchQueries[domain.OrderIDAsc],
+		`page(3, false, '{}', '%anna%', 'anna', '{"anna petrova"}', 100, 0)`)
 	require.Contains(t, plan, "BitmapOr", plan)
 	require.Contains(t, plan, "$5", "a generic plan: "+plan)
 	require.NotContains(t, plan, "contacts_company", plan)
