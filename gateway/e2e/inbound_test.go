@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -57,25 +56,16 @@ func inboundMessages(t *testing.T, c company, chat any) []any {
 	return requireJSON(t, r, 200, map[string]any{"messages": anyPresent}).(map[string]any)["messages"].([]any)
 }
 
-// inboundEvents are the messaging outbox's events of one message.
+// inboundEvents are the events messaging emitted to webhooks about one
+// message: messages.create only.
 func inboundEvents(t *testing.T, messageID any) []any {
 	t.Helper()
-	rows, err := serviceDB(t, "messaging").Query(context.Background(),
-		`SELECT topic, event_type, payload FROM outbox WHERE payload->'event'->'message'->>'message_id' = $1 ORDER BY seq`, messageID)
-	require.NoError(t, err)
-	defer rows.Close()
 	out := []any{}
-	for rows.Next() {
-		var topic, typ string
-		var raw []byte
-		require.NoError(t, rows.Scan(&topic, &typ, &raw))
-		require.Equal(t, "webhooks", topic)
-		require.Equal(t, "messages.create", typ)
-		var m any
-		require.NoError(t, json.Unmarshal(raw, &m))
-		out = append(out, m)
+	for _, e := range emitted(t, "messaging",
+		`SELECT payload FROM events WHERE payload->'event'->'message'->>'message_id' = $1 ORDER BY seq`, messageID) {
+		require.Equal(t, "messages.create", e["event_type"])
+		out = append(out, e)
 	}
-	require.NoError(t, rows.Err())
 	return out
 }
 
@@ -215,10 +205,10 @@ func TestInboundGroupAndBlacklist(t *testing.T) {
 		404, 15000, "MESSAGING_CHAT_NOT_FOUND")
 	var n int
 	require.NoError(t, serviceDB(t, "messaging").QueryRow(context.Background(),
-		`SELECT (SELECT count(*) FROM messages WHERE connection_id = $1 AND source_message_id = 'spam-1')
-		      + (SELECT count(*) FROM outbox WHERE payload->'event'->'message'->>'source_message_id' = 'spam-1' AND (payload->'event'->>'connection_id')::bigint = $1)`,
-		wa).Scan(&n))
+		`SELECT count(*) FROM messages WHERE connection_id = $1 AND source_message_id = 'spam-1'`, wa).Scan(&n))
 	require.Zero(t, n)
+	require.Empty(t, emitted(t, "messaging", `SELECT payload FROM events WHERE connection_id = $1
+		AND payload->'event'->'message'->>'source_message_id' = 'spam-1' ORDER BY seq`, wa))
 }
 
 // TestInboundRefusals: unknown connections and non-messenger ones are 404

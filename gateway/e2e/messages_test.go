@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -68,22 +66,12 @@ func waitMessage(t *testing.T, c company, chat int64, id any, ok func(map[string
 	}
 }
 
-// messagingEvents are the outbox events of one message, in order.
+// messagingEvents are the events messaging emitted to webhooks about one
+// message, in order.
 func messagingEvents(t *testing.T, messageID any) []map[string]any {
 	t.Helper()
-	rows, err := serviceDB(t, "messaging").Query(context.Background(),
-		`SELECT payload FROM outbox WHERE topic = 'webhooks' AND (payload->'event'->>'message_id' = $1 OR payload->'event'->'message'->>'message_id' = $1) ORDER BY seq`, messageID)
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []map[string]any
-	for rows.Next() {
-		var raw []byte
-		require.NoError(t, rows.Scan(&raw))
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(raw, &m))
-		out = append(out, m)
-	}
-	return out
+	return emitted(t, "messaging", `SELECT payload FROM events
+		WHERE payload->'event'->>'message_id' = $1 OR payload->'event'->'message'->>'message_id' = $1 ORDER BY seq`, messageID)
 }
 
 func eventTypes(events []map[string]any) []string {

@@ -262,15 +262,35 @@ func TestPartnerKillNine(t *testing.T) {
 	require.Eventually(t, func() bool { return ptkWaiting(t, billingDB, clients) == 0 }, ptfWait, tick, "every paid event was handed over")
 	ptkNotified(t, channel, invoices)
 
-	// A crash between partners' commit and billing's mark sends a batch
-	// again: every event of these clients is sent again, and nothing
-	// changes.
+	// A crash between partners' commit and billing's delete sends a batch
+	// again: every event of these clients, as partners took them (the
+	// same ids, types, payloads and times), is back in billing's outbox,
+	// and nothing changes.
 	ctx := context.Background()
-	tag, err := billingDB.Exec(ctx, `UPDATE outbox SET published_at = NULL
-		WHERE topic = 'partners' AND company_id = ANY($1)`, ptkIDs(clients))
+	var (
+		ids, types, payloads []string
+		companies            []int64
+		created              []time.Time
+	)
+	took, err := serviceDB(t, "partners").Query(ctx, `SELECT id, company_id, event_type, payload::text, created_at
+		FROM billing_events WHERE company_id = ANY($1) ORDER BY created_at, id`, ptkIDs(clients))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, tag.RowsAffected(), int64(total))
-	_, err = billingDB.Exec(ctx, `SELECT pg_notify('outbox', 'partners')`)
+	for took.Next() {
+		var (
+			id, typ, payload string
+			company          int64
+			at               time.Time
+		)
+		require.NoError(t, took.Scan(&id, &company, &typ, &payload, &at))
+		ids, companies, types, payloads, created = append(ids, id), append(companies, company), append(types, typ), append(payloads, payload), append(created, at)
+	}
+	require.NoError(t, took.Err())
+	require.GreaterOrEqual(t, len(ids), total)
+	_, err = billingDB.Exec(ctx, `INSERT INTO outbox (id, topic, company_id, event_type, payload, created_at)
+		SELECT u.id, 'partners', u.company_id, u.event_type, u.payload, u.created_at
+		FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::jsonb[], $5::timestamptz[]) WITH ORDINALITY AS u (id, company_id, event_type, payload, created_at, n)
+		ORDER BY u.n
+		RETURNING pg_notify('outbox', topic)`, ids, companies, types, payloads, created)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return ptkWaiting(t, billingDB, clients) == 0 }, ptfWait, tick, "the events were not sent again")
 	ptkAwaitRows(t, pt, clients, rows)

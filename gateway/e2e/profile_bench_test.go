@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +56,7 @@ func benchProfile(b *testing.B, phase string, d time.Duration) (done func()) {
 		return out
 	}
 	pg0, t0 := pgTicks(), time.Now()
+	tables0 := tableWrites(b)
 
 	var wg sync.WaitGroup
 	secs := max(1, int(d.Seconds()))
@@ -112,8 +115,46 @@ func benchProfile(b *testing.B, phase string, d time.Duration) (done func()) {
 			fmt.Fprintf(&out, "%-12s %8d %10.1f %9.1f %8d %9d %8d  %s\n", strings.TrimPrefix(db, dbPrefix+"_"), calls, exec, plans, n, bufs, dirty, q)
 		}
 		require.NoError(b, rows.Err())
+		// Which updates were heap-only: one that is not writes an entry in
+		// every index of its table.
+		fmt.Fprintf(&out, "\n%-12s %-24s %9s %9s %9s %9s\n", "database", "table", "inserted", "updated", "heap-only", "deleted")
+		tables := tableWrites(b)
+		for _, k := range slices.Sorted(maps.Keys(tables)) {
+			w, was := tables[k], tables0[k]
+			ins, upd, hot, del := w.ins-was.ins, w.upd-was.upd, w.hot-was.hot, w.del-was.del
+			if ins+upd+del > 0 {
+				fmt.Fprintf(&out, "%-12s %-24s %9d %9d %9d %9d\n", w.db, w.table, ins, upd, hot, del)
+			}
+		}
 		path := filepath.Join(dir, phase+"-statements.txt")
 		require.NoError(b, os.WriteFile(path, []byte(out.String()), 0o644))
 		fmt.Printf("profiles of %s in %s\n", phase, dir)
 	}
+}
+
+// tableWrite is a table's row writes since its statistics began.
+type tableWrite struct {
+	db, table          string
+	ins, upd, hot, del int64
+}
+
+// tableWrites reads every service database's table statistics, keyed
+// database.table.
+func tableWrites(b *testing.B) map[string]tableWrite {
+	ctx := context.Background()
+	out := map[string]tableWrite{}
+	for _, name := range devstackNames() {
+		db := serviceDB(b, name)
+		rows, err := db.Query(ctx, `SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del
+			FROM pg_stat_user_tables ORDER BY relname`)
+		require.NoError(b, err)
+		for rows.Next() {
+			w := tableWrite{db: name}
+			require.NoError(b, rows.Scan(&w.table, &w.ins, &w.upd, &w.hot, &w.del))
+			out[name+"."+w.table] = w
+		}
+		require.NoError(b, rows.Err())
+		require.NoError(b, db.Close(ctx))
+	}
+	return out
 }

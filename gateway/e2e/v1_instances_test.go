@@ -52,15 +52,12 @@ func instanceStatus(t *testing.T, k string, id any, want map[string]any) map[str
 	return requireJSON(t, v1(t, k, "GET", instancePath(id, "status"), nil), 200, want).(map[string]any)
 }
 
-// statusEvents counts the connections.status_changed events of a
-// connection in the connections service's outbox.
+// statusEvents counts the connections.status_changed events the
+// connections service emitted about a connection.
 func statusEvents(t *testing.T, id any) int {
 	t.Helper()
-	var n int
-	require.NoError(t, serviceDB(t, "connections").QueryRow(context.Background(),
-		`SELECT count(*) FROM outbox WHERE event_type = 'connections.status_changed' AND (payload->'event'->>'connection_id')::bigint = $1`,
-		id).Scan(&n))
-	return n
+	return len(emitted(t, "connections", `SELECT payload FROM events
+		WHERE event_type = 'connections.status_changed' AND connection_id = $1 ORDER BY seq`, id))
 }
 
 // v2Statuses is a connection's status history through v2, newest first.

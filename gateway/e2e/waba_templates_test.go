@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"regexp"
 	"sync"
 	"testing"
@@ -100,24 +98,15 @@ var anyGeneratedName = matcher{"order_ready_ and 6 letters or digits", func(v an
 	return ok && generatedName.MatchString(s)
 }}
 
-// templateEvents are the messaging outbox's waba_templates.status_changed
-// events of one template, in order.
+// templateEvents are the waba_templates.status_changed events messaging
+// emitted about one template, in order.
 func templateEvents(t *testing.T, conn int64, name string) []any {
 	t.Helper()
-	rows, err := serviceDB(t, "messaging").Query(context.Background(),
-		`SELECT payload FROM outbox WHERE topic = 'webhooks' AND event_type = 'waba_templates.status_changed'
-		   AND (payload->'event'->>'connection_id')::bigint = $1 AND payload->'event'->>'name' = $2 ORDER BY seq`, conn, name)
-	require.NoError(t, err)
-	defer rows.Close()
 	out := []any{}
-	for rows.Next() {
-		var raw []byte
-		require.NoError(t, rows.Scan(&raw))
-		var m any
-		require.NoError(t, json.Unmarshal(raw, &m))
-		out = append(out, m)
+	for _, e := range emitted(t, "messaging", `SELECT payload FROM events WHERE event_type = 'waba_templates.status_changed'
+		AND connection_id = $1 AND payload->'event'->>'name' = $2 ORDER BY seq`, conn, name) {
+		out = append(out, e)
 	}
-	require.NoError(t, rows.Err())
 	return out
 }
 

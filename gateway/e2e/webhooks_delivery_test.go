@@ -413,19 +413,7 @@ func TestWebhookDeliveryMessages(t *testing.T) {
 	got = rcv.await(t, "/messages", 9)
 
 	// What messaging emitted for the company, in its order.
-	rows, err := serviceDB(t, "messaging").Query(context.Background(),
-		`SELECT payload FROM outbox WHERE topic = 'webhooks' AND company_id = $1 ORDER BY seq`, c.ID)
-	require.NoError(t, err)
-	var emitted []map[string]any
-	for rows.Next() {
-		var raw []byte
-		require.NoError(t, rows.Scan(&raw))
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(raw, &m))
-		emitted = append(emitted, m)
-	}
-	require.NoError(t, rows.Err())
-	rows.Close()
+	emitted := emitted(t, "messaging", `SELECT payload FROM events WHERE company_id = $1 AND event_type LIKE 'messages.%' ORDER BY seq`, c.ID)
 	require.Len(t, emitted, 9)
 	ids := map[string]bool{}
 	for i, h := range got {

@@ -2,10 +2,11 @@
 // commits: the service writes a message to its own `outbox` table in the
 // transaction of the change (Write), and a Relay running in the same
 // service hands the committed messages, oldest first, to where they go (the
-// webhooks service, another service's internal API) and marks them
-// published. A change and its message therefore commit or fail together,
-// and a receiver that is down only delays the message: the relay retries
-// with a growing pause until it is taken.
+// webhooks service, another service's internal API) and deletes them, in
+// the transaction that read them, once handed over. A change and its
+// message therefore commit or fail together, and a receiver that is down
+// only delays the message: the relay retries with a growing pause until it
+// is taken.
 //
 // Order is commit order as far as it can be told: messages go out by seq,
 // and a message whose transaction took its seq early but committed late is
@@ -14,14 +15,14 @@
 // their order; unrelated concurrent changes have no order to keep.
 //
 // Delivery is at least once: a batch whose publisher succeeded is sent
-// again if marking it fails, so publishers must be idempotent (by Message
+// again if deleting it fails, so publishers must be idempotent (by Message
 // ID, or by the nature of the change).
 //
 // The table each emitting service creates in its own migrations:
 //
 //	CREATE TABLE outbox (
-//	    id           uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
-//	    seq          bigint      GENERATED ALWAYS AS IDENTITY UNIQUE,
+//	    seq          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+//	    id           uuid        NOT NULL DEFAULT gen_random_uuid(),
 //	    topic        text        NOT NULL,
 //	    company_id   bigint      NOT NULL,
 //	    event_type   text        NOT NULL,
@@ -30,6 +31,13 @@
 //	    published_at timestamptz
 //	);
 //	CREATE INDEX outbox_unpublished_idx ON outbox (topic, seq) WHERE published_at IS NULL;
+//
+// seq is the key the relay reads and deletes by; id, which receivers
+// deduplicate by, needs no index of its own (a random uuid's would cost a
+// random page of its tree per message). The relay deletes what it
+// publishes; published_at stays for replicas of releases that marked rows
+// instead (they run beside this one during a rolling deploy), and the
+// relay reads only rows where it is null.
 //
 // A topic is one destination with its own order: a receiver that is down
 // holds back only its own topic.

@@ -168,8 +168,8 @@ func (r *Relay) relay(ctx context.Context, topic string, p Publisher, wake <-cha
 	}
 }
 
-// drain hands the oldest unpublished batch of topic to p and marks it
-// published, in one transaction holding the topic's advisory lock. It
+// drain hands the oldest unpublished batch of topic to p and deletes it,
+// in one transaction holding the topic's advisory lock. It
 // answers how many it published; 0 also when another replica holds the
 // lock (that replica is draining and is woken by the same notifications).
 func (r *Relay) drain(ctx context.Context, topic string, p Publisher) (int, error) {
@@ -211,8 +211,11 @@ func (r *Relay) drain(ctx context.Context, topic string, p Publisher) (int, erro
 		for i, m := range batch {
 			seqs[i] = m.Seq
 		}
-		if _, err := tx.Exec(ctx, `UPDATE outbox SET published_at = now() WHERE seq = ANY($1)`, seqs); err != nil {
-			return fmt.Errorf("mark published: %w", err)
+		// Deleted, not marked: a published message has nothing left to
+		// do, and a mark was an update of every index (its flag is the
+		// partial index's predicate) that left the table to grow forever.
+		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE seq = ANY($1)`, seqs); err != nil {
+			return fmt.Errorf("delete published: %w", err)
 		}
 		n = len(batch)
 		return nil

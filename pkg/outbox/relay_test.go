@@ -23,8 +23,8 @@ import (
 // The table as the package comment gives it.
 var migrations = fstest.MapFS{"0001_outbox.sql": {Data: []byte(`-- +goose Up
 CREATE TABLE outbox (
-    id           uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
-    seq          bigint      GENERATED ALWAYS AS IDENTITY UNIQUE,
+    seq          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id           uuid        NOT NULL DEFAULT gen_random_uuid(),
     topic        text        NOT NULL,
     company_id   bigint      NOT NULL,
     event_type   text        NOT NULL,
@@ -94,11 +94,13 @@ func start(t *testing.T, r *outbox.Relay) {
 	})
 }
 
-func unpublished(t *testing.T, db *pgxpool.Pool, topic string) int {
+// left counts topic's rows, published or not: the relay deletes what it
+// publishes, so none left means every one handed over and none kept.
+func left(t *testing.T, db *pgxpool.Pool, topic string) int {
 	t.Helper()
 	var n int
 	require.NoError(t, db.QueryRow(context.Background(),
-		`SELECT count(*) FROM outbox WHERE topic = $1 AND published_at IS NULL`, topic).Scan(&n))
+		`SELECT count(*) FROM outbox WHERE topic = $1`, topic).Scan(&n))
 	return n
 }
 
@@ -123,8 +125,8 @@ func TestRelayPublishesCommittedMessagesInOrder(t *testing.T) {
 
 	require.Eventually(t, func() bool { return len(rec.companies()) == 5 }, waitFor, 5*time.Millisecond)
 	require.Equal(t, []int64{1, 2, 3, 4, 5}, rec.companies(), "oldest first, the rolled back one never")
-	// Marked in the transaction that read them, just after Publish.
-	require.Eventually(t, func() bool { return unpublished(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
+	// Deleted in the transaction that read them, just after Publish.
+	require.Eventually(t, func() bool { return left(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for i, m := range rec.got {
@@ -139,8 +141,23 @@ func TestRelayPublishesCommittedMessagesInOrder(t *testing.T) {
 	}
 }
 
+// TestRelayLeavesWhatAnOlderReleaseMarked: a row an older release's relay
+// marked published (it ran beside this one during a rolling deploy) was
+// handed over by it, and is not handed over again.
+func TestRelayLeavesWhatAnOlderReleaseMarked(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	write(t, db, "a", 1)
+	_, err := db.Exec(context.Background(), `UPDATE outbox SET published_at = now()`)
+	require.NoError(t, err)
+	write(t, db, "a", 2)
+	rec := &recorder{}
+	start(t, outbox.New(db, quiet, slowPoll).Route("a", rec))
+	require.Eventually(t, func() bool { return left(t, db, "a") == 1 }, waitFor, 5*time.Millisecond)
+	require.Equal(t, []int64{2}, rec.companies())
+}
+
 // TestRelayRetriesAFailingReceiver: while the receiver fails nothing is
-// marked published or skipped; once it answers, everything arrives in
+// deleted or skipped; once it answers, everything arrives in
 // order, and the failed batch is handed over again whole.
 func TestRelayRetriesAFailingReceiver(t *testing.T) {
 	db := pgtest.New(t, migrations)
@@ -152,8 +169,8 @@ func TestRelayRetriesAFailingReceiver(t *testing.T) {
 	rec.mu.Lock()
 	require.Equal(t, 5, rec.calls, "four failures, then the same batch once more")
 	rec.mu.Unlock()
-	// Marked in the transaction that read them, just after Publish.
-	require.Eventually(t, func() bool { return unpublished(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
+	// Deleted in the transaction that read them, just after Publish.
+	require.Eventually(t, func() bool { return left(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
 }
 
 // TestRelayTopicsAreIndependent: a topic whose receiver is down holds back
@@ -166,7 +183,7 @@ func TestRelayTopicsAreIndependent(t *testing.T) {
 	write(t, db, "down", 1)
 	write(t, db, "up", 2, 3)
 	require.Eventually(t, func() bool { return len(up.companies()) == 2 }, waitFor, 5*time.Millisecond)
-	require.Equal(t, 1, unpublished(t, db, "down"))
+	require.Equal(t, 1, left(t, db, "down"))
 	require.Empty(t, down.companies())
 }
 
@@ -250,7 +267,7 @@ func TestRelayLateCommit(t *testing.T) {
 	require.NoError(t, slow.Commit(ctx))
 	require.Eventually(t, func() bool { return len(rec.companies()) == 2 }, waitFor, 5*time.Millisecond)
 	require.Equal(t, []int64{2, 1}, rec.companies())
-	require.Eventually(t, func() bool { return unpublished(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return left(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
 }
 
 // TestRelayListensAgain: when its listening connection is cut, the relay
@@ -320,8 +337,8 @@ func TestQueuedInABatch(t *testing.T) {
 	})
 	require.Error(t, err)
 	require.Eventually(t, func() bool { return len(rec.companies()) == 2 }, waitFor, 5*time.Millisecond)
-	// Marked in the relay's transaction, which commits after Publish.
-	require.Eventually(t, func() bool { return unpublished(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
+	// Deleted in the relay's transaction, which commits after Publish.
+	require.Eventually(t, func() bool { return left(t, db, "a") == 0 }, waitFor, 5*time.Millisecond)
 	require.Equal(t, []int64{1, 2}, rec.companies())
 	var failed int
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE company_id = 99`).Scan(&failed))
