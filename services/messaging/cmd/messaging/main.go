@@ -184,6 +184,9 @@ func spec(s settings) service.Spec {
 			)
 			// Sends reach the messenger after the API has answered.
 			d.Background("send worker", func(ctx context.Context) error { return svc.RunSender(ctx, d.Log) })
+			d.Background("idempotency key expiry", func(ctx context.Context) error {
+				return svc.RunKeyExpiry(ctx, d.Log, app.KeyExpiryEvery)
+			})
 			srv := grpcport.New(svc)
 			if sb != nil {
 				d.Background("sandbox receipts", func(ctx context.Context) error { return sb.RunReceipts(ctx, d.Log, svc.Receipts) })

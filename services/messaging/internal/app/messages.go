@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"time"
 
@@ -29,6 +30,9 @@ type MessageRepository interface {
 	// StoredAnswer is the request hash and answer recorded for a key since
 	// a time; domain.ErrNotFound when none.
 	StoredAnswer(ctx context.Context, company int64, key string, since time.Time) (hash, answer []byte, err error)
+	// ExpireKeys deletes the idempotency keys recorded at or before a
+	// time, batch at a time, and answers how many it deleted.
+	ExpireKeys(ctx context.Context, before time.Time, batch int) (int64, error)
 }
 
 // Idempotency is an Idempotency-Key with its request.
@@ -65,6 +69,38 @@ var ErrKeyTaken = errors.New("idempotency key taken")
 
 // IdempotencyWindow is how long a key answers its first answer again.
 const IdempotencyWindow = 24 * time.Hour
+
+// KeyExpiryEvery is how often RunKeyExpiry deletes expired keys, and
+// keyExpiryBatch how many one statement deletes.
+const (
+	KeyExpiryEvery = time.Hour
+	keyExpiryBatch = 1000
+)
+
+// RunKeyExpiry deletes the idempotency keys past their window, at once and
+// then every `every`, until ctx ends. A key past it answers nothing (a
+// send reads only newer ones, and one with the same key takes it over), so
+// its row, which holds the whole first answer, only made the table grow
+// with every keyed send. Every replica runs it: two deleting the same rows
+// wait for each other, and the second finds nothing left.
+func (s *Service) RunKeyExpiry(ctx context.Context, log *slog.Logger, every time.Duration) error {
+	for {
+		n, err := s.repo.ExpireKeys(ctx, s.now().Add(-IdempotencyWindow), keyExpiryBatch)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			log.Error("expire idempotency keys", "error", err)
+		case n > 0:
+			log.Info("idempotency keys expired", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
+}
 
 // DefaultMessagesLimit is the messages list size when none is asked.
 const DefaultMessagesLimit = 20

@@ -282,6 +282,25 @@ func (r *Repo) saveOutbound(ctx context.Context, m domain.Message) (app.Saved, e
 	return app.Saved{Chat: chat, Message: m}, nil
 }
 
+// ExpireKeys implements app.Repository: a statement per batch, each its
+// own transaction, so none holds many rows for long. A key a send has
+// taken over since the batch was chosen is newer than before, and stays.
+func (r *Repo) ExpireKeys(ctx context.Context, before time.Time, batch int) (int64, error) {
+	var n int64
+	for {
+		tag, err := r.db.Exec(ctx, `DELETE FROM send_idempotency k
+			USING (SELECT company_id, key FROM send_idempotency WHERE created_at <= $1 LIMIT $2) old
+			WHERE k.company_id = old.company_id AND k.key = old.key AND k.created_at <= $1`, before, batch)
+		if err != nil {
+			return n, fmt.Errorf("expire idempotency keys: %w", err)
+		}
+		n += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return n, nil
+		}
+	}
+}
+
 // StoredAnswer implements app.Repository.
 func (r *Repo) StoredAnswer(ctx context.Context, company int64, key string, since time.Time) ([]byte, []byte, error) {
 	var hash, answer []byte
