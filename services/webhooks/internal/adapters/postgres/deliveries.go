@@ -82,6 +82,12 @@ func (r *Repo) Deliveries(ctx context.Context, company int64, subscription strin
 // Redeliver implements app.DeliveriesRepository: a copy of the delivery
 // on the retry path (first = false), in the event's lane and order, to
 // the subscription's url of now.
+//
+// The delivery copied is locked (FOR KEY SHARE) until the copy commits:
+// no foreign key ties deliveries to their event (0008_lean_rows.sql), and
+// the retention deletes an event once no delivery has it. Locked, the
+// delivery cannot be purged first, so the purge of events sees it or, once
+// it is gone, the copy; one the purge took already is not found.
 func (r *Repo) Redeliver(ctx context.Context, company int64, subscription string, delivery int64) (domain.Delivery, error) {
 	var out domain.Delivery
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
@@ -93,6 +99,7 @@ func (r *Repo) Redeliver(ctx context.Context, company int64, subscription string
 				SELECT old.event_id, s.id, s.url, old.lane, old.seq, false, now()
 				FROM deliveries old JOIN subscriptions s ON s.id = old.subscription_id
 				WHERE s.company_id = $1 AND s.id = $2 AND old.subscription_id = $2 AND old.id = $3
+				FOR KEY SHARE OF old
 				RETURNING *)
 			SELECT `+waitingColumns+` FROM d JOIN events e ON e.id = d.event_id`, company, subscription, delivery))
 		if errors.Is(err, pgx.ErrNoRows) {

