@@ -13,15 +13,25 @@ SET lock_timeout = '5s';
 -- the URL's (a paused URL's probe). Partial on status = 'pending', the
 -- finished version of a row writes no entry into either; only the primary
 -- key, deliveries_event and deliveries_finished get one. A failed first
--- attempt stays pending (on the retry path) and keeps its entries. The
--- columns they drop from their keys (status) are in the predicate instead,
--- so each statement that used them still fits exactly one index: nothing
--- but the lane's statements names subscription_id, lane and first, and
--- nothing but the probe names url.
+-- attempt stays pending (on the retry path) and keeps its entries.
+--
+-- Each predicate also names its index's first column as NOT NULL (always
+-- true: both columns are NOT NULL). That fences each index off every
+-- statement but those it is for, as "seq > 0" does deliveries_first
+-- (0004_hot_claims.sql): a statement can be planned through a partial
+-- index only if its own conditions imply the predicate, and only one that
+-- compares subscription_id (the lane's chain, the lane-head test, a
+-- subscription's waiting rows) or url (the probe) with something implies
+-- it. With status = 'pending' alone, ClaimRetries and ClaimFirst, which
+-- say that and nothing about either column, were planned through
+-- deliveries_lane after a quiet period (the statistics then say it holds
+-- one row) and read the whole backlog per batch: 591 index entries per
+-- delivery in proctest.TestBacklogAfterQuietPeriod.
 DROP INDEX deliveries_lane;
-CREATE INDEX deliveries_lane ON deliveries (subscription_id, lane, first, seq) WHERE status = 'pending';
+CREATE INDEX deliveries_lane ON deliveries (subscription_id, lane, first, seq)
+    WHERE status = 'pending' AND subscription_id IS NOT NULL;
 DROP INDEX deliveries_url;
-CREATE INDEX deliveries_url ON deliveries (url, seq) WHERE status = 'pending';
+CREATE INDEX deliveries_url ON deliveries (url, seq) WHERE status = 'pending' AND url IS NOT NULL;
 
 -- The foreign key from deliveries to events checked every delivery taken
 -- in with a lookup and a row lock on its event (5 buffers per event and
