@@ -12,8 +12,9 @@ SET lock_timeout = '5s';
 -- the lane-head test, a subscription's waiting rows moved or dropped) and
 -- the URL's (a paused URL's probe). Partial on status = 'pending', the
 -- finished version of a row writes no entry into either; only the primary
--- key, deliveries_event and deliveries_finished get one. A failed first
--- attempt stays pending (on the retry path) and keeps its entries.
+-- key and deliveries_finished get one (deliveries_event goes, below). A
+-- failed first attempt stays pending (on the retry path) and keeps its
+-- entries.
 --
 -- Each predicate also names its index's first column as NOT NULL (always
 -- true: both columns are NOT NULL). That fences each index off every
@@ -33,22 +34,32 @@ CREATE INDEX deliveries_lane ON deliveries (subscription_id, lane, first, seq)
 DROP INDEX deliveries_url;
 CREATE INDEX deliveries_url ON deliveries (url, seq) WHERE status = 'pending' AND url IS NOT NULL;
 
--- The foreign key from deliveries to events checked every delivery taken
--- in with a lookup and a row lock on its event (5 buffers per event and
--- about 14 µs of the intake's statement). Every delivery is written by a
--- statement that has its event at hand: the intake's inserts the event
--- in the same statement, a ping in the same transaction, and a
--- redelivery copies one of an existing delivery, which it locks (FOR KEY
--- SHARE), so the retention cannot purge that delivery, and then its event
--- as having none, before the copy commits (Repo.Redeliver). The purge of
--- events still finds deliveries through deliveries_event.
+-- What tied deliveries to their events: the foreign key checked every
+-- delivery taken in with a lookup and a row lock on its event (5 buffers
+-- per event and about 14 µs of the intake's statement), and
+-- deliveries_event, read only by the purge of events without deliveries
+-- (and the key's checks), got an entry from every delivery taken in and
+-- again from every result recorded.
+--
+-- Every delivery is written by a statement that has its event at hand
+-- (the intake's inserts the event in the same statement, a ping in the
+-- same transaction, a redelivery renews it), and the retention now keeps
+-- an event by age alone: three times the retention after it was taken in
+-- or last redelivered (received_at, which a redelivery renews). A
+-- delivery made of it waits at most the retention and is kept the
+-- retention after it finished, so every delivery of an event, and every
+-- row the list shows of them, is gone a whole retention before the event
+-- (Queue.Expire). The purge checks the age on the row it deletes, so a
+-- redelivery renewing the event meanwhile keeps it (Repo.Redeliver).
 ALTER TABLE deliveries DROP CONSTRAINT deliveries_event_id_fkey;
+DROP INDEX deliveries_event;
 
 -- Nothing looks an event up by its seq (deliveries carry it), so its
 -- uniqueness (an identity never repeats) was an index written per event
 -- and read by nothing. The retention's scan by received_at needs no
--- b-tree: events are only appended, so their blocks are in received_at
--- order and a block range index narrows the scan as well.
+-- b-tree: events are appended in received_at order (a redelivery's renewal
+-- only widens the range of its block), so a block range index narrows the
+-- scan as well, at almost no cost per event.
 ALTER TABLE events DROP CONSTRAINT events_seq_key;
 DROP INDEX events_received;
 CREATE INDEX events_received ON events USING brin (received_at);
@@ -67,6 +78,7 @@ ALTER TABLE events ADD CONSTRAINT events_seq_key UNIQUE (seq);
 -- Deliveries whose event went (none can be made: a claim reads the event)
 -- would fail the key's check.
 DELETE FROM deliveries d WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = d.event_id);
+CREATE INDEX deliveries_event ON deliveries (event_id);
 ALTER TABLE deliveries ADD CONSTRAINT deliveries_event_id_fkey FOREIGN KEY (event_id) REFERENCES events (id);
 DROP INDEX deliveries_url;
 CREATE INDEX deliveries_url ON deliveries (url, status, seq);

@@ -398,12 +398,16 @@ const purgeBatch = 5000
 // Expire implements app.Queue. A delivery given up is logged in the
 // statement that gives it up. A finished delivery stays for the retention
 // after it finished, and its log rows with it (the list shows a row only
-// while its delivery exists); an event goes with its last delivery.
+// while its delivery exists).
 //
 // Log rows are pruned by age alone, at twice the retention: a delivery
 // waits at most the retention and is kept the retention after, so no row
 // is pruned while its delivery is shown, and the purge needs no index by
-// delivery.
+// delivery. Events too, at three times the retention after they were
+// taken in or last redelivered (Repo.Redeliver renews received_at): every
+// delivery of one is gone a retention before that, so the purge needs no
+// index of deliveries by event (0008_lean_rows.sql). The age is checked on
+// the row deleted, so a redelivery renewing it meanwhile keeps it.
 func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, error) {
 	// One statement per path, each on its own index; what is held by a
 	// live claim is left to its holder.
@@ -432,9 +436,8 @@ func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, err
 		// (delivery_log_created narrows the scan to old blocks).
 		`DELETE FROM delivery_log WHERE ctid = ANY (ARRAY(SELECT ctid FROM delivery_log
 			WHERE created_at < now() - 2 * make_interval(secs => $1) LIMIT $2))`,
-		`DELETE FROM events WHERE id IN (SELECT e.id FROM events e
-			WHERE e.received_at < now() - make_interval(secs => $1)
-			  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) LIMIT $2)`,
+		`DELETE FROM events WHERE received_at < now() - 3 * make_interval(secs => $1) AND id IN (SELECT id FROM events
+			WHERE received_at < now() - 3 * make_interval(secs => $1) LIMIT $2)`,
 	} {
 		for {
 			del, err := q.db.Exec(ctx, purge, secs(retention), purgeBatch)

@@ -164,3 +164,52 @@ func TestRecordGroup(t *testing.T) {
 		FROM delivery_log`, stale.ID).Scan(&rows, &staleRows, &failedRows))
 	require.Equal(t, []int{6, 0, 1}, []int{rows, staleRows, failedRows})
 }
+
+// TestEventsKept: the retention keeps an event three times the retention
+// after it was taken in (or last redelivered), by when every delivery of
+// it, finished and kept the retention after, is gone; it needs no index
+// of deliveries by event.
+func TestEventsKept(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sub := subscription(t, db, "http://127.0.0.1:9/ok")
+	queued(t, db, sub, 1, 1)
+	heads, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 1)
+	_, err = q.Record(ctx, []app.Batch{batch(0, nil, sent(heads[0], domain.Result{Outcome: domain.Delivered, Status: 200}))})
+	require.NoError(t, err)
+	count := func() (deliveries, events int) {
+		require.NoError(t, db.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM events)`).
+			Scan(&deliveries, &events))
+		return
+	}
+	age := func(received, finished string) {
+		t.Helper()
+		_, err := db.Exec(ctx, `UPDATE events SET received_at = now() - $1::interval`, received)
+		require.NoError(t, err)
+		_, err = db.Exec(ctx, `UPDATE deliveries SET finished_at = now() - $1::interval`, finished)
+		require.NoError(t, err)
+	}
+
+	// The delivery finished 50 minutes ago, the event came 2 h 50 min ago:
+	// both kept (a retention of an hour).
+	age("2 hours 50 minutes", "50 minutes")
+	_, err = q.Expire(ctx, time.Hour)
+	require.NoError(t, err)
+	d, e := count()
+	require.Equal(t, []int{1, 1}, []int{d, e})
+	// The delivery a retention after it finished goes; the event waits for
+	// three retentions after it came.
+	age("2 hours 50 minutes", "70 minutes")
+	_, err = q.Expire(ctx, time.Hour)
+	require.NoError(t, err)
+	d, e = count()
+	require.Equal(t, []int{0, 1}, []int{d, e})
+	age("3 hours 10 minutes", "70 minutes")
+	_, err = q.Expire(ctx, time.Hour)
+	require.NoError(t, err)
+	d, e = count()
+	require.Equal(t, []int{0, 0}, []int{d, e})
+}
