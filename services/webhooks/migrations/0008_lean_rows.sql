@@ -11,10 +11,14 @@ SET lock_timeout = '5s';
 -- every index that only a pending delivery needs: the lane's (its chain,
 -- the lane-head test, a subscription's waiting rows moved or dropped) and
 -- the URL's (a paused URL's probe). Partial on status = 'pending', the
--- finished version of a row writes no entry into either; only the primary
--- key and deliveries_finished get one (deliveries_event goes, below). A
--- failed first attempt stays pending (on the retry path) and keeps its
--- entries.
+-- finished version of a row writes no entry into either, and only the
+-- primary key gets one: deliveries_event goes (below), and so does
+-- deliveries_finished, the retention's way to finished deliveries by
+-- finished_at. The retention now deletes finished deliveries taken in
+-- twice the retention ago, from the oldest by primary key (the order of
+-- intake; one waits at most the retention, so it is kept at least the
+-- retention after it finished, as before). A failed first attempt stays
+-- pending (on the retry path) and keeps its entries.
 --
 -- Each predicate also names its index's first column as NOT NULL (always
 -- true: both columns are NOT NULL). That fences each index off every
@@ -33,6 +37,7 @@ CREATE INDEX deliveries_lane ON deliveries (subscription_id, lane, first, seq)
     WHERE status = 'pending' AND subscription_id IS NOT NULL;
 DROP INDEX deliveries_url;
 CREATE INDEX deliveries_url ON deliveries (url, seq) WHERE status = 'pending' AND url IS NOT NULL;
+DROP INDEX deliveries_finished;
 
 -- What tied deliveries to their events: the foreign key checked every
 -- delivery taken in with a lookup and a row lock on its event (5 buffers
@@ -80,6 +85,7 @@ ALTER TABLE events ADD CONSTRAINT events_seq_key UNIQUE (seq);
 DELETE FROM deliveries d WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = d.event_id);
 CREATE INDEX deliveries_event ON deliveries (event_id);
 ALTER TABLE deliveries ADD CONSTRAINT deliveries_event_id_fkey FOREIGN KEY (event_id) REFERENCES events (id);
+CREATE INDEX deliveries_finished ON deliveries (finished_at) WHERE status <> 'pending';
 DROP INDEX deliveries_url;
 CREATE INDEX deliveries_url ON deliveries (url, status, seq);
 DROP INDEX deliveries_lane;

@@ -396,14 +396,15 @@ func (q *Queue) NextDue(ctx context.Context) (time.Time, error) {
 const purgeBatch = 5000
 
 // Expire implements app.Queue. A delivery given up is logged in the
-// statement that gives it up. A finished delivery stays for the retention
-// after it finished, and its log rows with it (the list shows a row only
-// while its delivery exists).
+// statement that gives it up. A finished delivery stays until twice the
+// retention after it was taken in (at least the retention after it
+// finished), and its log rows with it (the list shows a row only while
+// its delivery exists).
 //
-// Log rows are pruned by age alone, at twice the retention: a delivery
-// waits at most the retention and is kept the retention after, so no row
-// is pruned while its delivery is shown, and the purge needs no index by
-// delivery. Events too, at three times the retention after they were
+// Log rows are pruned by age alone, at twice the retention: a row is
+// written at most the retention after its delivery was taken in, so no
+// row is pruned while its delivery is shown, and the purge needs no index
+// by delivery. Events too, at three times the retention after they were
 // taken in or last redelivered (Repo.Redeliver renews received_at): every
 // delivery of one is gone a retention before that, so the purge needs no
 // index of deliveries by event (0008_lean_rows.sql). The age is checked on
@@ -430,8 +431,16 @@ func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, err
 		expired += tag.RowsAffected()
 	}
 	for _, purge := range []string{
-		`DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries
-			WHERE status <> 'pending' AND finished_at < now() - make_interval(secs => $1) LIMIT $2)`,
+		// Finished deliveries taken in twice the retention ago, from the
+		// oldest (the primary key's order is the order of intake): one
+		// waits at most the retention, so each is kept at least the
+		// retention after it finished, and no index is written for the
+		// purge when a result is recorded (0008_lean_rows.sql). Whatever
+		// still waits is younger than the retention, and so is everything
+		// taken in after it: a batch that deletes less than it read has
+		// reached the deliveries to keep.
+		`DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries ORDER BY id LIMIT $2)
+			AND status <> 'pending' AND created_at < now() - 2 * make_interval(secs => $1)`,
 		// The log has no key: its rows are found by their place
 		// (delivery_log_created narrows the scan to old blocks).
 		`DELETE FROM delivery_log WHERE ctid = ANY (ARRAY(SELECT ctid FROM delivery_log

@@ -165,51 +165,76 @@ func TestRecordGroup(t *testing.T) {
 	require.Equal(t, []int{6, 0, 1}, []int{rows, staleRows, failedRows})
 }
 
-// TestEventsKept: the retention keeps an event three times the retention
-// after it was taken in (or last redelivered), by when every delivery of
-// it, finished and kept the retention after, is gone; it needs no index
-// of deliveries by event.
-func TestEventsKept(t *testing.T) {
+// TestRetentionKeeps: a finished delivery is kept until twice the
+// retention after it was taken in (at least the retention after it
+// finished: it waits at most the retention), its event three times the
+// retention after it was taken in (by when every delivery of it is gone);
+// neither needs an index of its own. What waits stays.
+func TestRetentionKeeps(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t, migrations.FS)
 	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	sub := subscription(t, db, "http://127.0.0.1:9/ok")
-	queued(t, db, sub, 1, 1)
+	queued(t, db, sub, 1, 2)
 	heads, err := q.ClaimFirst(ctx, 10, lease)
 	require.NoError(t, err)
 	require.Len(t, heads, 1)
 	_, err = q.Record(ctx, []app.Batch{batch(0, nil, sent(heads[0], domain.Result{Outcome: domain.Delivered, Status: 200}))})
 	require.NoError(t, err)
-	count := func() (deliveries, events int) {
-		require.NoError(t, db.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM events)`).
-			Scan(&deliveries, &events))
-		return
-	}
-	age := func(received, finished string) {
+	done := heads[0]
+	kept := func() (deliveries, events []int64) {
 		t.Helper()
-		_, err := db.Exec(ctx, `UPDATE events SET received_at = now() - $1::interval`, received)
+		rows, err := db.Query(ctx, `SELECT seq FROM deliveries ORDER BY seq`)
 		require.NoError(t, err)
-		_, err = db.Exec(ctx, `UPDATE deliveries SET finished_at = now() - $1::interval`, finished)
+		deliveries, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		rows, err = db.Query(ctx, `SELECT seq FROM events ORDER BY seq`)
+		require.NoError(t, err)
+		events, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		return deliveries, events
+	}
+	age := func(seq int64, ago string) {
+		t.Helper()
+		_, err := db.Exec(ctx, `UPDATE events SET received_at = now() - $2::interval WHERE seq = $1`, seq, ago)
+		require.NoError(t, err)
+		_, err = db.Exec(ctx, `UPDATE deliveries SET created_at = now() - $2::interval WHERE seq = $1`, seq, ago)
 		require.NoError(t, err)
 	}
+	expire := func() {
+		t.Helper()
+		_, err := q.Expire(ctx, time.Hour)
+		require.NoError(t, err)
+	}
+	all := []int64{done.Seq, done.Seq + 1}
 
-	// The delivery finished 50 minutes ago, the event came 2 h 50 min ago:
-	// both kept (a retention of an hour).
-	age("2 hours 50 minutes", "50 minutes")
-	_, err = q.Expire(ctx, time.Hour)
+	// The succeeded one taken in 1 h 50 min ago: kept (a retention of an
+	// hour).
+	age(done.Seq, "1 hour 50 minutes")
+	expire()
+	d, e := kept()
+	require.Equal(t, [][]int64{all, all}, [][]int64{d, e})
+	// 2 h 10 min ago: the delivery goes, the event stays.
+	age(done.Seq, "2 hours 10 minutes")
+	expire()
+	d, e = kept()
+	require.Equal(t, [][]int64{all[1:], all}, [][]int64{d, e})
+	// 3 h 10 min ago: the event goes too.
+	age(done.Seq, "3 hours 10 minutes")
+	expire()
+	d, e = kept()
+	require.Equal(t, [][]int64{all[1:], all[1:]}, [][]int64{d, e})
+
+	// The other still waits (for 59 minutes, so not given up): it and its
+	// event stay, and a failed delivery behind it, taken in 2 h 10 min ago,
+	// goes all the same.
+	age(all[1], "59 minutes")
+	queued(t, db, sub, 2, 1)
+	later := all[1] + 1
+	_, err = db.Exec(ctx, `UPDATE deliveries SET status = 'failed', first = false, finished_at = now() WHERE seq = $1`, later)
 	require.NoError(t, err)
-	d, e := count()
-	require.Equal(t, []int{1, 1}, []int{d, e})
-	// The delivery a retention after it finished goes; the event waits for
-	// three retentions after it came.
-	age("2 hours 50 minutes", "70 minutes")
-	_, err = q.Expire(ctx, time.Hour)
-	require.NoError(t, err)
-	d, e = count()
-	require.Equal(t, []int{0, 1}, []int{d, e})
-	age("3 hours 10 minutes", "70 minutes")
-	_, err = q.Expire(ctx, time.Hour)
-	require.NoError(t, err)
-	d, e = count()
-	require.Equal(t, []int{0, 0}, []int{d, e})
+	age(later, "2 hours 10 minutes")
+	expire()
+	d, e = kept()
+	require.Equal(t, [][]int64{{all[1]}, {all[1], later}}, [][]int64{d, e})
 }
