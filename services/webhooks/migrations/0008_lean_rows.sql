@@ -27,11 +27,13 @@ SET lock_timeout = '5s';
 -- index only if its own conditions imply the predicate, and only one that
 -- compares subscription_id (the lane's chain, the lane-head test, a
 -- subscription's waiting rows) or url (the probe) with something implies
--- it. With status = 'pending' alone, ClaimRetries and ClaimFirst, which
--- say that and nothing about either column, were planned through
--- deliveries_lane after a quiet period (the statistics then say it holds
--- one row) and read the whole backlog per batch: 591 index entries per
--- delivery in proctest.TestBacklogAfterQuietPeriod.
+-- it. With status = 'pending' alone, every statement that says as much
+-- (ClaimRetries, ClaimFirst, NextDue, the retention) could be planned
+-- through either after a quiet period, when the statistics say each holds
+-- one row. The lane-head test, which does compare subscription_id, is a
+-- subquery for the same reason (Queue's laneHead): as an anti-join it was
+-- planned as a scan of the whole lane index per candidate, 591 index
+-- entries per delivery in proctest.TestBacklogAfterQuietPeriod.
 DROP INDEX deliveries_lane;
 CREATE INDEX deliveries_lane ON deliveries (subscription_id, lane, first, seq)
     WHERE status = 'pending' AND subscription_id IS NOT NULL;
