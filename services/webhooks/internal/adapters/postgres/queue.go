@@ -47,7 +47,7 @@ WHERE d.id = c.id AND e.id = d.event_id
 RETURNING d.id, d.event_id, d.subscription_id, d.url,
           coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = d.subscription_id),
                    (SELECT t.secret FROM integration_targets t WHERE t.id = d.subscription_id)),
-          e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token`
+          e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token, d.ctid::text`
 
 // notPaused is true for a delivery whose URL is not paused.
 const notPaused = `NOT EXISTS (SELECT 1 FROM targets t WHERE t.url = d.url AND t.paused)`
@@ -71,7 +71,7 @@ func scanAttempts(rows pgx.Rows, probe bool) ([]domain.Attempt, error) {
 		a := domain.Attempt{Probe: probe}
 		var payload string
 		err := row.Scan(&a.ID, &a.EventID, &a.SubscriptionID, &a.URL, &a.Secret, &payload, &a.Lane, &a.Seq,
-			&a.First, &a.Attempts, &a.Failures, &a.Token)
+			&a.First, &a.Attempts, &a.Failures, &a.Token, &a.Row)
 		a.Payload = []byte(payload)
 		return a, err
 	})
@@ -205,12 +205,13 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		answers             []*int32
 		errs                []*string
 		uIDs                []int64
-		uTokens             []string
+		uTokens, rowsAt     []string
 	)
 	for _, b := range bs {
 		for _, rec := range b.Sent {
 			a, r, d := rec.Attempt, rec.Result, rec.Decision
 			ids, tokens, statuses = append(ids, a.ID), append(tokens, a.Token), append(statuses, d.Status)
+			rowsAt = append(rowsAt, cmp.Or(a.Row, noRow))
 			failures, retryIn = append(failures, int32(d.Failures)), append(retryIn, secs(d.RetryIn))
 			durations = append(durations, int32(r.Duration.Milliseconds()))
 			var answer *int32
@@ -231,20 +232,26 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	batch.Queue(`BEGIN`)
 	batch.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
 		set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`)
-	batch.Queue(`WITH u AS (
-			UPDATE deliveries d SET
-				status = r.status, first = false, failures = r.failures, attempt = d.attempt + 1,
-				next_attempt_at = now() + make_interval(secs => r.retry_in),
-				finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
-				claimed_until = '-infinity', claim_token = NULL
-			FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[])
-				AS r(id, token, status, failures, retry_in, answer, err, duration)
-			WHERE d.id = r.id AND d.claim_token = r.token
-			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration)
+	// Each result goes to the row where its claim left it (its ctid: no
+	// lookup by key); one whose row moved since (a URL change rewrites
+	// what waits) is found by its id in the same statement. The id and the
+	// token are checked either way.
+	batch.Queue(`WITH r AS (
+			SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[],
+				$9::text[]) AS r(id, token, status, failures, retry_in, answer, err, duration, loc)),
+		at_row AS (
+			UPDATE deliveries d SET `+recorded+`
+			FROM r WHERE d.ctid = r.loc::tid AND d.id = r.id AND d.claim_token = r.token
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
+		moved AS (
+			UPDATE deliveries d SET `+recorded+`
+			FROM r WHERE d.id = r.id AND d.claim_token = r.token AND r.id NOT IN (SELECT id FROM at_row)
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
+		u AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved)
 		INSERT INTO delivery_log (delivery_id, subscription_id, attempt, status, response_status, error, duration_ms, next_attempt_at)
 		SELECT id, subscription_id, attempt, status, answer, err, duration, CASE WHEN status = 'pending' THEN next_attempt_at END
 		FROM u`,
-		ids, tokens, statuses, failures, retryIn, answers, errs, durations).Exec(func(tag pgconn.CommandTag) error {
+		ids, tokens, statuses, failures, retryIn, answers, errs, durations, rowsAt).Exec(func(tag pgconn.CommandTag) error {
 		if lapsed := len(ids) - int(tag.RowsAffected()); lapsed > 0 {
 			// A lease ran out and another holder took those deliveries (or
 			// the subscription went): their results are the ones that
@@ -318,7 +325,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			FROM c, events e
 			WHERE d.id = c.id AND e.id = d.event_id
 			RETURNING d.id, d.event_id, d.subscription_id, d.url, c.secret,
-				e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token`,
+				e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token, d.ctid::text`,
 			subs, secs(lease), lanes, caps).Query(func(rows pgx.Rows) error {
 			got, err := scanAttempts(rows, false)
 			for _, a := range got {
@@ -337,6 +344,16 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	}
 	return next, nil
 }
+
+// recorded is a result on its delivery, from the columns of "r" in Record.
+const recorded = `status = r.status, first = false, failures = r.failures, attempt = d.attempt + 1,
+	next_attempt_at = now() + make_interval(secs => r.retry_in),
+	finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
+	claimed_until = '-infinity', claim_token = NULL`
+
+// noRow is the ctid of no row (offset 0 is never used): an attempt that
+// does not know its row is recorded by its id.
+const noRow = "(0,0)"
 
 // queueHealth counts each URL's consecutive failures: a success clears
 // them (and a pause); a failure adds one and pauses the URL at PauseAfter;

@@ -238,3 +238,45 @@ func TestRetentionKeeps(t *testing.T) {
 	d, e = kept()
 	require.Equal(t, [][]int64{{all[1]}, {all[1], later}}, [][]int64{d, e})
 }
+
+// TestRecordMovedRow: a result is written where its claim left the row;
+// one whose row was rewritten since (a URL change moves what waits, held
+// or not) is found by its id, and one whose claim another holder took is
+// not recorded either way.
+func TestRecordMovedRow(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sub := subscription(t, db, "http://127.0.0.1:9/old")
+	queued(t, db, sub, 1, 1)
+	queued(t, db, sub, 2, 1)
+	queued(t, db, sub, 3, 1)
+	heads, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 3)
+	moved, stale, kept := heads[0], heads[1], heads[2]
+	var before, after string
+	require.NoError(t, db.QueryRow(ctx, `SELECT ctid::text FROM deliveries WHERE id = $1`, moved.ID).Scan(&before))
+	require.Equal(t, moved.Row, before, "the claim says where it left the row")
+	_, err = db.Exec(ctx, `UPDATE deliveries SET url = 'http://127.0.0.1:9/new' WHERE id = $1`, moved.ID)
+	require.NoError(t, err)
+	require.NoError(t, db.QueryRow(ctx, `SELECT ctid::text FROM deliveries WHERE id = $1`, moved.ID).Scan(&after))
+	require.NotEqual(t, before, after, "the URL change rewrote the row elsewhere")
+	_, err = db.Exec(ctx, `UPDATE deliveries SET claim_token = gen_random_uuid() WHERE id = $1`, stale.ID)
+	require.NoError(t, err)
+
+	ok := domain.Result{Outcome: domain.Delivered, Status: 200}
+	_, err = q.Record(ctx, []app.Batch{batch(0, nil, sent(moved, ok)), batch(0, nil, sent(stale, ok)), batch(0, nil, sent(kept, ok))})
+	require.NoError(t, err)
+	rows, err := db.Query(ctx, `SELECT d.id, d.status, count(l.*) FROM deliveries d LEFT JOIN delivery_log l ON l.delivery_id = d.id
+		GROUP BY d.id, d.status ORDER BY d.id`)
+	require.NoError(t, err)
+	type state struct {
+		ID     int64
+		Status string
+		Rows   int
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[state])
+	require.NoError(t, err)
+	require.Equal(t, []state{{moved.ID, "succeeded", 1}, {stale.ID, "pending", 0}, {kept.ID, "succeeded", 1}}, got)
+}
