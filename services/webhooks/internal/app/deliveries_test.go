@@ -169,8 +169,14 @@ func TestPingAndRedeliver(t *testing.T) {
 	a, err = s.Update(ctx, 1, a.ID, &newURL, nil)
 	require.NoError(t, err)
 	notified() // whatever the move sent, so that the next is the redelivery's
+	_, err = db.Exec(ctx, `UPDATE events SET received_at = now() - interval '2 days' WHERE id = $1`, msg.EventID)
+	require.NoError(t, err)
 	again, err := s.Redeliver(ctx, 1, a.ID, strconv.FormatInt(msg.ID, 10))
 	require.NoError(t, err)
+	var received time.Time
+	require.NoError(t, db.QueryRow(ctx, `SELECT received_at FROM events WHERE id = $1`, msg.EventID).Scan(&received))
+	require.WithinDuration(t, time.Now(), received, 5*time.Second,
+		"a redelivery renews its event (the retention keeps an event by age alone)")
 	require.True(t, notified(), "a redelivery wakes the engine")
 	require.Greater(t, again.ID, msg.ID)
 	require.Equal(t, msg.EventID, again.EventID)

@@ -33,7 +33,8 @@ type Queue interface {
 	// NextDue is when the next retry or probe falls due (zero: none).
 	NextDue(ctx context.Context) (time.Time, error)
 	// Expire marks failed what has waited longer than retention and
-	// removes finished deliveries and events older than it.
+	// removes, by age, finished deliveries (twice the retention after
+	// they were taken in), log rows and events (three times).
 	Expire(ctx context.Context, retention time.Duration) (expired int64, err error)
 	// Listen calls wake whenever deliveries are queued (by any replica),
 	// and once each time it (re)connects; it returns when ctx ends.

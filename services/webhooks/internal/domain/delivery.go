@@ -27,6 +27,10 @@ type Attempt struct {
 	Probe bool
 	// Token names this claim; a result is recorded only under it.
 	Token string
+	// Row is where the claim left the delivery's row in the store, so the
+	// result is written there without looking the row up again; a row
+	// moved since is found by its ID.
+	Row string
 }
 
 // Outcome is how an attempt ended (design/webhooks.md "Delivery rules").

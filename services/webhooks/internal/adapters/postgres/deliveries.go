@@ -82,19 +82,32 @@ func (r *Repo) Deliveries(ctx context.Context, company int64, subscription strin
 // Redeliver implements app.DeliveriesRepository: a copy of the delivery
 // on the retry path (first = false), in the event's lane and order, to
 // the subscription's url of now.
+//
+// The event's received_at is renewed by the same statement: the retention
+// keeps an event three times the retention after it (Queue.Expire), which
+// covers the copy, its attempts and their rows. Renewed in the row the
+// purge would delete, the event also outlives a purge running meanwhile
+// (it checks the age on that row); one the purge took already is not
+// found.
 func (r *Repo) Redeliver(ctx context.Context, company int64, subscription string, delivery int64) (domain.Delivery, error) {
 	var out domain.Delivery
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if _, err := lockSubscription(ctx, tx, company, subscription); err != nil {
 			return err
 		}
-		d, err := scanDelivery(tx.QueryRow(ctx, `WITH d AS (
+		d, err := scanDelivery(tx.QueryRow(ctx, `WITH old AS (
+				SELECT o.event_id, o.lane, o.seq FROM deliveries o JOIN subscriptions s ON s.id = o.subscription_id
+				WHERE s.company_id = $1 AND s.id = $2 AND o.subscription_id = $2 AND o.id = $3),
+			e AS (
+				UPDATE events SET received_at = now() WHERE id = (SELECT event_id FROM old)
+				RETURNING id, event_type),
+			d AS (
 				INSERT INTO deliveries (event_id, subscription_id, url, lane, seq, first, next_attempt_at)
-				SELECT old.event_id, s.id, s.url, old.lane, old.seq, false, now()
-				FROM deliveries old JOIN subscriptions s ON s.id = old.subscription_id
-				WHERE s.company_id = $1 AND s.id = $2 AND old.subscription_id = $2 AND old.id = $3
+				SELECT e.id, s.id, s.url, old.lane, old.seq, false, now()
+				FROM old JOIN e ON e.id = old.event_id CROSS JOIN subscriptions s
+				WHERE s.company_id = $1 AND s.id = $2
 				RETURNING *)
-			SELECT `+waitingColumns+` FROM d JOIN events e ON e.id = d.event_id`, company, subscription, delivery))
+			SELECT `+waitingColumns+` FROM d JOIN e ON e.id = d.event_id`, company, subscription, delivery))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return domain.ErrDeliveryNotFound
 		}

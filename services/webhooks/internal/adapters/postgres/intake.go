@@ -67,15 +67,20 @@ func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets 
 			ORDER BY u.n
 			ON CONFLICT (id) DO NOTHING
 			RETURNING id, company_id, connection_id, chat_id, event_type, seq),
+		-- The subscriptions of the batch's connections, locked once each
+		-- (not once per event joined to them): a URL change moves what
+		-- waits in its own transaction, and must not miss deliveries being
+		-- planned on the old URL.
+		locked AS (
+			SELECT s.id, s.company_id, s.connection_id, s.url, s.events, s.created_at FROM subscriptions s
+			WHERE (s.company_id, s.connection_id) IN (SELECT * FROM unnest($2::bigint[], $3::bigint[]))
+			FOR SHARE),
 		subs AS (
 			INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
 			SELECT e.id, s.id, s.url, coalesce(e.chat_id, 0), e.seq
-			FROM stored e JOIN subscriptions s
+			FROM stored e JOIN locked s
 				ON s.company_id = e.company_id AND s.connection_id = e.connection_id AND e.event_type = ANY (s.events)
 			ORDER BY e.seq, s.created_at, s.id
-			-- A URL change moves what waits in its own transaction: it must
-			-- not miss deliveries being planned on the old URL.
-			FOR SHARE OF s
 			RETURNING 1),
 		integs AS (
 			INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)

@@ -47,23 +47,31 @@ WHERE d.id = c.id AND e.id = d.event_id
 RETURNING d.id, d.event_id, d.subscription_id, d.url,
           coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = d.subscription_id),
                    (SELECT t.secret FROM integration_targets t WHERE t.id = d.subscription_id)),
-          e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token`
+          e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token, d.ctid::text`
 
 // notPaused is true for a delivery whose URL is not paused.
 const notPaused = `NOT EXISTS (SELECT 1 FROM targets t WHERE t.url = d.url AND t.paused)`
 
 // laneHead is true for a delivery of the ordered path that has no earlier
-// one of its lane still waiting for a first attempt.
-const laneHead = `NOT EXISTS (SELECT 1 FROM deliveries p
-	WHERE p.subscription_id = d.subscription_id AND p.lane = d.lane
-	  AND p.status = 'pending' AND p.first AND p.seq < d.seq)`
+// one of its lane still waiting for a first attempt: it is its lane's
+// oldest there.
+//
+// A subquery run per delivery, not NOT EXISTS: as an anti-join, after a
+// quiet period (the statistics then say the lane index, partial on
+// pending, holds one row) it was planned as a scan of the whole lane index
+// once per candidate, with the lane compared in a join filter (196,000
+// buffers for a claim of 64 over a backlog of 3,000). A subquery can only
+// look its lane up, with the candidate's subscription and lane as the
+// index's keys.
+const laneHead = `d.seq = (SELECT min(p.seq) FROM deliveries p
+	WHERE p.subscription_id = d.subscription_id AND p.lane = d.lane AND p.status = 'pending' AND p.first)`
 
 func scanAttempts(rows pgx.Rows, probe bool) ([]domain.Attempt, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Attempt, error) {
 		a := domain.Attempt{Probe: probe}
 		var payload string
 		err := row.Scan(&a.ID, &a.EventID, &a.SubscriptionID, &a.URL, &a.Secret, &payload, &a.Lane, &a.Seq,
-			&a.First, &a.Attempts, &a.Failures, &a.Token)
+			&a.First, &a.Attempts, &a.Failures, &a.Token, &a.Row)
 		a.Payload = []byte(payload)
 		return a, err
 	})
@@ -76,18 +84,32 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 // it, so one lane never has two in flight in any replica. "seq > 0" is
 // always true; it is what lets this statement, and no other, use the head
 // index (migrations/0004_hot_claims.sql).
+//
+// It runs in a transaction that rules out sorting and bitmap scans, so its
+// plan is the head index read in seq order, stopping at the n-th head.
+// Heads are a lane's oldest and come early in that order; a bitmap scan
+// of the whole index sorted afterwards (the plan the statistics chose in
+// some runs of BenchmarkWebhooksFanout) tested every waiting delivery for
+// being a head at every call: 35 buffers per delivery instead of 1 while
+// a backlog drained.
 func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
-	rows, err := q.db.Query(ctx, `WITH c AS (
+	var out []domain.Attempt
+	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN`)
+	batch.Queue(`SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+		set_config('enable_sort', 'off', true)`)
+	batch.Queue(`WITH c AS (
 		SELECT d.id FROM deliveries d
 		WHERE d.status = 'pending' AND d.first AND d.seq > 0 AND d.claimed_until < now()
 		  AND `+laneHead+` AND `+notPaused+`
 		ORDER BY d.seq LIMIT $1
-		FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease))
-	if err != nil {
-		return nil, fmt.Errorf("claim first attempts: %w", err)
-	}
-	out, err := scanAttempts(rows, false)
-	if err != nil {
+		FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease)).Query(func(rows pgx.Rows) error {
+		var err error
+		out, err = scanAttempts(rows, false)
+		return err
+	})
+	batch.Queue(`COMMIT`)
+	if err := q.db.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, fmt.Errorf("claim first attempts: %w", err)
 	}
 	return out, nil
@@ -183,12 +205,13 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		answers             []*int32
 		errs                []*string
 		uIDs                []int64
-		uTokens             []string
+		uTokens, rowsAt     []string
 	)
 	for _, b := range bs {
 		for _, rec := range b.Sent {
 			a, r, d := rec.Attempt, rec.Result, rec.Decision
 			ids, tokens, statuses = append(ids, a.ID), append(tokens, a.Token), append(statuses, d.Status)
+			rowsAt = append(rowsAt, cmp.Or(a.Row, noRow))
 			failures, retryIn = append(failures, int32(d.Failures)), append(retryIn, secs(d.RetryIn))
 			durations = append(durations, int32(r.Duration.Milliseconds()))
 			var answer *int32
@@ -209,20 +232,26 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	batch.Queue(`BEGIN`)
 	batch.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
 		set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`)
-	batch.Queue(`WITH u AS (
-			UPDATE deliveries d SET
-				status = r.status, first = false, failures = r.failures, attempt = d.attempt + 1,
-				next_attempt_at = now() + make_interval(secs => r.retry_in),
-				finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
-				claimed_until = '-infinity', claim_token = NULL
-			FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[])
-				AS r(id, token, status, failures, retry_in, answer, err, duration)
-			WHERE d.id = r.id AND d.claim_token = r.token
-			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration)
+	// Each result goes to the row where its claim left it (its ctid: no
+	// lookup by key); one whose row moved since (a URL change rewrites
+	// what waits) is found by its id in the same statement. The id and the
+	// token are checked either way.
+	batch.Queue(`WITH r AS (
+			SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[],
+				$9::text[]) AS r(id, token, status, failures, retry_in, answer, err, duration, loc)),
+		at_row AS (
+			UPDATE deliveries d SET `+recorded+`
+			FROM r WHERE d.ctid = r.loc::tid AND d.id = r.id AND d.claim_token = r.token
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
+		moved AS (
+			UPDATE deliveries d SET `+recorded+`
+			FROM r WHERE d.id = r.id AND d.claim_token = r.token AND r.id NOT IN (SELECT id FROM at_row)
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
+		u AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved)
 		INSERT INTO delivery_log (delivery_id, subscription_id, attempt, status, response_status, error, duration_ms, next_attempt_at)
 		SELECT id, subscription_id, attempt, status, answer, err, duration, CASE WHEN status = 'pending' THEN next_attempt_at END
 		FROM u`,
-		ids, tokens, statuses, failures, retryIn, answers, errs, durations).Exec(func(tag pgconn.CommandTag) error {
+		ids, tokens, statuses, failures, retryIn, answers, errs, durations, rowsAt).Exec(func(tag pgconn.CommandTag) error {
 		if lapsed := len(ids) - int(tag.RowsAffected()); lapsed > 0 {
 			// A lease ran out and another holder took those deliveries (or
 			// the subscription went): their results are the ones that
@@ -262,7 +291,15 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		// that lane's run there (a running "all taken so far" per lane).
 		// A lane is one subscription's (or integration target's): its
 		// secret is read once per lane, not per delivery as "claimed" does,
-		// and a lane whose subscription is gone takes nothing more.
+		// and a lane whose subscription is gone takes nothing more. The
+		// paused URLs are read once (targets_paused), not looked up per
+		// delivery, and each row is locked where the lane's index found it
+		// (its ctid) rather than looked up again by key: a row updated
+		// since (its lease, its url) is locked at its newest version, and
+		// checked again there, or left out as a gap. The claim goes there
+		// too, and by id to a row the lock found rewritten (as Record
+		// does with results). 18 buffers per delivery before, 11 after
+		// (BenchmarkWebhooksFanout).
 		batch.Queue(`WITH w AS (
 				SELECT w.sub, w.lane, w.cap, coalesce(s.secret, t.secret) AS secret
 				FROM unnest($1::uuid[], $3::bigint[], $4::int[]) AS w(sub, lane, cap)
@@ -270,25 +307,33 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 					LEFT JOIN integration_targets t ON t.id = w.sub
 				WHERE coalesce(s.secret, t.secret) IS NOT NULL),
 			h AS (
-				SELECT x.id, x.seq, w.sub, w.lane, w.secret
+				SELECT x.id, x.ctid, x.seq, w.sub, w.lane, w.secret
 				FROM w CROSS JOIN LATERAL (
-					SELECT id, seq FROM deliveries
+					SELECT id, ctid, seq FROM deliveries
 					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first
 					ORDER BY seq LIMIT w.cap) x),
 			l AS (
 				SELECT d.id FROM deliveries d
-				WHERE d.id IN (SELECT id FROM h) AND d.claimed_until < now() AND `+notPaused+`
+				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h)) AND d.claimed_until < now()
+				  AND d.url <> ALL (ARRAY(SELECT url FROM targets WHERE paused))
 				FOR UPDATE OF d SKIP LOCKED),
 			c AS (
-				SELECT r.id, r.secret FROM (
-					SELECT h.id, h.secret, bool_and(h.id IN (SELECT id FROM l)) OVER (PARTITION BY h.sub, h.lane ORDER BY h.seq) AS run
+				SELECT r.id, r.ctid, r.secret FROM (
+					SELECT h.id, h.ctid, h.secret,
+						bool_and(h.id IN (SELECT id FROM l)) OVER (PARTITION BY h.sub, h.lane ORDER BY h.seq) AS run
 					FROM h) r
-				WHERE r.run)
-			UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
-			FROM c, events e
-			WHERE d.id = c.id AND e.id = d.event_id
-			RETURNING d.id, d.event_id, d.subscription_id, d.url, c.secret,
-				e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token`,
+				WHERE r.run),
+			at_row AS (
+				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
+				FROM c, events e
+				WHERE d.ctid = c.ctid AND d.id = c.id AND e.id = d.event_id
+				RETURNING `+chainClaimed+`),
+			moved AS (
+				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
+				FROM c, events e
+				WHERE d.id = c.id AND c.id NOT IN (SELECT id FROM at_row) AND e.id = d.event_id
+				RETURNING `+chainClaimed+`)
+			SELECT * FROM at_row UNION ALL SELECT * FROM moved`,
 			subs, secs(lease), lanes, caps).Query(func(rows pgx.Rows) error {
 			got, err := scanAttempts(rows, false)
 			for _, a := range got {
@@ -307,6 +352,21 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	}
 	return next, nil
 }
+
+// recorded is a result on its delivery, from the columns of "r" in Record.
+const recorded = `status = r.status, first = false, failures = r.failures, attempt = d.attempt + 1,
+	next_attempt_at = now() + make_interval(secs => r.retry_in),
+	finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
+	claimed_until = '-infinity', claim_token = NULL`
+
+// chainClaimed is what the chain's claim returns of a delivery d of event e
+// with its lane's secret (c), as scanAttempts reads it.
+const chainClaimed = `d.id, d.event_id, d.subscription_id, d.url, c.secret,
+	e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token, d.ctid::text`
+
+// noRow is the ctid of no row (offset 0 is never used): an attempt that
+// does not know its row is recorded by its id.
+const noRow = "(0,0)"
 
 // queueHealth counts each URL's consecutive failures: a success clears
 // them (and a pause); a failure adds one and pauses the URL at PauseAfter;
@@ -381,14 +441,19 @@ func (q *Queue) NextDue(ctx context.Context) (time.Time, error) {
 const purgeBatch = 5000
 
 // Expire implements app.Queue. A delivery given up is logged in the
-// statement that gives it up. A finished delivery stays for the retention
-// after it finished, and its log rows with it (the list shows a row only
-// while its delivery exists); an event goes with its last delivery.
+// statement that gives it up. A finished delivery stays until twice the
+// retention after it was taken in (at least the retention after it
+// finished), and its log rows with it (the list shows a row only while
+// its delivery exists).
 //
-// Log rows are pruned by age alone, at twice the retention: a delivery
-// waits at most the retention and is kept the retention after, so no row
-// is pruned while its delivery is shown, and the purge needs no index by
-// delivery.
+// Log rows are pruned by age alone, at twice the retention: a row is
+// written at most the retention after its delivery was taken in, so no
+// row is pruned while its delivery is shown, and the purge needs no index
+// by delivery. Events too, at three times the retention after they were
+// taken in or last redelivered (Repo.Redeliver renews received_at): every
+// delivery of one is gone a retention before that, so the purge needs no
+// index of deliveries by event (0008_lean_rows.sql). The age is checked on
+// the row deleted, so a redelivery renewing it meanwhile keeps it.
 func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, error) {
 	// One statement per path, each on its own index; what is held by a
 	// live claim is left to its holder.
@@ -411,15 +476,22 @@ func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, err
 		expired += tag.RowsAffected()
 	}
 	for _, purge := range []string{
-		`DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries
-			WHERE status <> 'pending' AND finished_at < now() - make_interval(secs => $1) LIMIT $2)`,
+		// Finished deliveries taken in twice the retention ago, from the
+		// oldest (the primary key's order is the order of intake): one
+		// waits at most the retention, so each is kept at least the
+		// retention after it finished, and no index is written for the
+		// purge when a result is recorded (0008_lean_rows.sql). Whatever
+		// still waits is younger than the retention, and so is everything
+		// taken in after it: a batch that deletes less than it read has
+		// reached the deliveries to keep.
+		`DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries ORDER BY id LIMIT $2)
+			AND status <> 'pending' AND created_at < now() - 2 * make_interval(secs => $1)`,
 		// The log has no key: its rows are found by their place
 		// (delivery_log_created narrows the scan to old blocks).
 		`DELETE FROM delivery_log WHERE ctid = ANY (ARRAY(SELECT ctid FROM delivery_log
 			WHERE created_at < now() - 2 * make_interval(secs => $1) LIMIT $2))`,
-		`DELETE FROM events WHERE id IN (SELECT e.id FROM events e
-			WHERE e.received_at < now() - make_interval(secs => $1)
-			  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) LIMIT $2)`,
+		`DELETE FROM events WHERE received_at < now() - 3 * make_interval(secs => $1) AND id IN (SELECT id FROM events
+			WHERE received_at < now() - 3 * make_interval(secs => $1) LIMIT $2)`,
 	} {
 		for {
 			del, err := q.db.Exec(ctx, purge, secs(retention), purgeBatch)

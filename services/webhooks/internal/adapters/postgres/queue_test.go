@@ -164,3 +164,119 @@ func TestRecordGroup(t *testing.T) {
 		FROM delivery_log`, stale.ID).Scan(&rows, &staleRows, &failedRows))
 	require.Equal(t, []int{6, 0, 1}, []int{rows, staleRows, failedRows})
 }
+
+// TestRetentionKeeps: a finished delivery is kept until twice the
+// retention after it was taken in (at least the retention after it
+// finished: it waits at most the retention), its event three times the
+// retention after it was taken in (by when every delivery of it is gone);
+// neither needs an index of its own. What waits stays.
+func TestRetentionKeeps(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sub := subscription(t, db, "http://127.0.0.1:9/ok")
+	queued(t, db, sub, 1, 2)
+	heads, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 1)
+	_, err = q.Record(ctx, []app.Batch{batch(0, nil, sent(heads[0], domain.Result{Outcome: domain.Delivered, Status: 200}))})
+	require.NoError(t, err)
+	done := heads[0]
+	kept := func() (deliveries, events []int64) {
+		t.Helper()
+		rows, err := db.Query(ctx, `SELECT seq FROM deliveries ORDER BY seq`)
+		require.NoError(t, err)
+		deliveries, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		rows, err = db.Query(ctx, `SELECT seq FROM events ORDER BY seq`)
+		require.NoError(t, err)
+		events, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		return deliveries, events
+	}
+	age := func(seq int64, ago string) {
+		t.Helper()
+		_, err := db.Exec(ctx, `UPDATE events SET received_at = now() - $2::interval WHERE seq = $1`, seq, ago)
+		require.NoError(t, err)
+		_, err = db.Exec(ctx, `UPDATE deliveries SET created_at = now() - $2::interval WHERE seq = $1`, seq, ago)
+		require.NoError(t, err)
+	}
+	expire := func() {
+		t.Helper()
+		_, err := q.Expire(ctx, time.Hour)
+		require.NoError(t, err)
+	}
+	all := []int64{done.Seq, done.Seq + 1}
+
+	// The succeeded one taken in 1 h 50 min ago: kept (a retention of an
+	// hour).
+	age(done.Seq, "1 hour 50 minutes")
+	expire()
+	d, e := kept()
+	require.Equal(t, [][]int64{all, all}, [][]int64{d, e})
+	// 2 h 10 min ago: the delivery goes, the event stays.
+	age(done.Seq, "2 hours 10 minutes")
+	expire()
+	d, e = kept()
+	require.Equal(t, [][]int64{all[1:], all}, [][]int64{d, e})
+	// 3 h 10 min ago: the event goes too.
+	age(done.Seq, "3 hours 10 minutes")
+	expire()
+	d, e = kept()
+	require.Equal(t, [][]int64{all[1:], all[1:]}, [][]int64{d, e})
+
+	// The other still waits (for 59 minutes, so not given up): it and its
+	// event stay, and a failed delivery behind it, taken in 2 h 10 min ago,
+	// goes all the same.
+	age(all[1], "59 minutes")
+	queued(t, db, sub, 2, 1)
+	later := all[1] + 1
+	_, err = db.Exec(ctx, `UPDATE deliveries SET status = 'failed', first = false, finished_at = now() WHERE seq = $1`, later)
+	require.NoError(t, err)
+	age(later, "2 hours 10 minutes")
+	expire()
+	d, e = kept()
+	require.Equal(t, [][]int64{{all[1]}, {all[1], later}}, [][]int64{d, e})
+}
+
+// TestRecordMovedRow: a result is written where its claim left the row;
+// one whose row was rewritten since (a URL change moves what waits, held
+// or not) is found by its id, and one whose claim another holder took is
+// not recorded either way.
+func TestRecordMovedRow(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sub := subscription(t, db, "http://127.0.0.1:9/old")
+	queued(t, db, sub, 1, 1)
+	queued(t, db, sub, 2, 1)
+	queued(t, db, sub, 3, 1)
+	heads, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 3)
+	moved, stale, kept := heads[0], heads[1], heads[2]
+	var before, after string
+	require.NoError(t, db.QueryRow(ctx, `SELECT ctid::text FROM deliveries WHERE id = $1`, moved.ID).Scan(&before))
+	require.Equal(t, moved.Row, before, "the claim says where it left the row")
+	_, err = db.Exec(ctx, `UPDATE deliveries SET url = 'http://127.0.0.1:9/new' WHERE id = $1`, moved.ID)
+	require.NoError(t, err)
+	require.NoError(t, db.QueryRow(ctx, `SELECT ctid::text FROM deliveries WHERE id = $1`, moved.ID).Scan(&after))
+	require.NotEqual(t, before, after, "the URL change rewrote the row elsewhere")
+	_, err = db.Exec(ctx, `UPDATE deliveries SET claim_token = gen_random_uuid() WHERE id = $1`, stale.ID)
+	require.NoError(t, err)
+
+	ok := domain.Result{Outcome: domain.Delivered, Status: 200}
+	_, err = q.Record(ctx, []app.Batch{batch(0, nil, sent(moved, ok)), batch(0, nil, sent(stale, ok)), batch(0, nil, sent(kept, ok))})
+	require.NoError(t, err)
+	rows, err := db.Query(ctx, `SELECT d.id, d.status, count(l.*) FROM deliveries d LEFT JOIN delivery_log l ON l.delivery_id = d.id
+		GROUP BY d.id, d.status ORDER BY d.id`)
+	require.NoError(t, err)
+	type state struct {
+		ID     int64
+		Status string
+		Rows   int
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[state])
+	require.NoError(t, err)
+	require.Equal(t, []state{{moved.ID, "succeeded", 1}, {stale.ID, "pending", 0}, {kept.ID, "succeeded", 1}}, got)
+}
