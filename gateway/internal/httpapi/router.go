@@ -40,7 +40,11 @@ var _ Routes = (*Router)(nil)
 // whatever the table cannot place: no template matched (its routing error
 // handler answers), a method with a template the table does not read (a
 // verb, a variable over several segments other than a final "**"), or a
-// path not starting with "/".
+// path not starting with "/". A route on a ServeMux of its own knows the
+// RPC it calls and tells the request's record (sentRecord.method)
+// itself, so its handlers are registered without recordMethod, the
+// metadata annotator that grpc-gateway would pay a copy of every call's
+// metadata for.
 //
 // The table matches as grpc-gateway does with its default unescaping mode
 // (UnescapingModeLegacy, which NewServeMux keeps): the decoded path split

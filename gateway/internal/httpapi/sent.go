@@ -46,8 +46,9 @@ type sentRecord struct {
 	// drops it once read.
 	body     any
 	rawQuery string
-	// method is the RPC the request was routed to (recordMethod), set
-	// before the body is read.
+	// method is the RPC the request was routed to (Router.ServeHTTP, or
+	// recordMethod on a ServeMux the Router does not split), set before
+	// the body is read.
 	method string
 	// bodyErr is the error in reading the body of a key_before_body
 	// method, which the service answers after the key (see deferBodyError).
@@ -57,7 +58,8 @@ type sentRecord struct {
 // recordMethod is the mux's metadata annotator that tells the request's
 // sentRecord which RPC it was routed to: grpc-gateway calls it (in
 // AnnotateContext) before the generated handler reads the body. It adds no
-// metadata.
+// metadata. The routes the Router gives a ServeMux each do without it
+// (newServeMux): it tells their record itself.
 func recordMethod(ctx context.Context, r *http.Request) metadata.MD {
 	if rec := recordOf(r.Body); rec != nil {
 		rec.method, _ = runtime.RPCMethod(ctx)
