@@ -75,8 +75,8 @@ type Binding struct{ Method, Path string }
 type route struct {
 	mux *runtime.ServeMux
 	// rpc is the gRPC method the route calls ("/package.Service/Method"),
-	// told to the request's record (recordMethod) by ServeHTTP; empty for
-	// a ServeMux that tells it itself.
+	// which ServeHTTP tells the request's record as recordMethod would;
+	// empty for a ServeMux whose recordMethod tells it.
 	rpc string
 	// segs are the template's segments: a literal, or any for a
 	// one-segment variable or "*".
