@@ -44,7 +44,7 @@ func run(ctx context.Context) error {
 	// the collector (issue 12). A larger target costs little memory here
 	// (a 100 MiB upload raised peak RSS by 37 MiB instead of 13 MiB when
 	// this was set; it now streams in about 5 MiB, TestFilesTooLarge's
-	// bound is 50). 800 halves the marking left (3-4.5 % of the CPU per
+	// bound is 50). 800 halves the marking (2.7-4.5 % of the CPU per
 	// read, issue 32) for a heap target near 94 MB, past the pod's
 	// request. GOGC in the environment wins.
 	service.DefaultGCPercent(gcPercent)
