@@ -75,6 +75,10 @@ type readRun struct {
 	// service, PostgreSQL (every postgres process) and this process (the
 	// load generator).
 	cpu [4]time.Duration
+	// calls are the gateway's read and write system calls per request
+	// (zero when its pid is not known): the syscalls the gateway adds to a
+	// request, which its CPU profile shows only as time.
+	calls [2]float64
 }
 
 // cpuParts names readRun.cpu's entries.
@@ -113,6 +117,8 @@ func procTicks(b *testing.B, match func(comm string) bool) map[int]int64 {
 type cpuSnapshot struct {
 	procs [3]map[int]int64 // gateway, service, postgres
 	self  time.Duration
+	// calls are the gateway's read and write system calls so far.
+	calls [2]int64
 }
 
 func cpuNow(b *testing.B, service string) cpuSnapshot {
@@ -202,10 +208,33 @@ func withStackCPU(b *testing.B, sp stackProcs, run func() readRun) readRun {
 				pidTicks(b, func(pid, _ int) bool { return pid == sp.service }),
 				pidTicks(b, func(pid, ppid int) bool { return pid == sp.postmaster || ppid == sp.postmaster }),
 			},
-			self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+			self:  time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+			calls: syscallCounts(sp.gateway),
 		}
 	}
 	return cpuPerRequest(snapshot, run)
+}
+
+// syscallCounts are a process's read and write system calls so far
+// (syscr and syscw of /proc/<pid>/io, which count read(2)/write(2) on
+// sockets too); zero when the file cannot be read.
+func syscallCounts(pid int) [2]int64 {
+	var out [2]int64
+	data, err := os.ReadFile(p("/proc/%d/io", pid))
+	if err != nil {
+		return out
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		name, value, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(value, 10, 64)
+		switch name {
+		case "syscr":
+			out[0] = n
+		case "syscw":
+			out[1] = n
+		}
+	}
+	return out
 }
 
 // withCPU runs run and fills in its CPU per request, the processes told by
@@ -233,6 +262,9 @@ func cpuPerRequest(snapshot func() cpuSnapshot, run func() readRun) readRun {
 		r.cpu[i] = time.Duration(ticks) * 10 * time.Millisecond / n
 	}
 	r.cpu[3] = (after.self - before.self) / n
+	for i := range r.calls {
+		r.calls[i] = float64(after.calls[i]-before.calls[i]) / float64(n)
+	}
 	return r
 }
 
@@ -389,7 +421,7 @@ func BenchmarkReads(b *testing.B) {
 	fmt.Fprintf(&out, "%d clients, %v per run, %d rounds; pgbench -S scale %d on the same PostgreSQL: %s tps after a %v warm-up (mean %.0f; whole runs, warm-up included: %s, mean %.0f)\n",
 		readBenchClients, duration, readBenchRounds, readBenchScale, joinFloats(tps), readBenchPgWarmUp, mean(tps), joinFloats(cold), mean(cold))
 	fmt.Fprintf(&out, "%-18s %10s %8s %8s %8s %8s  %-13s  %s\n", "read", "req/s", "p50 ms", "p95 ms", "p99 ms", "ratio", "per round",
-		"CPU µs per request: "+strings.Join(cpuParts[:], " / "))
+		"CPU µs per request: "+strings.Join(cpuParts[:], " / ")+"; the gateway's system calls per request: reads / writes")
 	for _, k := range kinds {
 		for _, suffix := range []string{"http", "grpc"} {
 			name := k.name + "_" + suffix
@@ -397,18 +429,22 @@ func BenchmarkReads(b *testing.B) {
 			var lat []time.Duration
 			var rates []float64
 			var cpu [4]float64
+			var calls [2]float64
 			for _, r := range s.runs {
 				lat = append(lat, r.lat...)
 				rates = append(rates, r.rate)
 				for i, d := range r.cpu {
 					cpu[i] += float64(d.Microseconds()) / float64(len(s.runs))
 				}
+				for i, c := range r.calls {
+					calls[i] += c / float64(len(s.runs))
+				}
 			}
 			slices.Sort(lat)
 			ratio := mean(s.ratios)
-			fmt.Fprintf(&out, "%-18s %10.0f %8.2f %8.2f %8.2f %8.3f  %-13s  %.0f / %.0f / %.0f / %.0f\n", name, mean(rates),
+			fmt.Fprintf(&out, "%-18s %10.0f %8.2f %8.2f %8.2f %8.3f  %-13s  %.0f / %.0f / %.0f / %.0f  %.1f / %.1f\n", name, mean(rates),
 				ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 99)), ratio, joinFloats(s.ratios),
-				cpu[0], cpu[1], cpu[2], cpu[3])
+				cpu[0], cpu[1], cpu[2], cpu[3], calls[0], calls[1])
 			b.ReportMetric(ratio, name+"_ratio")
 			b.ReportMetric(mean(rates), name+"_req/s")
 			b.ReportMetric(ms(percentile(lat, 99)), name+"_p99_ms")

@@ -35,6 +35,14 @@ import (
 // (runtime.SetQueryParameterParser sets a package variable), so building a
 // mux installs QueryParser for every mux of the process.
 func NewServeMux(extra ...runtime.ServeMuxOption) *runtime.ServeMux {
+	return newServeMux(true, extra...)
+}
+
+// newServeMux is NewServeMux, with recordMethod only when annotate: the
+// Router tells the record itself on the routes it indexes, since
+// grpc-gateway copies the call's whole metadata for every annotator a mux
+// has (metadata.Join), even one that adds nothing.
+func newServeMux(annotate bool, extra ...runtime.ServeMuxOption) *runtime.ServeMux {
 	opts := []runtime.ServeMuxOption{
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &Marshaler{}),
 		runtime.SetQueryParameterParser(&QueryParser{}),
@@ -45,11 +53,13 @@ func NewServeMux(extra ...runtime.ServeMuxOption) *runtime.ServeMux {
 		runtime.WithOutgoingHeaderMatcher(dropHeader),
 		runtime.WithOutgoingTrailerMatcher(dropHeader),
 		runtime.WithDisablePathLengthFallback(),
-		runtime.WithMetadata(recordMethod),
 		// The body is marshaled whole before it is written: its length is
 		// known, so a body past net/http's 2 KiB buffer goes out in one
 		// write with a Content-Length rather than chunked in several.
 		runtime.WithWriteContentLength(),
+	}
+	if annotate {
+		opts = append(opts, runtime.WithMetadata(recordMethod))
 	}
 	return runtime.NewServeMux(append(opts, extra...)...)
 }

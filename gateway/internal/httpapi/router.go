@@ -40,7 +40,11 @@ var _ Routes = (*Router)(nil)
 // whatever the table cannot place: no template matched (its routing error
 // handler answers), a method with a template the table does not read (a
 // verb, a variable over several segments other than a final "**"), or a
-// path not starting with "/".
+// path not starting with "/". A route on a ServeMux of its own knows the
+// RPC it calls and tells the request's record (sentRecord.method)
+// itself, so its handlers are registered without recordMethod, the
+// metadata annotator that grpc-gateway would pay a copy of every call's
+// metadata for.
 //
 // The table matches as grpc-gateway does with its default unescaping mode
 // (UnescapingModeLegacy, which NewServeMux keeps): the decoded path split
@@ -70,6 +74,10 @@ type Binding struct{ Method, Path string }
 // route is one path template of one registration.
 type route struct {
 	mux *runtime.ServeMux
+	// rpc is the gRPC method the route calls ("/package.Service/Method"),
+	// which ServeHTTP tells the request's record as recordMethod would;
+	// empty for a ServeMux whose recordMethod tells it.
+	rpc string
 	// segs are the template's segments: a literal, or any for a
 	// one-segment variable or "*".
 	segs []segment
@@ -112,6 +120,9 @@ func (rt *Router) RegisterService(service protoreflect.FullName, register func(*
 		return err
 	}
 	var bindings []Binding
+	// rpcs are the bindings' gRPC methods, as the generated code names
+	// them to grpc-gateway.
+	var rpcs []string
 	methods := sd.Methods()
 	for i := range methods.Len() {
 		rule, _ := proto.GetExtension(methods.Get(i).Options(), annotations.E_Http).(*annotations.HttpRule)
@@ -121,10 +132,11 @@ func (rt *Router) RegisterService(service protoreflect.FullName, register func(*
 		for _, r := range append([]*annotations.HttpRule{rule}, rule.GetAdditionalBindings()...) {
 			if method, path, ok := ruleBinding(r); ok {
 				bindings = append(bindings, Binding{method, path})
+				rpcs = append(rpcs, "/"+string(service)+"/"+string(methods.Get(i).Name()))
 			}
 		}
 	}
-	if routes, ok := rt.routeMuxes(register, bindings); ok {
+	if routes, ok := rt.routeMuxes(register, bindings, rpcs); ok {
 		rt.indexRoutes(routes, bindings)
 		return nil
 	}
@@ -155,14 +167,17 @@ func (rt *Router) Shared() []string { return rt.shared }
 // template: the handler reached by the binding's own pattern must be the
 // one at the binding's place. Any binding that cannot be placed so (a
 // template the table does not read, handlers in another order) leaves the
-// service on one ServeMux (ok false).
-func (rt *Router) routeMuxes(register func(*runtime.ServeMux) error, bindings []Binding) (routes []routeMux, ok bool) {
+// service on one ServeMux (ok false). The handlers kept are registered on
+// a ServeMux without recordMethod (the generated handlers annotate their
+// calls through the ServeMux they were registered on): ServeHTTP tells the
+// record each route's method, rpcs[i] for bindings[i].
+func (rt *Router) routeMuxes(register func(*runtime.ServeMux) error, bindings []Binding, rpcs []string) (routes []routeMux, ok bool) {
 	var handlers []runtime.HandlerFunc
 	keep := func(next runtime.HandlerFunc) runtime.HandlerFunc {
 		handlers = append(handlers, next)
 		return next
 	}
-	if err := register(NewServeMux(append(append([]runtime.ServeMuxOption{}, rt.opts...), runtime.WithMiddlewares(keep))...)); err != nil {
+	if err := register(newServeMux(false, append(append([]runtime.ServeMuxOption{}, rt.opts...), runtime.WithMiddlewares(keep))...)); err != nil {
 		return nil, false
 	}
 	n := 0
@@ -207,7 +222,7 @@ func (rt *Router) routeMuxes(register func(*runtime.ServeMux) error, bindings []
 		if mux.HandlePath(b.Method, b.Path, handlers[i]) != nil {
 			return nil, false
 		}
-		routes = append(routes, routeMux{mux: mux, order: i})
+		routes = append(routes, routeMux{mux: mux, order: i, rpc: rpcs[len(routes)]})
 	}
 	return routes, true
 }
@@ -217,6 +232,7 @@ func (rt *Router) routeMuxes(register func(*runtime.ServeMux) error, bindings []
 type routeMux struct {
 	mux   *runtime.ServeMux
 	order int
+	rpc   string
 }
 
 // probeWriter is the ResponseWriter of a probe: it learns which handler
@@ -285,7 +301,7 @@ func (rt *Router) indexRoutes(routes []routeMux, bindings []Binding) {
 	for _, i := range byOrder {
 		b := bindings[i]
 		r, _ := parseTemplate(b.Path) // probePath has read it
-		r.mux = routes[i].mux
+		r.mux, r.rpc = routes[i].mux, routes[i].rpc
 		added[b.Method] = append(added[b.Method], r)
 	}
 	for method, rs := range added {
@@ -421,16 +437,19 @@ const maxSegments = 16
 
 // ServeHTTP implements http.Handler.
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if mux := rt.find(r); mux != nil {
-		mux.ServeHTTP(w, r)
+	if route := rt.find(r); route != nil {
+		if rec := recordOf(r.Body); rec != nil && route.rpc != "" {
+			rec.method = route.rpc
+		}
+		route.mux.ServeHTTP(w, r)
 		return
 	}
 	rt.all.ServeHTTP(w, r)
 }
 
-// find is the ServeMux of the first registration with a template matching
-// r, nil when the whole mux must decide.
-func (rt *Router) find(r *http.Request) *runtime.ServeMux {
+// find is the first registration's route with a template matching r, nil
+// when the whole mux must decide.
+func (rt *Router) find(r *http.Request) *route {
 	path := r.URL.Path
 	if !strings.HasPrefix(path, "/") || rt.unread[r.Method] {
 		return nil
@@ -450,7 +469,7 @@ func (rt *Router) find(r *http.Request) *runtime.ServeMux {
 	routes := rt.routes[r.Method]
 	for i := range routes {
 		if routes[i].matches(segs) {
-			return routes[i].mux
+			return &routes[i]
 		}
 	}
 	return nil

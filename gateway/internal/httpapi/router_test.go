@@ -195,3 +195,56 @@ func TestRouterGivesEachRouteItsHandler(t *testing.T) {
 		t.Errorf("the literal route lost: %s", got)
 	}
 }
+
+// TestRouterTellsTheRecordItsMethod: a request the Router places reaches
+// its RPC with the request's record naming that RPC (what a
+// key_before_body method's body error needs, deferBodyError), though the
+// route's handlers were registered without recordMethod; one the whole
+// mux serves is told by recordMethod, as before.
+func TestRouterTellsTheRecordItsMethod(t *testing.T) {
+	var called, recorded string
+	record := func(ctx context.Context, method string, _, _ any, _ *grpc.ClientConn, _ grpc.UnaryInvoker, _ ...grpc.CallOption) error {
+		called, recorded = method, ""
+		if rec, _ := ctx.Value(sentKey{}).(*sentRecord); rec != nil {
+			recorded = rec.method
+		}
+		return status.Error(codes.NotFound, "recorded")
+	}
+	conn, err := grpc.NewClient("127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUnaryInterceptor(record))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	rt := NewRouter()
+	if err := rt.RegisterService("switchboard.gatewaytest.v1.GatewayTestService", func(mux *runtime.ServeMux) error {
+		return gatewaytestv1.RegisterGatewayTestServiceHandler(context.Background(), mux, conn)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []struct {
+		name string
+		h    http.Handler
+	}{{"router", Handler(rt)}, {"whole mux", Handler(rt.Mux())}} {
+		n := 0
+		for _, b := range rt.Bindings() {
+			path, _ := probePath(b.Path)
+			for _, body := range []string{"{}", "[]"} {
+				called = ""
+				h.h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(b.Method, path, strings.NewReader(body)))
+				if called != "" {
+					break
+				}
+			}
+			if called == "" {
+				continue
+			}
+			n++
+			if recorded != called {
+				t.Errorf("%s: %s %s called %s with the record's method %q", h.name, b.Method, path, called, recorded)
+			}
+		}
+		if n < 10 {
+			t.Fatalf("%s: %d calls", h.name, n)
+		}
+	}
+}

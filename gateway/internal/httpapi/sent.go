@@ -46,8 +46,9 @@ type sentRecord struct {
 	// drops it once read.
 	body     any
 	rawQuery string
-	// method is the RPC the request was routed to (recordMethod), set
-	// before the body is read.
+	// method is the RPC the request was routed to (Router.ServeHTTP, or
+	// recordMethod on a ServeMux the Router does not split), set before
+	// the body is read.
 	method string
 	// bodyErr is the error in reading the body of a key_before_body
 	// method, which the service answers after the key (see deferBodyError).
@@ -57,7 +58,8 @@ type sentRecord struct {
 // recordMethod is the mux's metadata annotator that tells the request's
 // sentRecord which RPC it was routed to: grpc-gateway calls it (in
 // AnnotateContext) before the generated handler reads the body. It adds no
-// metadata.
+// metadata. The routes the Router gives a ServeMux each do without it
+// (newServeMux): it tells their record itself.
 func recordMethod(ctx context.Context, r *http.Request) metadata.MD {
 	if rec := recordOf(r.Body); rec != nil {
 		rec.method, _ = runtime.RPCMethod(ctx)
@@ -150,8 +152,10 @@ func (rec *sentRecord) sentEmpty(method string, req protoreflect.Message) []stri
 		}
 	}
 	for name := range m.PathFields {
-		if fd := fields.ByName(protoreflect.Name(name)); fd != nil {
-			sentScalar(req, fd, validate.Path{}.Field(fd), add)
+		// The path is built only for a field named: a read's path ids are
+		// never empty, and building theirs was six allocations per call.
+		if fd := fields.ByName(protoreflect.Name(name)); fd != nil && emptyBreaksRules(req, fd) {
+			add(validate.Path{}.Field(fd))
 		}
 	}
 	if rec.rawQuery != "" && m.Body != "*" {
@@ -233,9 +237,15 @@ func sentInField(m protoreflect.Message, fd protoreflect.FieldDescriptor, raw an
 // sentScalar names field fd of m, which the client sent, when it holds its
 // empty value and that breaks its rules.
 func sentScalar(m protoreflect.Message, fd protoreflect.FieldDescriptor, p validate.Path, add func(validate.Path)) {
-	if (validate.Necessary(fd) || sentListCounts(fd)) && validate.IsZero(m, fd) {
+	if emptyBreaksRules(m, fd) {
 		add(p)
 	}
+}
+
+// emptyBreaksRules reports whether field fd of m, which the client sent,
+// holds its empty value and that breaks its rules (sentScalar names it).
+func emptyBreaksRules(m protoreflect.Message, fd protoreflect.FieldDescriptor) bool {
+	return (validate.Necessary(fd) || sentListCounts(fd)) && validate.IsZero(m, fd)
 }
 
 // sentListCounts is a list of a null_refused request: sent empty, it is
