@@ -8,8 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -66,19 +64,16 @@ func BenchmarkCapacity(b *testing.B) {
 	ticks := func() map[string]map[int]int64 {
 		out := map[string]map[int]int64{}
 		for _, name := range procs {
-			out[name] = procTicks(b, func(comm string) bool { return comm == name })
-			for pid := range out[name] {
-				mine := false
+			out[name] = procTicks(b, func(pid, ppid int, comm string) bool {
+				if comm != name {
+					return false
+				}
 				if name == "postgres" {
-					mine = pid == postmaster || procParent(b, pid) == postmaster
-				} else {
-					exe, err := os.Readlink(p("/proc/%d/exe", pid))
-					mine = err == nil && exe == filepath.Join(stackOpts.BinDir, name)
+					return pid == postmaster || ppid == postmaster
 				}
-				if !mine {
-					delete(out[name], pid)
-				}
-			}
+				exe, err := os.Readlink(p("/proc/%d/exe", pid))
+				return err == nil && exe == filepath.Join(stackOpts.BinDir, name)
+			})
 		}
 		return out
 	}
@@ -226,11 +221,6 @@ func BenchmarkCapacity(b *testing.B) {
 // procParent is a process's parent pid (0 when it is gone).
 func procParent(b *testing.B, pid int) int {
 	b.Helper()
-	stat, err := os.ReadFile(p("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
-	ppid, _ := strconv.Atoi(f[1])
+	_, ppid, _, _ := procStat(pid)
 	return ppid
 }

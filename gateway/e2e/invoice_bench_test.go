@@ -89,11 +89,12 @@ func BenchmarkInvoicePreview(b *testing.B) {
 		conns = append(conns, conn)
 	}
 	ctx := metadata.AppendToOutgoingContext(context.Background(), auth.HeaderAPIKey, c.Key)
+	procs := stackProcsOf(b, "billing")
 	httpRun := func(d time.Duration) readRun {
-		return withCPU(b, "billing", func() readRun { return loadRun(b, d, func(int, int) error { return preview() }) })
+		return withStackCPU(b, procs, func() readRun { return loadRun(b, d, func(int, int) error { return preview() }) })
 	}
 	grpcRun := func(d time.Duration) readRun {
-		return withCPU(b, "billing", func() readRun {
+		return withStackCPU(b, procs, func() readRun {
 			return loadRun(b, d, func(w, _ int) error {
 				_, err := billingv1.NewBillingServiceClient(conns[w]).CreateInvoice(ctx, grpcReq)
 				return err

@@ -47,13 +47,7 @@ func benchProfile(b *testing.B, phase string, d time.Duration) (done func()) {
 	require.NoError(b, admin.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend))
 	postmaster := procParent(b, backend)
 	pgTicks := func() map[int]int64 {
-		out := procTicks(b, func(comm string) bool { return comm == "postgres" })
-		for pid := range out {
-			if procParent(b, pid) != postmaster {
-				delete(out, pid)
-			}
-		}
-		return out
+		return procTicks(b, func(_, ppid int, comm string) bool { return comm == "postgres" && ppid == postmaster })
 	}
 	pg0, t0 := pgTicks(), time.Now()
 	tables0 := tableWrites(b)

@@ -84,9 +84,32 @@ type readRun struct {
 // cpuParts names readRun.cpu's entries.
 var cpuParts = [4]string{"gateway", "service", "postgres", "client"}
 
-// procTicks is the CPU time (user + system, in 1/100 s ticks on Linux)
-// each process whose comm matches has used so far, by pid.
-func procTicks(b *testing.B, match func(comm string) bool) map[int]int64 {
+// procStat is a process's name, parent pid and CPU time so far (user +
+// system, in 1/100 s ticks on Linux), from /proc/<pid>/stat; ok is false
+// when the process is gone.
+func procStat(pid int) (comm string, ppid int, ticks int64, ok bool) {
+	stat, err := os.ReadFile(p("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, 0, false
+	}
+	// comm is in parentheses and may hold spaces; fields follow the last ')'.
+	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || end < 0 || end+2 > len(stat) {
+		return "", 0, 0, false
+	}
+	f := strings.Fields(string(stat[end+2:]))
+	if len(f) < 13 {
+		return "", 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return string(stat[open+1 : end]), ppid, utime + stime, true
+}
+
+// procTicks is the CPU time of every process match takes (by its pid, its
+// parent's and its name), by pid.
+func procTicks(b *testing.B, match func(pid, ppid int, comm string) bool) map[int]int64 {
 	b.Helper()
 	entries, err := os.ReadDir("/proc")
 	require.NoError(b, err)
@@ -96,19 +119,9 @@ func procTicks(b *testing.B, match func(comm string) bool) map[int]int64 {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(p("/proc/%d/stat", pid))
-		if err != nil {
-			continue
+		if comm, ppid, ticks, ok := procStat(pid); ok && match(pid, ppid, comm) {
+			out[pid] = ticks
 		}
-		// comm is in parentheses and may hold spaces; fields follow the last ')'.
-		open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-		if open < 0 || end < 0 || !match(string(stat[open+1:end])) {
-			continue
-		}
-		f := strings.Fields(string(stat[end+2:]))
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		out[pid] = utime + stime
 	}
 	return out
 }
@@ -121,66 +134,12 @@ type cpuSnapshot struct {
 	calls [2]int64
 }
 
-func cpuNow(b *testing.B, service string) cpuSnapshot {
-	var ru syscall.Rusage
-	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return cpuSnapshot{
-		procs: [3]map[int]int64{
-			procTicks(b, func(comm string) bool { return comm == "gateway" }),
-			procTicks(b, func(comm string) bool { return comm == service }),
-			procTicks(b, func(comm string) bool { return comm == "postgres" }),
-		},
-		self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-	}
-}
-
-// pidTicks is procTicks for the processes match takes by their pid and
-// their parent's.
-func pidTicks(b *testing.B, match func(pid, ppid int) bool) map[int]int64 {
-	b.Helper()
-	entries, err := os.ReadDir("/proc")
-	require.NoError(b, err)
-	out := map[int]int64{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		f, ok := statFields(pid)
-		if !ok {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); !match(pid, ppid) {
-			continue
-		}
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		out[pid] = utime + stime
-	}
-	return out
-}
-
-// statFields are the fields of /proc/<pid>/stat after comm (state, ppid,
-// ...).
-func statFields(pid int) ([]string, bool) {
-	stat, err := os.ReadFile(p("/proc/%d/stat", pid))
-	if err != nil {
-		return nil, false
-	}
-	// comm is in parentheses and may hold spaces; fields follow the last ')'.
-	end := bytes.LastIndexByte(stat, ')')
-	if end < 0 || end+2 > len(stat) {
-		return nil, false
-	}
-	return strings.Fields(string(stat[end+2:])), true
-}
-
 // stackProcs are the processes the reads' CPU is counted in: this stack's
 // gateway and service, and its PostgreSQL (the postmaster and its
-// children). They are told by pid, not by name as withCPU does: on a
-// shared machine other stacks' gateways and services, and other servers'
-// postgres processes, ran beside the benchmark and went into its figures
-// (a direct gRPC read showed gateway CPU).
+// children). They are told by pid, not by name: on a shared machine other
+// stacks' gateways and services, and other servers' postgres processes,
+// ran beside the benchmark and went into its figures (a direct gRPC read
+// showed gateway CPU).
 type stackProcs struct{ gateway, service, postmaster int }
 
 func stackProcsOf(b *testing.B, service string) stackProcs {
@@ -190,23 +149,20 @@ func stackProcsOf(b *testing.B, service string) stackProcs {
 	defer conn.Close(ctx)
 	var backend int
 	require.NoError(b, conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend))
-	f, ok := statFields(backend)
-	require.True(b, ok, "no /proc entry for backend %d", backend)
-	postmaster, err := strconv.Atoi(f[1])
-	require.NoError(b, err)
-	return stackProcs{gateway: stackPid(b, "gateway"), service: stackPid(b, service), postmaster: postmaster}
+	return stackProcs{gateway: stackPid(b, "gateway"), service: stackPid(b, service), postmaster: procParent(b, backend)}
 }
 
-// withStackCPU is withCPU for the processes of sp.
+// withStackCPU runs run and fills in its CPU per request, in the
+// processes of sp.
 func withStackCPU(b *testing.B, sp stackProcs, run func() readRun) readRun {
 	snapshot := func() cpuSnapshot {
 		var ru syscall.Rusage
 		require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 		return cpuSnapshot{
 			procs: [3]map[int]int64{
-				pidTicks(b, func(pid, _ int) bool { return pid == sp.gateway }),
-				pidTicks(b, func(pid, _ int) bool { return pid == sp.service }),
-				pidTicks(b, func(pid, ppid int) bool { return pid == sp.postmaster || ppid == sp.postmaster }),
+				procTicks(b, func(pid, _ int, _ string) bool { return pid == sp.gateway }),
+				procTicks(b, func(pid, _ int, _ string) bool { return pid == sp.service }),
+				procTicks(b, func(pid, ppid int, _ string) bool { return pid == sp.postmaster || ppid == sp.postmaster }),
 			},
 			self:  time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
 			calls: syscallCounts(sp.gateway),
@@ -235,12 +191,6 @@ func syscallCounts(pid int) [2]int64 {
 		}
 	}
 	return out
-}
-
-// withCPU runs run and fills in its CPU per request, the processes told by
-// name (cpuNow).
-func withCPU(b *testing.B, service string, run func() readRun) readRun {
-	return cpuPerRequest(func() cpuSnapshot { return cpuNow(b, service) }, run)
 }
 
 // cpuPerRequest runs run between two snapshots and fills in its CPU per
