@@ -80,23 +80,14 @@ func TestGRPCCarriesTheTrace(t *testing.T) {
 				seen <- trace.SpanContextFromContext(ss.Context())
 				return handler(srv, ss)
 			})
-			srv := grpc.NewServer(append(ServerOptions(), record, recordStream)...)
-			healthpb.RegisterHealthServer(srv, health.NewServer())
-			lis, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			go func() { _ = srv.Serve(lis) }()
-			t.Cleanup(srv.Stop)
-
-			conn, err := grpc.NewClient(lis.Addr().String(), append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = conn.Close() })
+			conn := serveHealth(t, record, recordStream)
 
 			parent := trace.NewSpanContext(trace.SpanContextConfig{
 				TraceID: mustTraceID(t), SpanID: mustSpanID(t), TraceFlags: trace.FlagsSampled, Remote: true,
 			})
 			ctx := trace.ContextWithSpanContext(context.Background(), parent)
 			client := healthpb.NewHealthClient(conn)
-			_, err = client.Check(ctx, &healthpb.HealthCheckRequest{})
+			_, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
 			require.NoError(t, err)
 			got := <-seen
 			require.Equal(t, traceID, got.TraceID().String())
@@ -126,15 +117,7 @@ func TestGRPCTraceBesideTheCallersMetadata(t *testing.T) {
 				seen <- md
 				return handler(ctx, req)
 			})
-			srv := grpc.NewServer(append(ServerOptions(), record)...)
-			healthpb.RegisterHealthServer(srv, health.NewServer())
-			lis, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			go func() { _ = srv.Serve(lis) }()
-			t.Cleanup(srv.Stop)
-			conn, err := grpc.NewClient(lis.Addr().String(), append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = conn.Close() })
+			conn := serveHealth(t, record)
 
 			parent := trace.NewSpanContext(trace.SpanContextConfig{
 				TraceID: mustTraceID(t), SpanID: mustSpanID(t), TraceFlags: trace.FlagsSampled, Remote: true,
@@ -166,4 +149,20 @@ func mustSpanID(t *testing.T) trace.SpanID {
 	id, err := trace.SpanIDFromHex(spanID)
 	require.NoError(t, err)
 	return id
+}
+
+// serveHealth serves the health service over loopback with ServerOptions
+// and extra, and answers a connection to it made with DialOptions.
+func serveHealth(t *testing.T, extra ...grpc.ServerOption) *grpc.ClientConn {
+	t.Helper()
+	srv := grpc.NewServer(append(ServerOptions(), extra...)...)
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }
