@@ -530,3 +530,18 @@ func TestGroupSeesAChatChangedBeforeItsLock(t *testing.T) {
 	require.NoError(t, r.db.QueryRow(ctx, `SELECT source_message_id FROM messages WHERE id = $1`, m.ID).Scan(&source))
 	require.Equal(t, "x", source)
 }
+
+// TestSendPathRunsNoTriggers: storing a message and queueing its send run
+// no trigger, in particular no foreign key check (migration 0017): each
+// was a statement of its own per row written, for a rule the writes keep
+// by themselves (a message is written with its chat locked, a queue row
+// with its message, and neither chats nor messages are ever deleted).
+func TestSendPathRunsNoTriggers(t *testing.T) {
+	r := New(pgtest.New(t, migrations.FS))
+	rows, err := r.db.Query(context.Background(), `SELECT tgrelid::regclass::text || ': ' || tgname FROM pg_trigger
+		WHERE tgrelid IN ('chats'::regclass, 'messages'::regclass, 'outbound_sends'::regclass) ORDER BY 1`)
+	require.NoError(t, err)
+	triggers, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Empty(t, triggers)
+}
