@@ -46,17 +46,19 @@ func (s *Service) Ingest(ctx context.Context, in []IncomingEvent) error {
 	// per call, not one per event. A body that outgrows the estimate moves
 	// the buffer; the bodies taken before keep the old one.
 	bodies := make([]byte, 0, bodiesSize(in))
+	var scratch []byte // each event's bytes, until appended to its body
 	for i, e := range in {
 		// One pass over the envelope: its fields, and the connection and
 		// chat read from the event as it is decoded, its bytes kept as they
 		// came for the body (three passes and a reflective encode before:
 		// BenchmarkWebhooksFanout's intake).
-		var env envelope
-		if err := json.Unmarshal(e.Payload, &env); err != nil || env.Event.raw == nil {
+		env := envelope{Event: eventKeys{buf: scratch[:0]}}
+		if err := json.Unmarshal(e.Payload, &env); err != nil || !env.Event.found {
 			return invalidEnvelope(i, e.Payload)
 		}
+		scratch = env.Event.buf
 		start := len(bodies)
-		bodies = appendBody(bodies, env.CompanyID, env.EventType, env.Event.raw)
+		bodies = appendBody(bodies, env.CompanyID, env.EventType, env.Event.buf)
 		events = append(events, domain.Event{
 			ID: e.ID, CompanyID: e.CompanyID, ConnectionID: env.Event.ConnectionID, ChatID: env.Event.ChatID,
 			Type: e.Type, Payload: bodies[start:len(bodies):len(bodies)], OccurredAt: e.OccurredAt,
@@ -92,11 +94,14 @@ type envelope struct {
 }
 
 // eventKeys reads what the engine orders by from an envelope's event
-// while the envelope is decoded, and keeps the event's bytes.
+// while the envelope is decoded, and copies the event's bytes into buf
+// (the decoder's own may not be kept: json.Unmarshaler), which the intake
+// reuses from one event to the next.
 type eventKeys struct {
 	ConnectionID int64
 	ChatID       *int64
-	raw          []byte
+	found        bool
+	buf          []byte
 }
 
 // UnmarshalJSON implements json.Unmarshaler (not called for a missing
@@ -109,7 +114,7 @@ func (k *eventKeys) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &keys); err != nil {
 		return err
 	}
-	k.ConnectionID, k.ChatID, k.raw = keys.ConnectionID, keys.ChatID, b
+	k.ConnectionID, k.ChatID, k.found, k.buf = keys.ConnectionID, keys.ChatID, true, append(k.buf[:0], b...)
 	return nil
 }
 
