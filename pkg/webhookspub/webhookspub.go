@@ -76,7 +76,8 @@ func (p *Publisher) Publish(ctx context.Context, batch []outbox.Message) error {
 			Payload: m.Payload, CreatedAt: timestamppb.New(m.CreatedAt),
 		}
 		// The event's bytes in the request: itself, its tag and length.
-		n := proto.Size(e) + 1 + protowire.SizeVarint(uint64(proto.Size(e)))
+		n := proto.Size(e)
+		n += 1 + protowire.SizeVarint(uint64(n))
 		if size+n > callBytes {
 			if err := send(); err != nil {
 				return err

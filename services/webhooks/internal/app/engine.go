@@ -278,12 +278,19 @@ func (e *Engine) claim(ctx context.Context, n int, heads bool) (out []domain.Att
 	if err != nil {
 		return out, false, err
 	}
+	// retries is false once a claim of retries found fewer than it asked
+	// for: none is left due, and asking again in the same round is a round
+	// trip for nothing (one in every claim round of a busy engine without
+	// failures). One falling due meanwhile is claimed next round.
+	retries := true
 	if left := n - len(out); left > 0 {
-		got, err := e.q.ClaimRetries(ctx, (left+1)/2, lease)
+		ask := (left + 1) / 2
+		got, err := e.q.ClaimRetries(ctx, ask, lease)
 		out = append(out, got...)
 		if err != nil {
 			return out, false, err
 		}
+		retries = len(got) == ask
 	}
 	if left := n - len(out); left > 0 && heads {
 		got, err := e.q.ClaimFirst(ctx, left, lease)
@@ -293,7 +300,7 @@ func (e *Engine) claim(ctx context.Context, n int, heads bool) (out []domain.Att
 		}
 		exhausted = len(got) < left
 	}
-	if left := n - len(out); left > 0 {
+	if left := n - len(out); left > 0 && retries {
 		got, err := e.q.ClaimRetries(ctx, left, lease)
 		out = append(out, got...)
 		if err != nil {

@@ -55,6 +55,12 @@ func TestIngestPlansDeliveries(t *testing.T) {
 	var chat *int64
 	require.NoError(t, db.QueryRow(ctx, `SELECT chat_id FROM events WHERE id = $1`, msg.ID).Scan(&chat))
 	require.Equal(t, int64(77), *chat)
+	// Each event's own body, though one call's bodies share a buffer.
+	for _, e := range []app.IncomingEvent{msg, status} {
+		var body string
+		require.NoError(t, db.QueryRow(ctx, `SELECT payload::text FROM events WHERE id = $1`, e.ID).Scan(&body))
+		require.Equal(t, string(e.Payload), body)
+	}
 	planned := map[string][]string{}
 	rows, err := db.Query(ctx, `SELECT event_id::text, subscription_id::text FROM deliveries WHERE status = 'pending' ORDER BY id`)
 	require.NoError(t, err)

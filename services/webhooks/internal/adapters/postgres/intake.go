@@ -22,7 +22,8 @@ var _ app.IntakeRepository = (*Repo)(nil)
 // deliver in, in the batch's order (the emitter's, oldest first).
 // Integration targets get their delivery id (integration_targets) first,
 // in the same statement; the notification is sent when it commits, if it
-// planned anything.
+// planned anything. Each delivery keeps where its event was written
+// (event_at), so its claim reads the payload there (Queue's eventOf).
 func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets []domain.IntegrationTarget) error {
 	n := len(events)
 	if n == 0 {
@@ -66,7 +67,7 @@ func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets 
 				WITH ORDINALITY AS u(id, company_id, connection_id, chat_id, event_type, payload, occurred_at, n)
 			ORDER BY u.n
 			ON CONFLICT (id) DO NOTHING
-			RETURNING id, company_id, connection_id, chat_id, event_type, seq),
+			RETURNING id, company_id, connection_id, chat_id, event_type, seq, ctid),
 		-- The subscriptions of the batch's connections, locked once each
 		-- (not once per event joined to them): a URL change moves what
 		-- waits in its own transaction, and must not miss deliveries being
@@ -76,15 +77,15 @@ func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets 
 			WHERE (s.company_id, s.connection_id) IN (SELECT * FROM unnest($2::bigint[], $3::bigint[]))
 			FOR SHARE),
 		subs AS (
-			INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
-			SELECT e.id, s.id, s.url, coalesce(e.chat_id, 0), e.seq
+			INSERT INTO deliveries (event_id, event_at, subscription_id, url, lane, seq)
+			SELECT e.id, e.ctid, s.id, s.url, coalesce(e.chat_id, 0), e.seq
 			FROM stored e JOIN locked s
 				ON s.company_id = e.company_id AND s.connection_id = e.connection_id AND e.event_type = ANY (s.events)
 			ORDER BY e.seq, s.created_at, s.id
 			RETURNING 1),
 		integs AS (
-			INSERT INTO deliveries (event_id, subscription_id, url, lane, seq)
-			SELECT e.id, i.id, t.url, coalesce(e.chat_id, 0), e.seq
+			INSERT INTO deliveries (event_id, event_at, subscription_id, url, lane, seq)
+			SELECT e.id, e.ctid, i.id, t.url, coalesce(e.chat_id, 0), e.seq
 			FROM stored e
 				JOIN unnest($11::bigint[], $12::bigint[], $13::bigint[], $14::text[]) AS t(company_id, connection_id, integration_id, url)
 					ON t.company_id = e.company_id AND t.connection_id = e.connection_id

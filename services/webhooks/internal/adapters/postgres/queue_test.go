@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -279,4 +280,88 @@ func TestRecordMovedRow(t *testing.T) {
 	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[state])
 	require.NoError(t, err)
 	require.Equal(t, []state{{moved.ID, "succeeded", 1}, {stale.ID, "pending", 0}, {kept.ID, "succeeded", 1}}, got)
+}
+
+// TestClaimReadsEventWhereWritten: a claim reads each payload where the
+// intake wrote its event (event_at), and only if the row there is that
+// event: one moved since (a redelivery renews it), a place now holding
+// another event, and no place at all (a ping, a redelivery) are found by
+// the event's id. On every claim path: lane heads, a lane's run claimed by
+// the chain, retries. Without the id check the second delivery would carry
+// the other event's payload; without the fallback the first and third
+// would not be claimed.
+func TestClaimReadsEventWhereWritten(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	repo := postgres.New(db)
+	subscription(t, db, "https://ok.example/hook")
+	chat := int64(7)
+	var events []domain.Event
+	for i := range 8 {
+		events = append(events, domain.Event{
+			ID: uuid.NewString(), CompanyID: 1, ConnectionID: 1, ChatID: &chat, Type: "messages.create",
+			Payload: fmt.Appendf(nil, `{"n":%d}`, i), OccurredAt: time.Now(),
+		})
+	}
+	require.NoError(t, repo.IngestEvents(ctx, events, nil))
+	payloadOf := map[string]string{}
+	for _, e := range events {
+		payloadOf[e.ID] = string(e.Payload)
+	}
+	var hinted int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM deliveries d JOIN events e ON e.ctid = d.event_at AND e.id = d.event_id`).Scan(&hinted))
+	require.Equal(t, len(events), hinted, "the intake notes where each event went")
+
+	// Spoil the hints of deliveries 0, 1 and 2 (the head, the chain's
+	// first), and of 5, 6 and 7 (retries below): moved, another event's
+	// place, none.
+	spoil := func(i int) {
+		t.Helper()
+		var err error
+		switch i % 3 {
+		case 0:
+			_, err = db.Exec(ctx, `UPDATE events SET received_at = now() WHERE id = $1`, events[i].ID)
+		case 1:
+			_, err = db.Exec(ctx, `UPDATE deliveries SET event_at = (SELECT ctid FROM events WHERE id = $2) WHERE event_id = $1`,
+				events[i].ID, events[len(events)-1-i].ID)
+		case 2:
+			_, err = db.Exec(ctx, `UPDATE deliveries SET event_at = NULL WHERE event_id = $1`, events[i].ID)
+		}
+		require.NoError(t, err)
+	}
+	for _, i := range []int{0, 1, 2, 5, 6, 7} {
+		spoil(i)
+	}
+	check := func(as []domain.Attempt) {
+		t.Helper()
+		for _, a := range as {
+			require.Equal(t, payloadOf[a.EventID], string(a.Payload), "delivery %d", a.ID)
+		}
+	}
+
+	heads, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 1)
+	check(heads)
+	next, err := q.Record(ctx, []app.Batch{batch(app.LaneBatch, nil,
+		sent(heads[0], domain.Result{Outcome: domain.Delivered, Status: 200}))})
+	require.NoError(t, err)
+	require.Len(t, next[0], len(events)-1, "the chain takes the rest of the lane")
+	check(next[0])
+
+	// The rest fail and go to the retry path, due at once.
+	failed := domain.Result{Outcome: domain.Unreachable, Status: 500}
+	var recs []app.Recording
+	for _, a := range next[0] {
+		recs = append(recs, sent(a, failed))
+	}
+	_, err = q.Record(ctx, []app.Batch{batch(0, nil, recs[0]), batch(0, nil, recs[1:]...)})
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `UPDATE deliveries SET next_attempt_at = now() - interval '1 second' WHERE status = 'pending'`)
+	require.NoError(t, err)
+	retries, err := q.ClaimRetries(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, retries, len(events)-1)
+	check(retries)
 }

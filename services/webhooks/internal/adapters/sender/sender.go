@@ -25,8 +25,7 @@ const UserAgent = "Switchboard-Webhooks/1"
 
 // Sender implements app.Sender.
 type Sender struct {
-	client  *http.Client
-	timeout time.Duration
+	client *http.Client
 }
 
 var _ app.Sender = (*Sender)(nil)
@@ -50,7 +49,6 @@ func New(o Options) *Sender {
 		client: netguard.HTTPClient(netguard.ClientOptions{
 			Timeout: o.Timeout, AllowPrivate: o.AllowPrivate, MaxConnsPerHost: o.MaxConnsPerHost, LocalAddr: o.SourceAddr,
 		}),
-		timeout: o.Timeout,
 	}
 }
 
@@ -76,8 +74,9 @@ func (s *Sender) send(ctx context.Context, a domain.Attempt) domain.Result {
 	if err != nil {
 		return domain.Result{Outcome: domain.Refused, Error: err.Error()}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+	// The client's Timeout bounds the request, the answer's body included
+	// (netguard.HTTPClient): a deadline of our own on ctx would be a second
+	// context and timer per request for the same bound.
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL, bytes.NewReader(a.Payload))
 	if err != nil {
 		return domain.Result{Outcome: domain.Refused, Error: "bad url: " + err.Error()}
