@@ -44,8 +44,9 @@ type goField struct {
 	// protoreflect.
 	index int
 	read  goRead
-	// ed is the enum of a readEnum field.
-	ed protoreflect.EnumDescriptor
+	// enum is a readEnum field's JSON strings by number, quoted and
+	// escaped (a number without one is written null).
+	enum map[protoreflect.EnumNumber]string
 	// elem is the message type of a readMessage field.
 	elem *messageInfo
 }
@@ -54,6 +55,23 @@ type goField struct {
 type goPlan struct {
 	typ    reflect.Type // the message's pointer type
 	fields []goField    // nil: no plan, every message of typ is walked by protoreflect
+}
+
+// enumStrings is what appendEnum writes for each number of ed that has a
+// JSON string (the first value of a number, as Values().ByNumber finds).
+func enumStrings(ed protoreflect.EnumDescriptor) map[protoreflect.EnumNumber]string {
+	out := map[protoreflect.EnumNumber]string{}
+	values := ed.Values()
+	for i := 0; i < values.Len(); i++ {
+		ev := values.Get(i)
+		if values.ByNumber(ev.Number()) != ev {
+			continue
+		}
+		if s, ok := enumValueJSON(ev); ok {
+			out[ev.Number()] = string(appendString(nil, s))
+		}
+	}
+	return out
 }
 
 var timestampType = reflect.TypeFor[*timestamppb.Timestamp]()
@@ -160,7 +178,7 @@ func planField(f *fieldInfo, st reflect.Type, byNumber map[protoreflect.FieldNum
 		g.read = readBytes
 		return g
 	case protoreflect.EnumKind:
-		g.read, g.ed, want = readEnum, fd.Enum(), reflect.Int32
+		g.read, g.enum, want = readEnum, enumStrings(fd.Enum()), reflect.Int32
 	case protoreflect.MessageKind:
 		if et.Kind() != reflect.Pointer || et.Elem().Kind() != reflect.Struct || !et.Implements(protoMessageType) {
 			return none
@@ -260,7 +278,10 @@ func appendGoValue(b []byte, g *goField, v reflect.Value) ([]byte, error) {
 		b = base64.StdEncoding.AppendEncode(b, v.Bytes())
 		return append(b, '"'), nil
 	case readEnum:
-		return appendEnum(b, g.ed, protoreflect.EnumNumber(v.Int())), nil
+		if s, ok := g.enum[protoreflect.EnumNumber(v.Int())]; ok {
+			return append(b, s...), nil
+		}
+		return append(b, "null"...), nil
 	case readTimestamp:
 		if v.IsNil() {
 			return append(b, "null"...), nil
