@@ -113,13 +113,23 @@ func appendAny(b []byte, v any) ([]byte, error) {
 	switch rv.Kind() {
 	case reflect.Slice, reflect.Array:
 		// A repeated field given by response_body: an unset one is [].
+		// A list of generated messages looks their type up once.
+		var info *messageInfo
+		if et := rv.Type().Elem(); et.Kind() == reflect.Pointer && et.Implements(protoMessageType) {
+			info = messageInfoOf(reflect.Zero(et).Interface().(proto.Message).ProtoReflect().Descriptor())
+		}
 		b = append(b, '[')
 		for i := 0; i < rv.Len(); i++ {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			var err error
-			if b, err = appendAny(b, rv.Index(i).Interface()); err != nil {
+			if info != nil {
+				b, err = appendGoMessage(b, rv.Index(i), info)
+			} else {
+				b, err = appendAny(b, rv.Index(i).Interface())
+			}
+			if err != nil {
 				return nil, err
 			}
 		}

@@ -54,6 +54,15 @@ func TestPlanWritesAsProtoreflect(t *testing.T) {
 			if err != nil || string(gotList) != list {
 				t.Fatalf("%s, variant %d, as a list: %s (%v), want %s", md.FullName(), variant, gotList, err, list)
 			}
+			// As the generated code gives it: a slice of the message's
+			// pointer type, with a nil element (null).
+			typed := reflect.MakeSlice(reflect.SliceOf(reflect.TypeOf(m.Interface())), 3, 3)
+			typed.Index(0).Set(reflect.ValueOf(m.Interface()))
+			typed.Index(2).Set(reflect.ValueOf(m.Interface()))
+			gotList, err = appendAny(nil, typed.Interface())
+			if list := fmt.Sprintf("[%s,null,%s]", want, want); err != nil || string(gotList) != list {
+				t.Fatalf("%s, variant %d, as a typed list: %s (%v), want %s", md.FullName(), variant, gotList, err, list)
+			}
 		}
 		if p := messageInfoOf(md).planFor(reflect.TypeOf(mt.Zero().Interface())); p != nil {
 			planned++
