@@ -57,15 +57,16 @@ var reconnect = backoff.Config{
 // every gRPC connection between the platform's processes, each side's
 // (ClientOptions, New). Set, they turn off grpc-go's dynamic window: its
 // bandwidth-delay estimate sends a window update and a PING (and draws a
-// PING ack) whenever data arrives and no estimate is in flight, so on a
-// busy connection each side wrote and read several extra frames for a
-// handful of calls: 4 PINGs and 2 window updates per read in process
-// (BenchmarkGatewayContact), a few percent of the gateway's CPU per read
-// under load (issue 32). The estimate grows the windows for long fat
-// links; between pods of one cluster the round trip is well under a
-// millisecond, so 1 MiB per call (the estimate's own ceiling is 16 MiB)
-// is far past the bandwidth-delay product, and a connection carries 16
-// such calls at full speed before its window binds.
+// PING ack) whenever data arrives and no estimate is in flight, so each
+// end wrote and read extra frames, with their system calls and wake-ups,
+// for every call or few calls: one call at a time, a PING from each side
+// per call (TestCallsSendNoFlowControlPings; 4 PING frames and 2 window
+// updates read per contact in BenchmarkGatewayContact, both ends
+// counted). The estimate grows the windows for long fat links; between
+// pods of one cluster the round trip is well under a millisecond, so 1
+// MiB per call (the estimate's own ceiling is 16 MiB) is far past the
+// bandwidth-delay product, and a connection carries 16 such calls at full
+// speed before its window binds.
 const (
 	StreamWindow = 1 << 20
 	ConnWindow   = 16 << 20
