@@ -400,6 +400,23 @@ func BenchmarkReads(b *testing.B) {
 			b.ReportMetric(ms(percentile(lat, 99)), name+"_p99_ms")
 		}
 	}
+	// Issue 32's goal: each read through the gateway at least 0.75 of the
+	// same read over direct gRPC, in one run (the rates of each round's
+	// two runs, minutes apart at most, and of the whole run).
+	fmt.Fprintf(&out, "HTTP ÷ gRPC:")
+	for _, k := range kinds {
+		h, g := results[k.name+"_http"], results[k.name+"_grpc"]
+		var rounds []float64
+		var hs, gs []float64
+		for i := range h.runs {
+			rounds = append(rounds, h.runs[i].rate/g.runs[i].rate)
+			hs, gs = append(hs, h.runs[i].rate), append(gs, g.runs[i].rate)
+		}
+		share := mean(hs) / mean(gs)
+		fmt.Fprintf(&out, " %s %.2f (%s)", k.name, share, joinFloats(rounds))
+		b.ReportMetric(share, k.name+"_http_per_grpc")
+	}
+	out.WriteString("\n")
 	b.ReportMetric(mean(tps), "pgbench_tps")
 	fmt.Print("\n" + out.String())
 }

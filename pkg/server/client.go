@@ -53,6 +53,25 @@ var reconnect = backoff.Config{
 	MaxDelay:   time.Second,
 }
 
+// StreamWindow and ConnWindow are the HTTP/2 flow-control windows of
+// every gRPC connection between the platform's processes, each side's
+// (ClientOptions, New). Set, they turn off grpc-go's dynamic window: its
+// bandwidth-delay estimate sends a window update and a PING (and draws a
+// PING ack) whenever data arrives and no estimate is in flight, so each
+// end wrote and read extra frames, with their system calls and wake-ups,
+// for every call or few calls: one call at a time, a PING from each side
+// per call (TestCallsSendNoFlowControlPings; 4 PING frames and 2 window
+// updates read per contact in BenchmarkGatewayContact, both ends
+// counted). The estimate grows the windows for long fat links; between
+// pods of one cluster the round trip is well under a millisecond, so 1
+// MiB per call (the estimate's own ceiling is 16 MiB) is far past the
+// bandwidth-delay product, and a connection carries 16 such calls at full
+// speed before its window binds.
+const (
+	StreamWindow = 1 << 20
+	ConnWindow   = 16 << 20
+)
+
 // minConnectTimeout bounds one connection attempt to a replica that does
 // not answer at all (an address that went away with its pod).
 const minConnectTimeout = 2 * time.Second
@@ -89,6 +108,8 @@ func ClientOptions() []grpc.DialOption {
 		grpc.WithDefaultServiceConfig(ServiceConfig()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnect, MinConnectTimeout: minConnectTimeout}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: clientPing, Timeout: pingTimeout, PermitWithoutStream: true}),
+		grpc.WithInitialWindowSize(StreamWindow),
+		grpc.WithInitialConnWindowSize(ConnWindow),
 		grpc.WithChainUnaryInterceptor(metrics.GRPCClient().UnaryClientInterceptor()),
 		grpc.WithChainStreamInterceptor(metrics.GRPCClient().StreamClientInterceptor()),
 	)

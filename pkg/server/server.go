@@ -84,6 +84,9 @@ func New(opts Options) *Server {
 			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: MaxConnectionAge}),
 			// The clients' keepalive pings (ClientOptions) are welcome.
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: clientPing / 2}),
+			// Fixed windows, no bandwidth-delay PINGs (StreamWindow).
+			grpc.InitialWindowSize(StreamWindow),
+			grpc.InitialConnWindowSize(ConnWindow),
 			grpc.ChainUnaryInterceptor(chain...),
 			grpc.ChainStreamInterceptor(streamChain...),
 		)...),

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -10,10 +12,12 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
+	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
 )
 
 // cardServer answers GetCompany with a fixed card.
@@ -40,6 +44,29 @@ func (contactServer) GetContact(_ context.Context, r *contactsv1.GetContactReque
 	}, nil
 }
 
+// sendServer answers SendMessage as messaging answers a text it
+// accepted: the chat and the stored message.
+type sendServer struct {
+	messagingv1.UnimplementedMessagesServiceServer
+}
+
+func (sendServer) SendMessage(_ context.Context, r *messagingv1.SendMessageRequest) (*messagingv1.SendMessageResponse, error) {
+	at := timestamppb.Now()
+	return &messagingv1.SendMessageResponse{
+		Mode: "async",
+		Chat: &messagingv1.Chat{
+			Id: r.GetChatId(), ConnectionId: 3, SourceChatId: "79991234567@c.us", Name: "Anna Petrova",
+			Phone: proto.String("79991234567"), CreatedAt: at, LastMessageAt: at,
+		},
+		Message: &messagingv1.Message{
+			MessageId: "0c6f3a52-6d0e-4f8c-9a53-2f1d5e1b7c10", ChatId: fmt.Sprint(r.GetChatId()),
+			Direction: messagingv1.Direction_DIRECTION_OUTBOUND, MessageType: r.GetMessageType(),
+			Author:    &messagingv1.Author{Id: "integration:4", Name: "bench"},
+			CreatedAt: at, Text: r.GetText(),
+		},
+	}, nil
+}
+
 // BenchmarkGatewayCard is the company card's path through the gateway's
 // handler (the access log to a discarding writer) to an in-process
 // identity answering a fixed card: the gateway's own allocations and time
@@ -49,7 +76,27 @@ func BenchmarkGatewayCard(b *testing.B) { benchGateway(b, "/v2/companies/5") }
 // BenchmarkGatewayContact is BenchmarkGatewayCard for a contact.
 func BenchmarkGatewayContact(b *testing.B) { benchGateway(b, "/v2/companies/5/contacts/9") }
 
+// BenchmarkGatewaySend is BenchmarkGatewayCard for a text sent as
+// BenchmarkSendMessages (gateway/e2e) sends it: the JSON body's decoding
+// and validation, the call and the answer, against a stub messaging.
+func BenchmarkGatewaySend(b *testing.B) {
+	i := 0
+	benchGatewayRequest(b, func() *http.Request {
+		i++
+		body := fmt.Appendf(nil, `{"chat_id":%d,"message_type":"text","text":{"text":"bench %d/%d"}}`, 100+i%50, i%32, i)
+		r := httptest.NewRequest(http.MethodPost, "/v2/companies/5/messaging/messages/", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	})
+}
+
 func benchGateway(b *testing.B, path string) {
+	benchGatewayRequest(b, func() *http.Request { return httptest.NewRequest(http.MethodGet, path, nil) })
+}
+
+// benchGatewayRequest serves the requests newRequest makes (the key and
+// the user agent added) through the gateway to the stub services.
+func benchGatewayRequest(b *testing.B, newRequest func() *http.Request) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -57,15 +104,16 @@ func benchGateway(b *testing.B, path string) {
 	gs := grpc.NewServer()
 	identityv1.RegisterIdentityServiceServer(gs, cardServer{})
 	contactsv1.RegisterContactsServiceServer(gs, contactServer{})
+	messagingv1.RegisterMessagesServiceServer(gs, sendServer{})
 	go func() { _ = gs.Serve(lis) }()
 	b.Cleanup(gs.Stop)
-	g, err := New(context.Background(), Config{IdentityAddr: lis.Addr().String(), ContactsAddr: lis.Addr().String()}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	g, err := New(context.Background(), Config{IdentityAddr: lis.Addr().String(), ContactsAddr: lis.Addr().String(), MessagingAddr: lis.Addr().String()}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(g.Close)
 	req := func() *http.Request {
-		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r := newRequest()
 		r.Header.Set("X-Api-Key", "sk_test_0123456789abcdef")
 		r.Header.Set("User-Agent", "Go-http-client/1.1")
 		return r

@@ -102,7 +102,8 @@ func appendAny(b []byte, v any) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case proto.Message:
-		return appendMessage(b, x.ProtoReflect())
+		// A generated message by its type's plan (marshal_plan.go).
+		return appendGoMessage(b, reflect.ValueOf(x), messageInfoOf(x.ProtoReflect().Descriptor()))
 	case protoreflect.Enum:
 		return appendEnum(b, x.Descriptor(), x.Number()), nil
 	case json.Marshaler, []byte:
@@ -112,13 +113,23 @@ func appendAny(b []byte, v any) ([]byte, error) {
 	switch rv.Kind() {
 	case reflect.Slice, reflect.Array:
 		// A repeated field given by response_body: an unset one is [].
+		// A list of generated messages looks their type up once.
+		var info *messageInfo
+		if et := rv.Type().Elem(); et.Kind() == reflect.Pointer && et.Implements(protoMessageType) {
+			info = messageInfoOf(reflect.Zero(et).Interface().(proto.Message).ProtoReflect().Descriptor())
+		}
 		b = append(b, '[')
 		for i := 0; i < rv.Len(); i++ {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			var err error
-			if b, err = appendAny(b, rv.Index(i).Interface()); err != nil {
+			if info != nil {
+				b, err = appendGoMessage(b, rv.Index(i), info)
+			} else {
+				b, err = appendAny(b, rv.Index(i).Interface())
+			}
+			if err != nil {
 				return nil, err
 			}
 		}
@@ -246,6 +257,8 @@ type messageInfo struct {
 	fields []fieldInfo
 	// lastSize is the length of the last answer of this type (Marshal).
 	lastSize atomic.Int64
+	// plan reads messages of the type's generated Go struct (planFor).
+	plan atomic.Pointer[goPlan]
 }
 
 var messageInfoCache sync.Map // protoreflect.MessageDescriptor -> *messageInfo
@@ -551,9 +564,14 @@ func secondsNanos(m protoreflect.Message) (int64, int64) {
 
 func appendTimestamp(b []byte, m protoreflect.Message) ([]byte, error) {
 	s, n := secondsNanos(m)
+	return appendSecondsNanos(b, s, n), nil
+}
+
+// appendSecondsNanos writes a timestamp's seconds and nanos.
+func appendSecondsNanos(b []byte, s, n int64) []byte {
 	b = append(b, '"')
 	b = time.Unix(s, n).UTC().AppendFormat(b, TimeLayout)
-	return append(b, '"'), nil
+	return append(b, '"')
 }
 
 // appendDuration writes seconds as a number: 90, 1.5, -0.25.
