@@ -183,26 +183,29 @@ const genericKeys = 8
 // matches: then each of its contacts does (name_key is a prefix of search
 // that ends between words: a substring of it is one of search, and
 // q <% name_key implies q <% search, searchWhere) and none is tested.
-// It also returns how many candidates do not match themselves, whose
-// contacts are tested one by one (searchContacts chooses by it), and
-// whether the text has a trigram a substring must have (without one the
-// LIKE test cannot be made here).
+// The rows are read trigram by trigram, each flagged once as sure or not
+// and the share a whole number, so the count per key is all that is done
+// per row. It also returns how many candidates do not match themselves,
+// whose contacts are tested one by one (searchContacts chooses by it),
+// and whether the text has a trigram a substring must have (without one
+// the LIKE test cannot be made here).
 const searchKeys = `WITH q AS MATERIALIZED (
-	SELECT show_trgm($2::text) AS t, ARRAY(SELECT unnest(show_trgm($2::text))
+	SELECT t.trigram, t.trigram = ANY(s.sure) AS sure, cardinality(s.sure) AS sures,
+		ceil(` + keyShare + ` * cardinality(show_trgm($2::text)) - 1e-9)::int AS share
+	FROM (SELECT ARRAY(SELECT unnest(show_trgm($2::text))
 		INTERSECT SELECT unnest(show_trgm('x' || $2::text || 'x'))
-		INTERSECT SELECT unnest(show_trgm('y' || $2::text || 'y'))) AS l),
+		INTERSECT SELECT unnest(show_trgm('y' || $2::text || 'y'))) AS sure) s,
+		unnest(show_trgm($2::text)) AS t(trigram)),
 	keys AS MATERIALIZED (
 	SELECT k.name_key, (k.name_key LIKE $3::text OR k.name_key %> $2::text) AS matched
-	FROM contact_key_trigrams k
-	WHERE k.company_id = $1 AND k.trigram = ANY((SELECT t FROM q)::text[])
+	FROM q JOIN contact_key_trigrams k ON k.company_id = $1 AND k.trigram = q.trigram
 	GROUP BY k.name_key
-	HAVING count(*) >= ` + keyShare + ` * cardinality((SELECT t FROM q)) - 1e-9
-	    OR count(*) FILTER (WHERE k.trigram = ANY((SELECT l FROM q)::text[])) = cardinality((SELECT l FROM q)))
-	SELECT cardinality(l) > 0,
+	HAVING count(*) >= (SELECT min(share) FROM q)
+	    OR count(*) FILTER (WHERE q.sure) = (SELECT min(sures) FROM q))
+	SELECT coalesce((SELECT min(sures) FROM q), 0) > 0,
 	       coalesce((SELECT array_agg(name_key) FROM keys), '{}'),
 	       coalesce((SELECT array_agg(matched) FROM keys), '{}'),
-	       (SELECT count(*) FROM keys WHERE NOT matched)
-	FROM q`
+	       (SELECT count(*) FROM keys WHERE NOT matched)`
 
 // keyShare is searchThreshold as a share in searchKeys: word_similarity
 // 0.6 needs 60% of the query's trigrams.
