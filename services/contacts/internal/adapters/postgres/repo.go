@@ -185,7 +185,8 @@ const genericKeys = 8
 // q <% name_key implies q <% search, searchWhere) and none is tested.
 // The rows are read trigram by trigram, each flagged once as sure or not
 // and the share a whole number, so the count per key is all that is done
-// per row. It also returns how many candidates do not match themselves,
+// per row. It returns the keys and whether each matches, side by side
+// (one pass of the aggregates), how many candidates do not match themselves,
 // whose contacts are tested one by one (searchContacts chooses by it),
 // and whether the text has a trigram a substring must have (without one
 // the LIKE test cannot be made here).
@@ -202,10 +203,9 @@ const searchKeys = `WITH q AS MATERIALIZED (
 	GROUP BY k.name_key
 	HAVING count(*) >= (SELECT min(share) FROM q)
 	    OR count(*) FILTER (WHERE q.sure) = (SELECT min(sures) FROM q))
-	SELECT coalesce((SELECT min(sures) FROM q), 0) > 0,
-	       coalesce((SELECT array_agg(name_key) FROM keys), '{}'),
-	       coalesce((SELECT array_agg(matched) FROM keys), '{}'),
-	       (SELECT count(*) FROM keys WHERE NOT matched)`
+	SELECT coalesce((SELECT min(sures) FROM q), 0) > 0, coalesce(a.keys, '{}'), coalesce(a.matched, '{}'), a.tested
+	FROM (SELECT array_agg(name_key) AS keys, array_agg(matched) AS matched,
+	             count(*) FILTER (WHERE NOT matched) AS tested FROM keys) a`
 
 // keyShare is searchThreshold as a share in searchKeys: word_similarity
 // 0.6 needs 60% of the query's trigrams.
