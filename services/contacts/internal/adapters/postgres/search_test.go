@@ -321,14 +321,15 @@ func TestSearchPendingListBounded(t *testing.T) {
 	require.Equal(t, mergedTotal, total)
 }
 
-// A trigram search runs without a transaction of its own: its planner
-// settings (searchPlanner) come at the head of each batch and must hold for
-// the batch's statements, then end with it. Shown on a pool of one
-// connection: in a planned batch the search is the bitmap scan of its
-// indexes (without the settings the planner walks the primary key
-// here), after a search the connection's settings are the server's
-// again, and the name keys were read with a generic plan, the page with
-// custom ones.
+// A search's planner settings (searchPlanner, keyPlanner) come at the
+// head of each batch and must hold for the batch's statements, then end
+// with it (the trigram search's implicit transaction, the key search's
+// REPEATABLE READ one). Shown on a pool of one connection: in a planned
+// batch the trigram search is the bitmap scan of its indexes (without the
+// settings the planner walks the primary key here), the key search
+// index-only scans of its two indexes, after a search the connection's
+// settings are the server's again, and each statement was planned as its
+// batch says (generic or custom).
 func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.NewDSN(t, migrations.FS)
