@@ -169,6 +169,119 @@ var genericSearchQueries = func() map[domain.Order]string {
 // nothing measurable).
 const genericKeys = 8
 
+// searchKeys finds, without reading any contact, the company's name keys
+// that may have a contact matching a search text ($1 the company, $2 the
+// text, $3 its LIKE pattern), from the trigrams of each key's contacts
+// (contact_key_trigrams, migration 0006). A text reaches word_similarity
+// 0.6 only with 60% of the query's trigrams (the test the trigram GIN index
+// makes before its recheck), and holds the query as a substring only with
+// the query's trigrams that do not touch its ends: the ones the query has
+// however it is embedded, found with pg_trgm itself (so words are split as
+// it splits them). A key whose trigrams pass either test is a candidate: a
+// superset of the keys of the matching contacts, since a contact's
+// trigrams are among its key's. matched tells whether the key itself
+// matches: then each of its contacts does (name_key is a prefix of search
+// that ends between words: a substring of it is one of search, and
+// q <% name_key implies q <% search, searchWhere) and none is tested.
+// The rows are read trigram by trigram, each flagged once as sure or not
+// and the share a whole number, so the count per key is all that is done
+// per row. It returns the keys and whether each matches, side by side
+// (one pass of the aggregates), how many candidates do not match themselves,
+// whose contacts are tested one by one (searchContacts chooses by it),
+// and whether the text has a trigram a substring must have (without one
+// the LIKE test cannot be made here).
+const searchKeys = `WITH q AS MATERIALIZED (
+	SELECT t.trigram, t.trigram = ANY(s.sure) AS sure, cardinality(s.sure) AS sures,
+		ceil(` + keyShare + ` * cardinality(show_trgm($2::text)) - 1e-9)::int AS share
+	FROM (SELECT ARRAY(SELECT unnest(show_trgm($2::text))
+		INTERSECT SELECT unnest(show_trgm('x' || $2::text || 'x'))
+		INTERSECT SELECT unnest(show_trgm('y' || $2::text || 'y'))) AS sure) s,
+		unnest(show_trgm($2::text)) AS t(trigram)),
+	keys AS MATERIALIZED (
+	SELECT k.name_key, (k.name_key LIKE $3::text OR k.name_key %> $2::text) AS matched
+	FROM q JOIN contact_key_trigrams k ON k.company_id = $1 AND k.trigram = q.trigram
+	GROUP BY k.name_key
+	HAVING count(*) >= (SELECT min(share) FROM q)
+	    OR count(*) FILTER (WHERE q.sure) = (SELECT min(sures) FROM q))
+	SELECT coalesce((SELECT min(sures) FROM q), 0) > 0, coalesce(a.keys, '{}'), coalesce(a.matched, '{}'), a.tested
+	FROM (SELECT array_agg(name_key) AS keys, array_agg(matched) AS matched,
+	             count(*) FILTER (WHERE NOT matched) AS tested FROM keys) a`
+
+// keyShare is searchThreshold as a share in searchKeys: word_similarity
+// 0.6 needs 60% of the query's trigrams.
+const keyShare = "0.6"
+
+// keySearchFrom reads the contacts of the candidate keys ($6, each with
+// $7, whether it matches itself: searchKeys) in key order through
+// contacts_search_keys (migration 0006), index-only: the index carries
+// every column the filters, the orders and the page read, so the matches
+// of a common name are a few dozen index pages instead of a heap page
+// each (docs/contacts-search.md, "Seventh pass"). A contact of a key that
+// matches is not tested; the others are tested as in searchWhere.
+const keySearchFrom = `
+	FROM unnest($6::text[], $7::bool[]) AS k(name_key, matched)
+	JOIN contacts c ON c.company_id = $1 AND c.name_key = k.name_key
+	WHERE ($2::bool OR NOT c.is_group)
+	  AND (cardinality($3::bigint[]) = 0 OR EXISTS (
+	        SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag_id = ANY($3::bigint[])))
+	  AND (k.matched OR c.search LIKE $4::text OR c.search %> $5::text)`
+
+// keySearchQueries are searchQueries through the name keys
+// (keySearchFrom): the page, its count and its details.
+var keySearchQueries = func() map[domain.Order]string {
+	out := make(map[domain.Order]string, len(orderBy))
+	for o, by := range orderBy {
+		out[o] = withPageDetails(`SELECT `+contactCols+`, count(*) OVER () AS total`+keySearchFrom+by+` LIMIT $8 OFFSET $9`, by)
+	}
+	return out
+}()
+
+// keySearchMaxTested is the most candidate keys that do not match
+// themselves a key search takes: each of their contacts is tested (LIKE,
+// then word_similarity on the whole search text, ~5 µs), which for a
+// text found in most contacts (`gmail`, `com`) would be every contact of
+// the company; such a search takes the trigram index of contacts instead.
+// So does one whose keys to test outnumber twice those that match
+// themselves (and 8): testing a key's contacts costs what the trigram
+// index's candidates cost, and what the keys save is the heap visits of
+// the contacts of the keys that match (`dmitry oxlov`, 49 keys to test and
+// one that matches, took 13 ms against 7-8; `jon`, 42 and 40, 8.5
+// against 11.3; docs/contacts-search.md "Seventh pass").
+const keySearchMaxTested = 100
+
+// byKeys tells whether a search reads its page through the name keys, by
+// what searchKeys returned: whether the text has a trigram a substring
+// must have, how many candidate keys, and how many of them to test
+// contact by contact (keySearchMaxTested).
+func byKeys(sure bool, keys int, tested int64) bool {
+	return sure && tested <= keySearchMaxTested && tested <= 2*(int64(keys)-tested)+8
+}
+
+// keyPlanner starts a key search's batches: generic plans (the keys are
+// parameters, read by index, never hashed), the threshold, and no
+// sequential or bitmap scans, so the keys are an index-only scan of
+// contact_key_trigrams and the contacts one of contacts_search_keys per
+// key; jit and parallel workers off, as in searchPlanner. Local to the
+// search's transaction (searchContacts).
+const keyPlanner = `SELECT concat(
+	set_config('plan_cache_mode', 'force_generic_plan', true),
+	set_config('pg_trgm.word_similarity_threshold', $1, true),
+	set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+	set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true))`
+
+// keyTx starts and ends a search's transaction: one snapshot for its keys
+// and its page (searchContacts), read only.
+const (
+	keyTxBegin = `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY`
+	keyTxEnd   = `COMMIT`
+)
+
+// hasDigit tells whether s has a digit: contact_key_trigrams holds no
+// trigram with one, so such a search takes the trigram index of contacts.
+func hasDigit(s string) bool {
+	return strings.IndexFunc(s, unicode.IsDigit) >= 0
+}
+
 // withPageDetails reads the details of a search's page (the statement
 // page, contactCols and total) in the same statement, in the page's order
 // (by). Under the search's planner settings (no plain index scans) a join
@@ -367,13 +480,89 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 	return out, total, nil
 }
 
-// searchContacts reads the name keys that match, then the page, its
-// details and the count in one statement; only a page past the last match
-// (no row to carry the count) costs a third, counting statement. It needs
-// no transaction of its own: each step is one batch, which PostgreSQL runs
-// as one implicit transaction (pgx sends a batch with a single Sync), and
-// each batch starts with searchPlanner, whose settings so last until the
-// batch ends. That is two round trips where BEGIN, the settings and keys,
+// searchContacts answers a `query` with a trigram. A text with a digit
+// takes the trigram index of contacts (trigramSearchContacts). Any other
+// is read in one REPEATABLE READ transaction over two round trips, so its
+// keys and its page see the same contacts: first the candidate name keys
+// (searchKeys); then, when those to be tested contact by contact are few,
+// the page, its count and details through the keys in key order
+// (keySearchQueries), else through the trigram index of contacts
+// (searchQueries, with the keys that match themselves as its key arm).
+// Each batch starts with its planner settings, local to the transaction.
+// A connection left in the transaction by an error is closed, not reused
+// (pgxpool releases only idle connections to the pool).
+func searchContacts(ctx context.Context, db *pgxpool.Pool, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+	if hasDigit(f.Search) {
+		return trigramSearchContacts(ctx, db, company, tags, f)
+	}
+	conn, err := db.Acquire(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("search contacts: %w", err)
+	}
+	defer conn.Release()
+	var sure bool
+	var keys []string
+	var matched []bool
+	var tested int64
+	b := &pgx.Batch{}
+	b.Queue(keyTxBegin)
+	b.Queue(keyPlanner, searchThreshold)
+	b.Queue(searchKeys, company, f.Search, likePattern(f.Search)).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&sure, &keys, &matched, &tested)
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, 0, fmt.Errorf("search keys: %w", err)
+	}
+	var selfMatched []string
+	for i, k := range keys {
+		if matched[i] {
+			selfMatched = append(selfMatched, k)
+		}
+	}
+	if selfMatched == nil {
+		selfMatched = []string{}
+	}
+	like := likePattern(f.Search)
+	var out []domain.Contact
+	var total int64
+	page := func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, scanPageContact(&total))
+		return err
+	}
+	b = &pgx.Batch{}
+	if byKeys(sure, len(keys), tested) {
+		b.Queue(keySearchQueries[f.Order], company, f.WithGroups, tags, like, f.Search, keys, matched, f.Limit, f.Offset).Query(page)
+	} else {
+		plans, queries := customPlans, searchQueries
+		if len(selfMatched) <= genericKeys && len(tags) == 0 {
+			plans, queries = genericPlans, genericSearchQueries
+		}
+		b.Queue(searchPlanner, searchThreshold, plans)
+		b.Queue(`SELECT set_config('enable_bitmapscan', 'on', true)`)
+		b.Queue(queries[f.Order], company, f.WithGroups, tags, like, f.Search, selfMatched, f.Limit, f.Offset).Query(page)
+	}
+	b.Queue(keyTxEnd)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, 0, fmt.Errorf("search contacts: %w", err)
+	}
+	if len(out) == 0 && f.Offset > 0 {
+		// A page past the last match: the count, in a snapshot of its
+		// own as the pages of a list are (the keys that match themselves
+		// only spare word_similarity, whenever they were read).
+		b = plannedBatch(customPlans)
+		b.Queue(countSearchQuery, company, f.WithGroups, tags, like, f.Search, selfMatched).QueryRow(func(row pgx.Row) error { return row.Scan(&total) })
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return nil, 0, fmt.Errorf("count contacts: %w", err)
+		}
+	}
+	return out, total, nil
+}
+
+// trigramSearchContacts reads the name keys that match, then the page, its
+// details and the count in one statement (searchQueries); only a page past
+// the last match (no row to carry the count) costs a third, counting
+// statement. That is two round trips where BEGIN, the settings and keys,
 // the page, its details and COMMIT were five. The keys and the page are
 // read in different snapshots, as they were in the READ COMMITTED
 // transaction (a snapshot per statement), which changes no answer: a key
@@ -382,9 +571,7 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 // missing from the array leaves its contacts to the `search %>` arm.
 // The page's statement runs with its generic plan (genericSearchQueries)
 // when the keys are few and no tags filter it, else with a custom plan.
-// db must not be a transaction: in one, the batch's settings would last
-// to the transaction's end.
-func searchContacts(ctx context.Context, db *pgxpool.Pool, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+func trigramSearchContacts(ctx context.Context, db *pgxpool.Pool, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	var keys []string
 	b := plannedBatch(genericPlans)
 	b.Queue(searchNameKeys, company, f.Search).QueryRow(func(row pgx.Row) error { return row.Scan(&keys) })
@@ -401,14 +588,7 @@ func searchContacts(ctx context.Context, db *pgxpool.Pool, company int64, tags [
 	b = plannedBatch(plans)
 	b.Queue(queries[f.Order], append(args, f.Limit, f.Offset)...).Query(func(rows pgx.Rows) error {
 		var err error
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Contact, error) {
-			var c domain.Contact
-			var details []byte
-			if err := row.Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt, &total, &details); err != nil {
-				return c, err
-			}
-			return c, decodeContact(&c, details)
-		})
+		out, err = pgx.CollectRows(rows, scanPageContact(&total))
 		return err
 	})
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
@@ -422,6 +602,19 @@ func searchContacts(ctx context.Context, db *pgxpool.Pool, company int64, tags [
 		}
 	}
 	return out, total, nil
+}
+
+// scanPageContact scans a search page's row (withPageDetails), the count
+// into total.
+func scanPageContact(total *int64) pgx.RowToFunc[domain.Contact] {
+	return func(row pgx.CollectableRow) (domain.Contact, error) {
+		var c domain.Contact
+		var details []byte
+		if err := row.Scan(&c.ID, &c.CompanyID, &c.Name, &c.IsGroup, &c.CreatedAt, &c.UpdatedAt, total, &details); err != nil {
+			return c, err
+		}
+		return c, decodeContact(&c, details)
+	}
 }
 
 func scanContact(row pgx.CollectableRow) (domain.Contact, error) {

@@ -135,7 +135,9 @@ func TestSearchRecall(t *testing.T) {
 		{Limit: 5, Offset: 100_000},
 	}
 	var fuzzyOnly, likeOnly, keyOnly, wholeOnly int
+	paths := map[string]int{}
 	for _, q := range queries {
+		paths[searchPath(t, ctx, db, company, domain.SearchQuery(q))]++
 		for _, f := range filters {
 			f.Search = domain.SearchQuery(q)
 			got, total, err := r.ListContacts(ctx, company, f)
@@ -178,6 +180,52 @@ func TestSearchRecall(t *testing.T) {
 			SELECT 1 FROM contact_name_keys k WHERE k.company_id = c.company_id AND k.name_key = c.name_key))`).Scan(&keys, &missing))
 	require.Positive(t, keys, "COPY left contact_name_keys empty")
 	require.Zero(t, missing, "contacts whose name key is not in contact_name_keys")
+	// Every path was taken: through the name keys, through the trigram
+	// index after the keys (too many to test), the trigram index for a
+	// text with a digit, and the short patterns.
+	for _, p := range []string{"keys", "keys, then trigrams", "trigrams", "short"} {
+		require.Positive(t, paths[p], "no query took the path %q: %v", p, paths)
+	}
+	require.Zero(t, missingKeyTrigrams(t, ctx, db), "trigrams of contacts missing from contact_key_trigrams")
+}
+
+// searchPath tells which way ListContacts reads the search q (searchContacts).
+func searchPath(t *testing.T, ctx context.Context, db *pgxpool.Pool, company int64, q string) string {
+	t.Helper()
+	switch {
+	case !hasTrigram(q):
+		return "short"
+	case hasDigit(q):
+		return "trigrams"
+	}
+	var sure bool
+	var keys []string
+	var matched []bool
+	var tested int64
+	b := &pgx.Batch{}
+	b.Queue(keyPlanner, searchThreshold)
+	b.Queue(searchKeys, company, q, likePattern(q)).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&sure, &keys, &matched, &tested)
+	})
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+	if byKeys(sure, len(keys), tested) {
+		return "keys"
+	}
+	return "keys, then trigrams"
+}
+
+// missingKeyTrigrams counts the trigrams (digits made spaces) of contacts
+// that contact_key_trigrams does not hold for their company and name key.
+func missingKeyTrigrams(t *testing.T, ctx context.Context, db interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM contacts c,
+		LATERAL unnest(show_trgm(regexp_replace(c.search, '[0-9]', ' ', 'g'))) AS g(trigram)
+		WHERE NOT EXISTS (SELECT 1 FROM contact_key_trigrams k
+			WHERE k.company_id = c.company_id AND k.trigram = g.trigram AND k.name_key = c.name_key)`).Scan(&n))
+	return n
 }
 
 // pgxTx runs fn in a transaction with custom plans, as ListContacts did.
@@ -273,14 +321,15 @@ func TestSearchPendingListBounded(t *testing.T) {
 	require.Equal(t, mergedTotal, total)
 }
 
-// A trigram search runs without a transaction of its own: its planner
-// settings (searchPlanner) come at the head of each batch and must hold for
-// the batch's statements, then end with it. Shown on a pool of one
-// connection: in a planned batch the search is the bitmap scan of its
-// indexes (without the settings the planner walks the primary key
-// here), after a search the connection's settings are the server's
-// again, and the name keys were read with a generic plan, the page with
-// custom ones.
+// A search's planner settings (searchPlanner, keyPlanner) come at the
+// head of each batch and must hold for the batch's statements, then end
+// with it (the trigram search's implicit transaction, the key search's
+// REPEATABLE READ one). Shown on a pool of one connection: in a planned
+// batch the trigram search is the bitmap scan of its indexes (without the
+// settings the planner walks the primary key here), the key search
+// index-only scans of its two indexes, after a search the connection's
+// settings are the server's again, and each statement was planned as its
+// batch says (generic or custom).
 func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.NewDSN(t, migrations.FS)
@@ -314,8 +363,8 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	}) string {
 		var s string
 		require.NoError(t, q.QueryRow(ctx, `SELECT concat_ws(' ', current_setting('enable_seqscan'), current_setting('enable_indexscan'),
-			current_setting('enable_nestloop'), current_setting('plan_cache_mode'), current_setting('jit'),
-			current_setting('max_parallel_workers_per_gather'))`).Scan(&s))
+			current_setting('enable_nestloop'), current_setting('enable_bitmapscan'), current_setting('plan_cache_mode'),
+			current_setting('jit'), current_setting('max_parallel_workers_per_gather'), current_setting('transaction_isolation'))`).Scan(&s))
 		return s
 	}
 	server := settings(db)
@@ -379,13 +428,41 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	require.NotContains(t, plan, "Nested Loop", "the details by one scan, hashed: "+plan)
 	require.Contains(t, plan, "Hash Cond", "the details by one scan, hashed: "+plan)
 
-	// Few keys: the generic plan; "contact" has 3,000 keys and the tag
-	// filter its subquery: custom plans.
+	// A key search (searchKeys, then keySearchQueries in the same
+	// transaction): the keys an index-only scan of contact_key_trigrams,
+	// the contacts one of contacts_search_keys per key, no sequential or
+	// bitmap scan of contacts, generic plans.
+	keyPlan := func(stmt string, args ...any) string {
+		var plan string
+		b := &pgx.Batch{}
+		b.Queue(keyPlanner, searchThreshold)
+		b.Queue(`EXPLAIN (COSTS OFF) `+stmt, args...).Query(func(rows pgx.Rows) error {
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			plan = strings.Join(lines, "\n")
+			return err
+		})
+		require.NoError(t, db.SendBatch(ctx, b).Close())
+		return plan
+	}
+	plan = keyPlan(searchKeys, company, "anna", likePattern("anna"))
+	require.Contains(t, plan, "Index Only Scan using contact_key_trigrams_pkey", plan)
+	plan = keyPlan(keySearchQueries[domain.OrderNameAsc], company, false, []int64{}, likePattern("anna"), "anna",
+		[]string{"anna petrova", "annabel lee"}, []bool{true, true}, 100, 0)
+	require.Contains(t, plan, "Index Only Scan using contacts_search_keys on contacts c", plan)
+	require.NotContains(t, plan, "Seq Scan", plan)
+	require.NotContains(t, plan, "Bitmap", plan)
+
+	// Letters only: through the keys, in one transaction. With a digit,
+	// through the trigram index: few keys the generic plan; "contact 1"
+	// has 3,000 keys and the tag filter its subquery: custom plans.
 	for _, f := range []domain.Filter{
 		{Search: domain.SearchQuery("anna")},
 		{Search: domain.SearchQuery("boris orlxv")},
 		{Search: domain.SearchQuery("contact")},
 		{Search: domain.SearchQuery("anna"), Tags: []int64{999}},
+		{Search: domain.SearchQuery("anna 1")},
+		{Search: domain.SearchQuery("contact 1")},
+		{Search: domain.SearchQuery("anna 1"), Tags: []int64{999}},
 	} {
 		f.Order, f.Limit = domain.OrderIDAsc, 10
 		got, total, err := r.ListContacts(ctx, company, f)
@@ -406,10 +483,69 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 			Scan(&generic, &custom))
 		return generic, custom
 	}
-	generic, custom := plans(searchNameKeys)
-	require.Equal(t, [2]int64{4, 0}, [2]int64{generic, custom}, "searchNameKeys: generic and custom plans")
+	generic, custom := plans(searchKeys)
+	require.Equal(t, [2]int64{4, 0}, [2]int64{generic, custom}, "searchKeys: generic and custom plans")
+	generic, custom = plans(keySearchQueries[domain.OrderIDAsc])
+	require.Equal(t, [2]int64{4, 0}, [2]int64{generic, custom}, "the search by keys: generic and custom plans")
+	generic, custom = plans(searchNameKeys)
+	require.Equal(t, [2]int64{3, 0}, [2]int64{generic, custom}, "searchNameKeys: generic and custom plans")
 	generic, custom = plans(genericSearchQueries[domain.OrderIDAsc])
-	require.Equal(t, [2]int64{2, 0}, [2]int64{generic, custom}, "the search of few keys: generic and custom plans")
+	require.Equal(t, [2]int64{1, 0}, [2]int64{generic, custom}, "the search of few keys: generic and custom plans")
 	generic, custom = plans(searchQueries[domain.OrderIDAsc])
 	require.Equal(t, [2]int64{0, 2}, [2]int64{generic, custom}, "the search of many keys or tags: generic and custom plans")
+}
+
+// A key search reads its candidate keys and its page in one snapshot
+// (searchContacts' REPEATABLE READ transaction). A writer renames, in one
+// transaction each time, the one contact called "Zorro <n>" to a name that
+// does not match and another contact to "Zorro <n+1>", a new name key, so
+// that exactly one contact matches "zorro" in every committed state. Read
+// in two snapshots, the keys could miss the new key that the page then
+// sees, and a search answer none. Every search must find exactly one, and
+// the new key's trigrams must come with the rename (the update trigger).
+func TestKeySearchOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	r := New(db)
+	const company = int64(11)
+	var ids [2]int64
+	for i, name := range []string{"Zorro 0", "Quentin Blake"} {
+		c, err := r.CreateContact(ctx, domain.Contact{CompanyID: company, Name: name})
+		require.NoError(t, err)
+		ids[i] = c.ID
+	}
+	for i := range 50 {
+		_, err := r.CreateContact(ctx, domain.Contact{CompanyID: company, Name: fmt.Sprintf("Other Person %c", 'a'+i%26)})
+		require.NoError(t, err)
+	}
+	done := make(chan struct{})
+	writerErr := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { writerErr <- err }()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			from, to := ids[(n+1)%2], ids[n%2]
+			_, err = db.Exec(ctx, `UPDATE contacts SET name = CASE WHEN id = $2 THEN $3 ELSE $4 END,
+				search = lower(CASE WHEN id = $2 THEN $3 ELSE $4 END) WHERE id IN ($1, $2)`,
+				from, to, fmt.Sprintf("Zorro %d", n), fmt.Sprintf("Quentin Blake%c", 'a'+n%26))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for i := range 100 {
+		got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: "zorro", Limit: 10})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, total, "search %d", i)
+		require.Len(t, got, 1, "search %d", i)
+	}
+	close(done)
+	require.NoError(t, <-writerErr)
+	require.Equal(t, "keys", searchPath(t, ctx, db, company, "zorro"))
+	require.Zero(t, missingKeyTrigrams(t, ctx, db))
 }
