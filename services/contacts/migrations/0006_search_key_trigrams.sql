@@ -8,6 +8,13 @@ SET lock_timeout = '5s';
 -- (~1,200 of the table's 1,844 pages). The same contacts in
 -- (company_id, name_key) order are a few dozen pages of this index, read
 -- index-only: it carries every column a search filters, orders and returns.
+--
+-- Contact writes wait while this migration runs: the index is built in
+-- its transaction (not CONCURRENTLY: goose runs each file in one) and the
+-- triggers below are created before the backfill, so that no contact
+-- written meanwhile is missed. Seconds at 100,000 contacts (18 s on a
+-- loaded 2-core machine); a database of millions of contacts should take
+-- it in a maintenance window (docs/deploy.md).
 CREATE INDEX contacts_search_keys ON contacts (company_id, name_key)
     INCLUDE (id, is_group, created_at, updated_at, name, search);
 
