@@ -45,6 +45,11 @@ type SenderOptions struct {
 	// 30s, 1m, 5m, 15m, then every 30m). A non-positive entry counts as
 	// one second.
 	Backoff []time.Duration
+	// Keep is how long a sent mail's row stays after it was sent (7
+	// days): long enough to look up what went out and when, short enough
+	// that the table does not grow with every mail ever sent, nor keep
+	// their bodies (addresses, amounts, names) for ever.
+	Keep time.Duration
 }
 
 // DefaultBackoff is the pause after a mail's successive failures when
@@ -52,7 +57,16 @@ type SenderOptions struct {
 var DefaultBackoff = []time.Duration{10 * time.Second, 30 * time.Second, time.Minute,
 	5 * time.Minute, 15 * time.Minute, 30 * time.Minute}
 
+// DefaultKeep is how long a sent mail's row stays when SenderOptions.Keep
+// is not set.
+const DefaultKeep = 7 * 24 * time.Hour
+
 const (
+	// purgeEvery is how often a running Sender deletes the sent mails
+	// older than Keep (and once when it starts); purgeBatch how many rows
+	// a statement deletes, so that none holds many rows for long.
+	purgeEvery = time.Hour
+	purgeBatch = 1000
 	// sendTimeout bounds one attempt of one mail through all transports;
 	// the mail's row stays locked meanwhile.
 	sendTimeout = 2 * time.Minute
@@ -79,6 +93,9 @@ func (o SenderOptions) withDefaults() SenderOptions {
 	if len(o.Backoff) == 0 {
 		o.Backoff = DefaultBackoff
 	}
+	if o.Keep <= 0 {
+		o.Keep = DefaultKeep
+	}
 	backoff := make([]time.Duration, len(o.Backoff))
 	for i, d := range o.Backoff {
 		if d <= 0 {
@@ -103,7 +120,8 @@ func (o SenderOptions) withDefaults() SenderOptions {
 //
 // Each attempt adds one to the mail's attempts, the successful one too; a
 // failed one stores its error in last_error and sets next_attempt_at by
-// Backoff; a sent mail gets sent_at and keeps its row, body included.
+// Backoff; a sent mail gets sent_at and keeps its row, body included, for
+// Keep, after which a running Sender (any replica) deletes it (Purge).
 type Sender struct {
 	db   *pgxpool.Pool
 	log  *slog.Logger
@@ -152,10 +170,19 @@ func (s *Sender) Run(ctx context.Context) error {
 	failures := 0
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var purged time.Time // never: the first pass purges
 	for {
 		_, err := s.Drain(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if err == nil && time.Since(purged) >= purgeEvery {
+			if _, err = s.Purge(ctx); err == nil {
+				purged = time.Now()
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
 		}
 		var wait time.Duration
 		if err == nil {
@@ -242,6 +269,31 @@ func (s *Sender) Drain(ctx context.Context) (sent int, err error) {
 		}
 		if len(ids) < s.opts.Batch {
 			return sent, nil
+		}
+	}
+}
+
+// Purge deletes the mails sent more than Keep ago, a statement per batch,
+// and answers how many it deleted. Replicas may purge at the same time:
+// each row goes once, and unsent mails are never touched, however old.
+func (s *Sender) Purge(ctx context.Context) (int64, error) {
+	var n int64
+	for {
+		// The database's clock decides, as it stamped sent_at. By id: rows
+		// are sent roughly in id order, so the old ones come first, and a
+		// table kept to Keep's worth of mail needs no index by sent_at.
+		tag, err := s.db.Exec(ctx, `DELETE FROM mail_outbox WHERE id IN (
+				SELECT id FROM mail_outbox WHERE sent_at < clock_timestamp() - $1 * interval '1 microsecond'
+				ORDER BY id LIMIT $2)`, s.opts.Keep.Microseconds(), purgeBatch)
+		if err != nil {
+			return n, fmt.Errorf("mail: purge sent mails: %w", err)
+		}
+		n += tag.RowsAffected()
+		if tag.RowsAffected() < purgeBatch {
+			if n > 0 {
+				s.log.Info("mail: purged sent mails", "mails", n, "older_than", s.opts.Keep.String())
+			}
+			return n, nil
 		}
 	}
 }

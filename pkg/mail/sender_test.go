@@ -454,3 +454,71 @@ func (h *hanging) Send(ctx context.Context, _ mail.Mail) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
+
+// outboxSubjects answers the subjects of the outbox's rows, in id order.
+func outboxSubjects(t *testing.T, db *pgxpool.Pool) []string {
+	t.Helper()
+	rs, err := db.Query(context.Background(), `SELECT subject FROM mail_outbox ORDER BY id`)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rs, pgx.RowTo[string])
+	require.NoError(t, err)
+	return out
+}
+
+// sentAgo stores n mails sent age ago with subjects prefix 1..n.
+func sentAgo(t *testing.T, db *pgxpool.Pool, prefix string, n int, age time.Duration) {
+	t.Helper()
+	_, err := db.Exec(context.Background(), `INSERT INTO mail_outbox (from_addr, to_addrs, subject, body, attempts, sent_at, created_at)
+		SELECT '', ARRAY['ann@example.com'], $1 || g, 'Hi', 1, now() - $3 * interval '1 second', now() - $3 * interval '1 second'
+		FROM generate_series(1, $2) g`, prefix, n, age.Seconds())
+	require.NoError(t, err)
+}
+
+// TestSenderPurgesSentMails: sent mails older than Keep go, in batches and
+// by any replica; newer ones stay, and unsent ones stay however old.
+func TestSenderPurgesSentMails(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	ctx := context.Background()
+	sentAgo(t, db, "old ", 2500, 8*24*time.Hour) // past the default week, more than two batches
+	sentAgo(t, db, "recent ", 1, 6*24*time.Hour)
+	enqueue(t, db, mail.Mail{To: []string{"bob@example.com"}, Subject: "failing", Text: "Hi"})
+	_, err := db.Exec(ctx, `UPDATE mail_outbox SET created_at = now() - interval '30 days', attempts = 9,
+		next_attempt_at = now() + interval '1 hour' WHERE subject = 'failing'`)
+	require.NoError(t, err)
+
+	// Two replicas at once: every old row goes exactly once.
+	opts := mail.SenderOptions{From: defaultFrom, Transports: []mail.Transport{&counting{}}}
+	replicas := []*mail.Sender{mail.NewSender(db, quiet, opts), mail.NewSender(db, quiet, opts)}
+	var wg sync.WaitGroup
+	purged := make([]int64, len(replicas))
+	for i, s := range replicas {
+		wg.Go(func() {
+			n, err := s.Purge(ctx)
+			require.NoError(t, err)
+			purged[i] = n
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(2500), purged[0]+purged[1])
+	require.Equal(t, []string{"recent 1", "failing"}, outboxSubjects(t, db))
+
+	// A shorter Keep takes the recent one too; the unsent one stays.
+	n, err := mail.NewSender(db, quiet, mail.SenderOptions{Transports: opts.Transports, Keep: 24 * time.Hour}).Purge(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.Equal(t, []string{"failing"}, outboxSubjects(t, db))
+}
+
+// TestSenderPurgesWhenRunning: a running Sender purges as it starts, besides
+// sending what is due.
+func TestSenderPurgesWhenRunning(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	srv := mailtest.Start(t)
+	sentAgo(t, db, "old ", 3, 8*24*time.Hour)
+	enqueue(t, db, mail.Mail{To: []string{"ann@example.com"}, Subject: "new", Text: "Hi"})
+	start(t, mail.NewSender(db, quiet, mail.SenderOptions{From: defaultFrom, Transports: []mail.Transport{newSMTP(t, srv)}, Poll: slowPoll}))
+	require.Eventually(t, func() bool {
+		s := outboxSubjects(t, db)
+		return len(s) == 1 && s[0] == "new" && unsent(t, db) == 0
+	}, waitFor, 10*time.Millisecond, "the old sent mails purged, the new one sent and kept")
+}
