@@ -249,6 +249,66 @@ func TestRelayPublisherBatch(t *testing.T) {
 	require.Equal(t, 6, small.calls, "the relay's batch size")
 }
 
+func (r *recorder) callCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
+}
+
+// TestRelaySpacesPassesInAStream: messages committed one after the other,
+// each waking the relay, go out in a few passes Interval apart, not a pass
+// each; all of them, in order.
+func TestRelaySpacesPassesInAStream(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	rec := &recorder{}
+	opts := slowPoll
+	opts.Interval = 500 * time.Millisecond
+	start(t, outbox.New(db, quiet, opts).Route("a", rec))
+	// Two messages, the second written once the first is out (after the
+	// relay's first pass): it comes by a notification, so the relay is
+	// listening before the stream starts.
+	want := []int64{-2, -1}
+	write(t, db, "a", -2)
+	require.Eventually(t, func() bool { return len(rec.companies()) == 1 }, waitFor, 5*time.Millisecond)
+	write(t, db, "a", -1)
+	require.Eventually(t, func() bool { return len(rec.companies()) == 2 }, waitFor, 5*time.Millisecond)
+	before := rec.callCount()
+
+	for i := range int64(60) {
+		want = append(want, i)
+		write(t, db, "a", i)
+		time.Sleep(5 * time.Millisecond) // a stream, not a burst the first wake-up takes whole
+	}
+	require.Eventually(t, func() bool { return len(rec.companies()) == 62 }, waitFor, 5*time.Millisecond)
+	require.Equal(t, want, rec.companies())
+	// 60 commits 5ms apart take under a second here, so two or three
+	// passes (or a few more on a loaded machine); a pass per wake-up made
+	// one per message or two.
+	passes := rec.callCount() - before
+	t.Logf("%d passes for 60 messages", passes)
+	require.LessOrEqual(t, passes, 8, "passes for 60 messages")
+}
+
+// TestRelayIntervalAfterPartialPassOnly: full batches follow each other at
+// once, and the first pass is not delayed; only a pass that found less than
+// a full batch holds the next one back for Interval.
+func TestRelayIntervalAfterPartialPassOnly(t *testing.T) {
+	db := pgtest.New(t, migrations)
+	rec := &recorder{}
+	opts := slowPoll
+	opts.Batch, opts.Interval = 5, time.Hour
+	write(t, db, "a", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+	start(t, outbox.New(db, quiet, opts).Route("a", rec))
+	require.Eventually(t, func() bool { return len(rec.companies()) == 12 }, waitFor, 5*time.Millisecond,
+		"5 + 5 + 2 without waiting the hour")
+	require.Equal(t, 3, rec.callCount())
+
+	// The pass of 2 was partial: a message now waits for the hour.
+	write(t, db, "a", 12)
+	require.Never(t, func() bool { return len(rec.companies()) > 12 }, 300*time.Millisecond, 10*time.Millisecond)
+	require.Equal(t, 1, left(t, db, "a"))
+}
+
 // TestRelayLateCommit: a message whose transaction took its seq first but
 // committed last is not skipped: it goes out when it commits, after the
 // later seqs that committed before it. (Order holds between transactions
