@@ -250,23 +250,33 @@ var keySearchQueries = func() map[domain.Order]string {
 
 // keySearchMaxTested is the most candidate keys that do not match
 // themselves a key search takes: each of their contacts is tested (LIKE,
-// then word_similarity on the whole search text, ~5 µs), which for a
-// text found in most contacts (`gmail`, `com`) would be every contact of
-// the company; such a search takes the trigram index of contacts instead.
-// So does one whose keys to test outnumber twice those that match
-// themselves (and 8): testing a key's contacts costs what the trigram
-// index's candidates cost, and what the keys save is the heap visits of
-// the contacts of the keys that match (`dmitry oxlov`, 49 keys to test and
-// one that matches, took 13 ms against 7-8; `jon`, 42 and 40, 8.5
-// against 11.3; docs/contacts-search.md "Seventh pass").
+// then word_similarity on the whole search text, ~5 µs, for those with
+// more than phones: keySearchFrom), which for a text found in most
+// contacts (`gmail`, `com`) would be every contact of the company; such a
+// search takes the trigram index of contacts instead.
 const keySearchMaxTested = 100
+
+// keySearchSlack is how many more keys to test than twice those that
+// match themselves a key search takes (byKeys). Testing a key's contacts
+// costs what the trigram index's candidates cost, and what the keys save
+// is the heap visits of the contacts of the keys that match, and of the
+// tested contacts that match: so a typo whose tested keys are all the
+// keys of one long word (`maxxm popov`: the 39 other `X popov` keys, 26
+// matches) is faster by the trigram index (nineteen such typos with 30-39
+// keys to test: 15.2 ms against 26.3, means of their medians on a loaded
+// machine), and one whose tested keys are the ~20 keys of a short word
+// (`tatiana pexrov`: 17 `tatiana X…ov` keys, 618 matches, most of them
+// the contacts of those keys with an email) by the keys (twelve such
+// typos: 16.2 ms against 24.6). The seventh pass's 8 sent the latter to
+// the trigram index too (docs/contacts-search.md, "Eighth pass").
+const keySearchSlack = 24
 
 // byKeys tells whether a search reads its page through the name keys, by
 // what searchKeys returned: whether the text has a trigram a substring
 // must have, how many candidate keys, and how many of them to test
-// contact by contact (keySearchMaxTested).
+// contact by contact (keySearchMaxTested, keySearchSlack).
 func byKeys(sure bool, keys int, tested int64) bool {
-	return sure && tested <= keySearchMaxTested && tested <= 2*(int64(keys)-tested)+8
+	return sure && tested <= keySearchMaxTested && tested <= 2*(int64(keys)-tested)+keySearchSlack
 }
 
 // keyPlanner starts a key search's batches: generic plans (the keys are
