@@ -262,13 +262,14 @@ const keySearchMaxTested = 100
 // is the heap visits of the contacts of the keys that match, and of the
 // tested contacts that match: so a typo whose tested keys are all the
 // keys of one long word (`maxxm popov`: the 39 other `X popov` keys, 26
-// matches) is faster by the trigram index (nineteen such typos with 30-39
+// matches) is faster by the trigram index (nineteen such typos with 36-39
 // keys to test: 15.2 ms against 26.3, means of their medians on a loaded
 // machine), and one whose tested keys are the ~20 keys of a short word
 // (`tatiana pexrov`: 17 `tatiana X…ov` keys, 618 matches, most of them
-// the contacts of those keys with an email) by the keys (twelve such
-// typos: 16.2 ms against 24.6). The seventh pass's 8 sent the latter to
-// the trigram index too (docs/contacts-search.md, "Eighth pass").
+// the contacts of those keys with an email) by the keys (thirteen such
+// typos with 17-21: 15.9 ms against 23.8). The seventh pass's 8 sent the
+// latter to the trigram index too (docs/contacts-search.md, "Eighth
+// pass").
 const keySearchSlack = 24
 
 // byKeys tells whether a search reads its page through the name keys, by
