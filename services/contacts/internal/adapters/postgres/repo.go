@@ -217,14 +217,26 @@ const keyShare = "0.6"
 // every column the filters, the orders and the page read, so the matches
 // of a common name are a few dozen index pages instead of a heap page
 // each (docs/contacts-search.md, "Seventh pass"). A contact of a key that
-// matches is not tested; the others are tested as in searchWhere.
+// matches is not tested; the others are tested as in searchWhere, except
+// that word_similarity is left out for a contact whose search text is its
+// key followed by digits and spaces only (phones, no email): it cannot
+// answer otherwise than the key did. A key search's text has no digit
+// (hasDigit), so none of the phones' trigrams, which all have one, is
+// among the text's; word_similarity walks the contact's trigrams in order
+// and an extent only ends on one of the text's, so every extent it weighs
+// lies in the key's trigrams, which come first and are the key's own
+// (name_key is a prefix of search ending between words). The key did not
+// match, so neither does such a contact. A cheap ltrim takes the place of
+// ~3-5 µs of word_similarity for each (docs/contacts-search.md, "Eighth
+// pass"); the substring test stays, as cheap.
 const keySearchFrom = `
 	FROM unnest($6::text[], $7::bool[]) AS k(name_key, matched)
 	JOIN contacts c ON c.company_id = $1 AND c.name_key = k.name_key
 	WHERE ($2::bool OR NOT c.is_group)
 	  AND (cardinality($3::bigint[]) = 0 OR EXISTS (
 	        SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag_id = ANY($3::bigint[])))
-	  AND (k.matched OR c.search LIKE $4::text OR c.search %> $5::text)`
+	  AND (k.matched OR c.search LIKE $4::text
+	       OR (ltrim(substr(c.search, length(c.name_key) + 1), ' 0123456789') <> '' AND c.search %> $5::text))`
 
 // keySearchQueries are searchQueries through the name keys
 // (keySearchFrom): the page, its count and its details.
@@ -238,23 +250,34 @@ var keySearchQueries = func() map[domain.Order]string {
 
 // keySearchMaxTested is the most candidate keys that do not match
 // themselves a key search takes: each of their contacts is tested (LIKE,
-// then word_similarity on the whole search text, ~5 µs), which for a
-// text found in most contacts (`gmail`, `com`) would be every contact of
-// the company; such a search takes the trigram index of contacts instead.
-// So does one whose keys to test outnumber twice those that match
-// themselves (and 8): testing a key's contacts costs what the trigram
-// index's candidates cost, and what the keys save is the heap visits of
-// the contacts of the keys that match (`dmitry oxlov`, 49 keys to test and
-// one that matches, took 13 ms against 7-8; `jon`, 42 and 40, 8.5
-// against 11.3; docs/contacts-search.md "Seventh pass").
+// then word_similarity on the whole search text, ~5 µs, for those with
+// more than phones: keySearchFrom), which for a text found in most
+// contacts (`gmail`, `com`) would be every contact of the company; such a
+// search takes the trigram index of contacts instead.
 const keySearchMaxTested = 100
+
+// keySearchSlack is how many more keys to test than twice those that
+// match themselves a key search takes (byKeys). Testing a key's contacts
+// costs what the trigram index's candidates cost, and what the keys save
+// is the heap visits of the contacts of the keys that match, and of the
+// tested contacts that match: so a typo whose tested keys are all the
+// keys of one long word (`maxxm popov`: the 39 other `X popov` keys, 26
+// matches) is faster by the trigram index (nineteen such typos with 36-39
+// keys to test: 15.2 ms against 26.3, means of their medians on a loaded
+// machine), and one whose tested keys are the ~20 keys of a short word
+// (`tatiana pexrov`: 17 `tatiana X…ov` keys, 618 matches, most of them
+// the contacts of those keys with an email) by the keys (thirteen such
+// typos with 17-21: 15.9 ms against 23.8). The seventh pass's 8 sent the
+// latter to the trigram index too (docs/contacts-search.md, "Eighth
+// pass").
+const keySearchSlack = 24
 
 // byKeys tells whether a search reads its page through the name keys, by
 // what searchKeys returned: whether the text has a trigram a substring
 // must have, how many candidate keys, and how many of them to test
-// contact by contact (keySearchMaxTested).
+// contact by contact (keySearchMaxTested, keySearchSlack).
 func byKeys(sure bool, keys int, tested int64) bool {
-	return sure && tested <= keySearchMaxTested && tested <= 2*(int64(keys)-tested)+8
+	return sure && tested <= keySearchMaxTested && tested <= 2*(int64(keys)-tested)+keySearchSlack
 }
 
 // keyPlanner starts a key search's batches: generic plans (the keys are
