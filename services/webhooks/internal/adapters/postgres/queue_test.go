@@ -166,6 +166,71 @@ func TestRecordGroup(t *testing.T) {
 	require.Equal(t, []int{6, 0, 1}, []int{rows, staleRows, failedRows})
 }
 
+// TestChainAfterHeld: a worker that still holds the lane's next
+// deliveries (claimed by its last chain, sent while this batch is
+// recorded) gets the ones after them, up to Chain more; a held delivery
+// whose claim another holder took is a gap (nothing is claimed after it);
+// a release returns what was held unsent to the lane's head.
+func TestChainAfterHeld(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sub := subscription(t, db, "https://ok.example/hook")
+	queued(t, db, sub, 7, 10)
+	seqs := func(as []domain.Attempt) []int64 {
+		var out []int64
+		for _, a := range as {
+			out = append(out, a.Seq)
+		}
+		return out
+	}
+	rows, err := db.Query(ctx, `SELECT seq FROM deliveries WHERE subscription_id = $1 ORDER BY seq`, sub)
+	require.NoError(t, err)
+	lane, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+
+	heads, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 1)
+	delivered := domain.Result{Outcome: domain.Delivered, Status: 200, Duration: time.Millisecond}
+	next, err := q.Record(ctx, []app.Batch{batch(3, nil, sent(heads[0], delivered))})
+	require.NoError(t, err)
+	require.Equal(t, lane[1:4], seqs(next[0]))
+
+	// Sent the first of the three; the other two are still held.
+	held := next[0][1:]
+	b := batch(2, nil, sent(next[0][0], delivered))
+	b.Held = held
+	next, err = q.Record(ctx, []app.Batch{b})
+	require.NoError(t, err)
+	require.Equal(t, lane[4:6], seqs(next[0]), "two more, after the held ones")
+	again, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Empty(t, again, "the lane's head is held: no other worker takes it")
+
+	// The first of those held next was taken by another holder (its claim
+	// lapsed): nothing more is claimed after it.
+	taken := next[0][0]
+	_, err = db.Exec(ctx, `UPDATE deliveries SET claim_token = gen_random_uuid() WHERE id = $1`, taken.ID)
+	require.NoError(t, err)
+	b = batch(2, nil, sent(held[0], delivered), sent(held[1], delivered))
+	b.Held = next[0]
+	got, err := q.Record(ctx, []app.Batch{b})
+	require.NoError(t, err)
+	require.Empty(t, got[0], "a held delivery another holder took ends the run")
+
+	// A stop releases what is held unsent: the lane goes on from there.
+	var st string
+	require.NoError(t, db.QueryRow(ctx, `SELECT status FROM deliveries WHERE id = $1`, held[1].ID).Scan(&st))
+	require.Equal(t, "succeeded", st)
+	_, err = q.Record(ctx, []app.Batch{batch(0, next[0][1:])})
+	require.NoError(t, err)
+	var free int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE id = $1 AND claim_token IS NULL AND claimed_until = '-infinity'`,
+		next[0][1].ID).Scan(&free))
+	require.Equal(t, 1, free, "released")
+}
+
 // TestRetentionKeeps: a finished delivery is kept until twice the
 // retention after it was taken in (at least the retention after it
 // finished: it waits at most the retention), its event three times the
