@@ -312,10 +312,14 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		// (BenchmarkWebhooksFanout).
 		//
 		// The lane's deliveries the worker still holds (Batch.Held: claimed
-		// by an earlier chain, sent next) are the head of its run: each
-		// is locked and checked to be still the worker's (its claim token;
-		// a claim that lapsed and was taken is a gap), and the chain claims
-		// after them, up to the batch's Chain more.
+		// by an earlier chain, sent next) are the head of its run, as long
+		// as their claim token is still the worker's (a claim that lapsed
+		// and was taken is a gap), and the chain claims after them, up to
+		// the batch's Chain more. They are not locked again (a lock writes
+		// the row: one buffer per delivery): a holder can take one only
+		// once its lease has run out, and the worker sends none of what it
+		// holds that late (app.Engine's deliver), so it releases what this
+		// claims after it, unsent, and the lane still has one holder.
 		batch.Queue(`WITH w AS MATERIALIZED (
 				SELECT u.sub, u.lane, u.cap, u.held, coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = u.sub),
 					(SELECT t.secret FROM integration_targets t WHERE t.id = u.sub)) AS secret
@@ -329,14 +333,13 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 				WHERE w.secret IS NOT NULL),
 			l AS (
 				SELECT d.id FROM deliveries d
-				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h))
-				  AND (d.claimed_until < now() AND d.url <> ALL (ARRAY(SELECT url FROM targets WHERE paused))
-				       OR d.claim_token = ANY ($6::uuid[]))
+				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h WHERE NOT held)) AND d.claimed_until < now()
+				  AND d.url <> ALL (ARRAY(SELECT url FROM targets WHERE paused))
 				FOR UPDATE OF d SKIP LOCKED),
 			c AS (
 				SELECT r.id, r.ctid, r.event_id, r.event_at, r.secret FROM (
 					SELECT h.id, h.ctid, h.event_id, h.event_at, h.secret, h.held,
-						bool_and(h.id IN (SELECT id FROM l)) OVER (PARTITION BY h.sub, h.lane ORDER BY h.seq) AS run
+						bool_and(h.held OR h.id IN (SELECT id FROM l)) OVER (PARTITION BY h.sub, h.lane ORDER BY h.seq) AS run
 					FROM h) r
 				WHERE r.run AND NOT r.held),
 			at_row AS (
