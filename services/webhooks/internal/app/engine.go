@@ -411,9 +411,11 @@ func (e *Engine) deliver(ctx, work context.Context, claimed []domain.Attempt) (m
 		b := Batch{Lease: lease, PauseAfter: e.cfg.PauseAfter, Probes: e.cfg.Probes}
 		stopped := false
 		for i, h := range run {
-			// A claim made while the batch before was sent may be old: its
-			// lease must still cover the attempt and its recording.
-			if (i > 0 && ctx.Err() != nil) || time.Now().After(h.at.Add(lease-e.cfg.Timeout-time.Second)) {
+			// A stop sends nothing more, but for the first delivery of what
+			// was just claimed (claimed, it is sent). A claim made while the
+			// batch before was sent may be old: its lease must still cover
+			// the attempt and its recording.
+			if ((i > 0 || !pendingAt.IsZero()) && ctx.Err() != nil) || time.Now().After(h.at.Add(lease-e.cfg.Timeout-time.Second)) {
 				b.Unsent, stopped = attempts(run[i:]), true
 				break
 			}
