@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,8 +140,13 @@ func newRig(t *testing.T, cfg app.EngineConfig) *rig {
 }
 
 func (r *rig) start(cfg app.EngineConfig) {
+	r.startQueue(cfg, func(q app.Queue) app.Queue { return q })
+}
+
+// startQueue starts the engine on the queue wrap makes of the database's.
+func (r *rig) startQueue(cfg app.EngineConfig, wrap func(app.Queue) app.Queue) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := app.NewEngine(postgres.NewQueue(r.db, quietLog()),
+	e := app.NewEngine(wrap(postgres.NewQueue(r.db, quietLog())),
 		sender.New(sender.Options{Timeout: cfg.Timeout, AllowPrivate: true, MaxConnsPerHost: cfg.Workers}), cfg, quietLog())
 	done := make(chan struct{})
 	go func() {
@@ -380,6 +386,58 @@ func TestLaneOrder(t *testing.T) {
 		last[h.chat] = h.seq
 	}
 	require.Greater(t, maxParallel, 1, "chats go in parallel")
+}
+
+// slowRecords is a queue whose recordings take recordDelay longer, and
+// which counts those during which the receiver got requests.
+type slowRecords struct {
+	app.Queue
+	rc         *receiver
+	recordings atomic.Int32
+	overlapped atomic.Int32
+}
+
+const recordDelay = 150 * time.Millisecond
+
+func (s *slowRecords) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt, error) {
+	before := len(s.rc.snapshot())
+	time.Sleep(recordDelay)
+	s.recordings.Add(1)
+	if len(s.rc.snapshot()) > before {
+		s.overlapped.Add(1)
+	}
+	return s.Queue.Record(ctx, bs)
+}
+
+// TestBatchAheadWhileRecording: one chat's worker sends the lane's next
+// batch while the one before is being recorded (a recording is slowed down
+// here; with one chat nothing else can reach the receiver meanwhile), and
+// the chat's events still arrive once each, in order.
+func TestBatchAheadWhileRecording(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Timeout = 10 * time.Second
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) { w.WriteHeader(http.StatusOK) })
+	db := pgtest.New(t, migrations.FS)
+	r := &rig{t: t, db: db, svc: app.New(postgres.New(db), anyConnection{}, app.Config{AllowPrivateTargets: true})}
+	r.subscribe(rc.srv.URL+"/hook", rc.secret)
+	const events = 4*app.LaneBatch + 5
+	for range events {
+		r.emit(9)
+	}
+	q := &slowRecords{rc: rc}
+	r.startQueue(cfg, func(inner app.Queue) app.Queue {
+		q.Queue = inner
+		return q
+	})
+	r.waitSettled(30 * time.Second)
+	hits := rc.snapshot()
+	require.Len(t, hits, events)
+	for i, h := range hits {
+		require.Equal(t, i+1, h.seq, "in order, once each")
+	}
+	require.GreaterOrEqual(t, q.recordings.Load(), int32(4))
+	require.GreaterOrEqual(t, q.overlapped.Load(), int32(3),
+		"of %d recordings, %d had the next batch sent meanwhile", q.recordings.Load(), q.overlapped.Load())
 }
 
 // TestPauseAndResume: a URL failing PauseAfter times in a row pauses; only
