@@ -56,13 +56,8 @@ type Batch struct {
 	Sent []Recording
 	// Unsent were claimed but not tried; they go back to the queue.
 	Unsent []domain.Attempt
-	// Chain is how many of the lane's next deliveries to claim (0: none),
-	// after Held.
+	// Chain is how many of the lane's next deliveries to claim (0: none).
 	Chain int
-	// Held are the lane's deliveries the worker claimed after Sent and
-	// still holds (it sends them next): the chain claims after them, as
-	// long as they are still the worker's.
-	Held  []domain.Attempt
 	Lease time.Duration
 	// PauseAfter and Probes are the URL health rules.
 	PauseAfter int
@@ -319,144 +314,67 @@ func (e *Engine) claim(ctx context.Context, n int, heads bool) (out []domain.Att
 	return out, exhausted, nil
 }
 
-// LaneBatch is how many of a lane's deliveries a worker sends before it
-// hands them to the recorder: it sends them one after another and records
-// them in one transaction, so a busy chat costs the database one round of
-// statements per batch instead of per delivery. The lane's order is
-// unchanged: they are its next ones.
-//
-// A worker holds up to LaneAhead of its lane: the batch it sends and the
-// next one, claimed while the batch before was recorded. So it sends its
-// next batch while the last one is being recorded, instead of waiting for
-// the recorder between batches (one recorder for every worker: waiting on
-// it, the workers went in step, sending together while the database
-// idled, then waiting together while one transaction ran).
-const (
-	LaneBatch = 32
-	LaneAhead = 2 * LaneBatch
-)
+// LaneBatch is how many of a lane's deliveries a worker holds at once: it
+// sends them one after another and records them in one transaction, so a
+// busy chat costs the database one round of statements per batch instead
+// of per delivery. The lane's order is unchanged: they are its next ones.
+const LaneBatch = 32
 
-// held is a claimed delivery and when its claim was asked for (its lease
-// began then at the latest).
-type held struct {
-	a  domain.Attempt
-	at time.Time
-}
-
-func claimedAt(as []domain.Attempt, at time.Time) []held {
-	out := make([]held, len(as))
-	for i, a := range as {
-		out[i] = held{a: a, at: at}
-	}
-	return out
-}
-
-// deliver sends what it holds, in order, a batch at a time, stopping at
-// the first attempt that does not succeed (the URL's health must count it
-// before more go) or at one whose lease would not cover it; records each
-// batch; and goes on with the lane's next ones while the process runs.
-// The recording of a batch claims the lane's next deliveries after those
-// the worker still holds (up to LaneAhead held), and the worker sends its
-// next batch meanwhile; it waits for that recording before it hands over
-// the batch after, so a lane's results are recorded in its order, one
-// transaction at a time. Results that cannot be recorded are left to the
-// lease, with everything held after them: those deliveries are attempted
-// again, in order, with the same webhook-id.
+// deliver sends what it holds, in order, stopping at the first attempt
+// that does not succeed (the URL's health must count it before more go)
+// or when the lease would not cover another attempt; records the batch;
+// and goes on with the lane's next ones while the process runs. Results
+// that cannot be recorded are left to the lease: those deliveries are
+// attempted again, with the same webhook-id.
 //
 // It answers whether what it did may have made heads of lanes for
 // ClaimFirst: an attempt that did not succeed (a first attempt gone to the
 // retry path leaves its successor the head; a failure may pause the URL, a
 // probe's success resumes it), deliveries released unsent, or results not
-// recorded. A lane that simply ran out makes none.
-func (e *Engine) deliver(ctx, work context.Context, claimed []domain.Attempt) (madeHeads bool) {
+// recorded. A lane that simply ran out makes none, unless a notification
+// came while its last chain was under way.
+func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) (madeHeads bool) {
 	lease := e.cfg.Lease()
-	queue := claimedAt(claimed, time.Now())
-	// pending is the reply of the batch being recorded (nil: none), asked
-	// for at pendingAt.
-	var pending chan recorded
-	var pendingAt time.Time
-	// await takes the recording in flight's result: the lane's next
-	// deliveries join the queue. False when it could not be recorded.
-	await := func() bool {
-		if pending == nil {
-			return true
-		}
-		r := <-pending
-		pending = nil
-		if r.err != nil {
-			e.log.Error("webhooks: record attempts", "err", r.err)
-			return false
-		}
-		queue = append(queue, claimedAt(r.next, pendingAt)...)
-		return true
-	}
-	for {
-		if len(queue) == 0 {
-			if pending == nil {
-				// The lane ran out as far as the last chain saw. Deliveries
-				// queued on it by a transaction that committed after the
-				// chain's snapshot were not claimable heads when their
-				// notification's ClaimFirst ran (the lane was held here), so
-				// if one came since the chain was asked for, they may be
-				// waiting with no one to look for them until the poll.
-				return madeHeads || e.woken.Load() >= pendingAt.UnixNano()
-			}
-			if !await() {
-				return true
-			}
-			continue
-		}
-		run := queue[:min(LaneBatch, len(queue))]
-		queue = queue[len(run):]
+	for len(held) > 0 {
+		// The lease began at the claim's request, at the latest.
+		deadline := time.Now().Add(lease - e.cfg.Timeout - time.Second)
 		b := Batch{Lease: lease, PauseAfter: e.cfg.PauseAfter, Probes: e.cfg.Probes}
-		stopped := false
-		for i, h := range run {
-			// A stop sends nothing more, but for the first delivery of what
-			// was just claimed (claimed, it is sent). A claim made while the
-			// batch before was sent may be old: its lease must still cover
-			// the attempt and its recording.
-			if ((i > 0 || !pendingAt.IsZero()) && ctx.Err() != nil) || time.Now().After(h.at.Add(lease-e.cfg.Timeout-time.Second)) {
-				b.Unsent, stopped = attempts(run[i:]), true
+		for i, a := range held {
+			if i > 0 && (time.Now().After(deadline) || ctx.Err() != nil) {
+				b.Unsent = held[i:]
 				break
 			}
-			a := h.a
 			res := e.send.Send(work, a)
 			b.Sent = append(b.Sent, Recording{Attempt: a, Result: res, Decision: domain.Decide(a, res, e.cfg.Retries)})
 			if res.Outcome != domain.Delivered {
-				b.Unsent, stopped = attempts(run[i+1:]), true
+				b.Unsent = held[i+1:]
 				break
 			}
 		}
-		// The batch before is recorded first: the lane's results go in its
-		// order, and its chain is what this one's claims start after.
-		if !await() {
+		if held[0].First && ctx.Err() == nil {
+			b.Chain = LaneBatch
+		}
+		last := b.Sent[len(b.Sent)-1]
+		madeHeads = madeHeads || len(b.Unsent) > 0 || last.Result.Outcome != domain.Delivered || last.Attempt.Probe
+		reply := make(chan recorded, 1)
+		asked := time.Now()
+		e.records <- recording{b: b, reply: reply}
+		r := <-reply
+		if r.err != nil {
+			e.log.Error("webhooks: record attempts", "delivery", held[0].ID, "count", len(b.Sent), "err", r.err)
 			return true
 		}
-		if stopped || ctx.Err() != nil {
-			// What is held after a stop is not sent: the lane goes on from
-			// its first unsent delivery, wherever it is taken next.
-			b.Unsent = append(b.Unsent, attempts(queue)...)
-			queue = nil
-		} else if run[0].a.First {
-			b.Held = attempts(queue)
-			b.Chain = LaneAhead - len(queue)
+		held = r.next
+		if len(held) == 0 && b.Chain > 0 && e.woken.Load() >= asked.UnixNano() {
+			// The lane ran out as far as the chain saw. Deliveries queued
+			// on it by a transaction that committed after the chain's
+			// snapshot were no heads when their notification's ClaimFirst
+			// ran (the lane was held here): with no one to look for them,
+			// they would wait for the poll interval.
+			madeHeads = true
 		}
-		if len(b.Sent) > 0 {
-			last := b.Sent[len(b.Sent)-1]
-			madeHeads = madeHeads || last.Result.Outcome != domain.Delivered || last.Attempt.Probe
-		}
-		madeHeads = madeHeads || len(b.Unsent) > 0
-		pending, pendingAt = make(chan recorded, 1), time.Now()
-		e.records <- recording{b: b, reply: pending}
 	}
-}
-
-func attempts(hs []held) []domain.Attempt {
-	out := make([]domain.Attempt, len(hs))
-	for i, h := range hs {
-		out[i] = h.a
-	}
-	return out
+	return madeHeads
 }
 
 // recorder records the batches workers hand it, each time all of those

@@ -276,18 +276,13 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	chained := map[laneKey]int{}
 	var subs []string
 	var lanes []int64
-	var caps, holds []int32
-	heldTokens := []string{}
+	var caps []int32
 	var lease time.Duration
 	for i, b := range bs {
-		if b.Chain > 0 && len(b.Sent) > 0 {
+		if b.Chain > 0 {
 			a := b.Sent[0].Attempt
 			chained[laneKey{a.SubscriptionID, a.Lane}] = i
 			subs, lanes, caps = append(subs, a.SubscriptionID), append(lanes, a.Lane), append(caps, int32(b.Chain))
-			holds = append(holds, int32(len(b.Held)))
-			for _, h := range b.Held {
-				heldTokens = append(heldTokens, h.Token)
-			}
 			lease = max(lease, b.Lease)
 		}
 	}
@@ -310,38 +305,28 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		// too, and by id to a row the lock found rewritten (as Record
 		// does with results). 18 buffers per delivery before, 11 after
 		// (BenchmarkWebhooksFanout).
-		//
-		// The lane's deliveries the worker still holds (Batch.Held: claimed
-		// by an earlier chain, sent next) are the head of its run, as long
-		// as their claim token is still the worker's (a claim that lapsed
-		// and was taken is a gap), and the chain claims after them, up to
-		// the batch's Chain more. They are not locked again (a lock writes
-		// the row: one buffer per delivery): a holder can take one only
-		// once its lease has run out, and the worker sends none of what it
-		// holds that late (app.Engine's deliver), so it releases what this
-		// claims after it, unsent, and the lane still has one holder.
 		batch.Queue(`WITH w AS MATERIALIZED (
-				SELECT u.sub, u.lane, u.cap, u.held, coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = u.sub),
+				SELECT u.sub, u.lane, u.cap, coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = u.sub),
 					(SELECT t.secret FROM integration_targets t WHERE t.id = u.sub)) AS secret
-				FROM unnest($1::uuid[], $3::bigint[], $4::int[], $5::int[]) AS u(sub, lane, cap, held)),
+				FROM unnest($1::uuid[], $3::bigint[], $4::int[]) AS u(sub, lane, cap)),
 			h AS (
-				SELECT x.id, x.ctid, x.seq, x.event_id, x.event_at, x.held, w.sub, w.lane, w.secret
+				SELECT x.id, x.ctid, x.seq, x.event_id, x.event_at, w.sub, w.lane, w.secret
 				FROM w CROSS JOIN LATERAL (
-					SELECT id, ctid, seq, event_id, event_at, coalesce(claim_token = ANY ($6::uuid[]), false) AS held FROM deliveries
+					SELECT id, ctid, seq, event_id, event_at FROM deliveries
 					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first
-					ORDER BY seq LIMIT w.cap + w.held) x
+					ORDER BY seq LIMIT w.cap) x
 				WHERE w.secret IS NOT NULL),
 			l AS (
 				SELECT d.id FROM deliveries d
-				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h WHERE NOT held)) AND d.claimed_until < now()
+				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h)) AND d.claimed_until < now()
 				  AND d.url <> ALL (ARRAY(SELECT url FROM targets WHERE paused))
 				FOR UPDATE OF d SKIP LOCKED),
 			c AS (
 				SELECT r.id, r.ctid, r.event_id, r.event_at, r.secret FROM (
-					SELECT h.id, h.ctid, h.event_id, h.event_at, h.secret, h.held,
-						bool_and(h.held OR h.id IN (SELECT id FROM l)) OVER (PARTITION BY h.sub, h.lane ORDER BY h.seq) AS run
+					SELECT h.id, h.ctid, h.event_id, h.event_at, h.secret,
+						bool_and(h.id IN (SELECT id FROM l)) OVER (PARTITION BY h.sub, h.lane ORDER BY h.seq) AS run
 					FROM h) r
-				WHERE r.run AND NOT r.held),
+				WHERE r.run),
 			at_row AS (
 				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
 				FROM c CROSS JOIN LATERAL (`+eventOf+`) e
@@ -353,7 +338,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 				WHERE d.id = c.id AND c.id NOT IN (SELECT id FROM at_row)
 				RETURNING `+chainClaimed+`)
 			SELECT * FROM at_row UNION ALL SELECT * FROM moved`,
-			subs, secs(lease), lanes, caps, holds, heldTokens).Query(func(rows pgx.Rows) error {
+			subs, secs(lease), lanes, caps).Query(func(rows pgx.Rows) error {
 			got, err := scanAttempts(rows, false)
 			for _, a := range got {
 				i := chained[laneKey{a.SubscriptionID, a.Lane}]
@@ -364,7 +349,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	}
 	batch.Queue(`COMMIT`)
 	if err := q.db.SendBatch(ctx, batch).Close(); err != nil {
-		return nil, fmt.Errorf("record %d attempts and %d releases of %d batches: %w", len(ids), len(uIDs), len(bs), err)
+		return nil, fmt.Errorf("record %d attempts of %d batches from delivery %d: %w", len(ids), len(bs), ids[0], err)
 	}
 	for _, n := range next {
 		slices.SortFunc(n, func(x, y domain.Attempt) int { return cmp.Compare(x.Seq, y.Seq) })
@@ -399,9 +384,6 @@ const noRow = "(0,0)"
 func queueHealth(batch *pgx.Batch, bs []app.Batch) {
 	byURL := map[string][]app.Batch{}
 	for _, b := range bs {
-		if len(b.Sent) == 0 { // a release only
-			continue
-		}
 		u := b.Sent[0].Attempt.URL
 		byURL[u] = append(byURL[u], b)
 	}
