@@ -65,7 +65,11 @@ import (
 // (500 events/s in calls of 10) shows the latency of an engine that keeps
 // up. The CPU each part used per delivery comes from /proc: the webhooks
 // process, the PostgreSQL backends of its database, this test process
-// (receiver, and clients).
+// (receiver, and clients). Whether end to end was bound by the CPU or by
+// the pipeline waiting on itself is printed too: the cores those three
+// used over the phase's wall time, beside the whole machine's busy share
+// (/proc/stat: ours, PostgreSQL's background processes and anyone else's);
+// SWITCHBOARD_BENCH_TIMELINE=1 prints both per 50 ms with the arrivals.
 //
 // With SWITCHBOARD_BENCH_PROFILE=<dir> the service runs in this process
 // instead and a CPU profile of each timed phase is written (see
