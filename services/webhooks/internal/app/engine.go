@@ -184,7 +184,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	// heads is false while the last ClaimFirst found fewer heads than it
 	// asked for and nothing has happened since that makes new ones: a
 	// notification (deliveries queued, a URL resumed), a worker's failure,
-	// release or probe, or any wait's end (the poll interval, a retry or
+	// release or probe, a worker whose lane ran out while a notification
+	// came (see deliver), or any wait's end (the poll interval, a retry or
 	// probe falling due, the pause after a short search: a lease run out in
 	// a killed replica is found then). Without it every worker that drained its lane set off a
 	// ClaimFirst, and one that finds nothing reads every waiting delivery
