@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"switchboard.dev/services/webhooks/internal/domain"
@@ -98,6 +99,8 @@ type Engine struct {
 	log  *slog.Logger
 	// records carries workers' batches to the recorders.
 	records chan recording
+	// woken is when the last notification came (Unix nanoseconds).
+	woken atomic.Int64
 }
 
 // recording is a worker's batch waiting to be recorded, and where the
@@ -142,6 +145,7 @@ func NewEngine(q Queue, s Sender, cfg EngineConfig, log *slog.Logger) *Engine {
 func (e *Engine) Run(ctx context.Context) error {
 	wake := make(chan struct{}, 1)
 	signal := func() {
+		e.woken.Store(time.Now().UnixNano())
 		select {
 		case wake <- struct{}{}:
 		default:
@@ -180,7 +184,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	// heads is false while the last ClaimFirst found fewer heads than it
 	// asked for and nothing has happened since that makes new ones: a
 	// notification (deliveries queued, a URL resumed), a worker's failure,
-	// release or probe, or any wait's end (the poll interval, a retry or
+	// release or probe, a worker whose lane ran out while a notification
+	// came (see deliver), or any wait's end (the poll interval, a retry or
 	// probe falling due, the pause after a short search: a lease run out in
 	// a killed replica is found then). Without it every worker that drained its lane set off a
 	// ClaimFirst, and one that finds nothing reads every waiting delivery
@@ -327,7 +332,8 @@ const LaneBatch = 32
 // ClaimFirst: an attempt that did not succeed (a first attempt gone to the
 // retry path leaves its successor the head; a failure may pause the URL, a
 // probe's success resumes it), deliveries released unsent, or results not
-// recorded. A lane that simply ran out makes none.
+// recorded. A lane that simply ran out makes none, unless a notification
+// came while its last chain was under way.
 func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) (madeHeads bool) {
 	lease := e.cfg.Lease()
 	for len(held) > 0 {
@@ -352,6 +358,7 @@ func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) (made
 		last := b.Sent[len(b.Sent)-1]
 		madeHeads = madeHeads || len(b.Unsent) > 0 || last.Result.Outcome != domain.Delivered || last.Attempt.Probe
 		reply := make(chan recorded, 1)
+		asked := time.Now()
 		e.records <- recording{b: b, reply: reply}
 		r := <-reply
 		if r.err != nil {
@@ -359,6 +366,14 @@ func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) (made
 			return true
 		}
 		held = r.next
+		if len(held) == 0 && b.Chain > 0 && e.woken.Load() >= asked.UnixNano() {
+			// The lane ran out as far as the chain saw. Deliveries queued
+			// on it by a transaction that committed after the chain's
+			// snapshot were no heads when their notification's ClaimFirst
+			// ran (the lane was held here): with no one to look for them,
+			// they would wait for the poll interval.
+			madeHeads = true
+		}
 	}
 	return madeHeads
 }

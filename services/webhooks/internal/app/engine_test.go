@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,8 +140,13 @@ func newRig(t *testing.T, cfg app.EngineConfig) *rig {
 }
 
 func (r *rig) start(cfg app.EngineConfig) {
+	r.startQueue(cfg, func(q app.Queue) app.Queue { return q })
+}
+
+// startQueue starts the engine on the queue wrap makes of the database's.
+func (r *rig) startQueue(cfg app.EngineConfig, wrap func(app.Queue) app.Queue) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := app.NewEngine(postgres.NewQueue(r.db, quietLog()),
+	e := app.NewEngine(wrap(postgres.NewQueue(r.db, quietLog())),
 		sender.New(sender.Options{Timeout: cfg.Timeout, AllowPrivate: true, MaxConnsPerHost: cfg.Workers}), cfg, quietLog())
 	done := make(chan struct{})
 	go func() {
@@ -380,6 +386,62 @@ func TestLaneOrder(t *testing.T) {
 		last[h.chat] = h.seq
 	}
 	require.Greater(t, maxParallel, 1, "chats go in parallel")
+}
+
+// racingIntake is a queue on which, once, an event of the lane a worker
+// holds is taken in (committed and notified) while the worker's recording
+// is under way and after its chain found the lane empty; ClaimFirst finds
+// no head meanwhile, as it does while the lane is held.
+type racingIntake struct {
+	app.Queue
+	emit    func()
+	holding atomic.Bool
+	raced   atomic.Bool
+}
+
+func (q *racingIntake) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
+	if q.holding.Load() {
+		return nil, nil
+	}
+	return q.Queue.ClaimFirst(ctx, n, lease)
+}
+
+func (q *racingIntake) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt, error) {
+	next, err := q.Queue.Record(ctx, bs)
+	if err == nil && len(bs) == 1 && bs[0].Chain > 0 && len(next[0]) == 0 && !q.raced.Swap(true) {
+		q.holding.Store(true)
+		q.emit()
+		time.Sleep(300 * time.Millisecond) // the notification's claim round runs meanwhile
+		q.holding.Store(false)
+	}
+	return next, err
+}
+
+// TestNotifiedWhileChaining: a delivery queued on a lane while the lane's
+// worker was recording (its chain did not see it, and the notification's
+// ClaimFirst found the lane held) is delivered at once after, not at the
+// poll interval: the worker that ran out of its lane says it may have
+// made a head, since a notification came while its chain was under way.
+func TestNotifiedWhileChaining(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Timeout, cfg.Poll = 10*time.Second, time.Minute
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) { w.WriteHeader(http.StatusOK) })
+	db := pgtest.New(t, migrations.FS)
+	r := &rig{t: t, db: db, svc: app.New(postgres.New(db), anyConnection{}, app.Config{AllowPrivateTargets: true})}
+	r.subscribe(rc.srv.URL+"/hook", rc.secret)
+	r.emit(4)
+	r.emit(4)
+	q := &racingIntake{emit: func() { r.emit(4) }}
+	r.startQueue(cfg, func(inner app.Queue) app.Queue {
+		q.Queue = inner
+		return q
+	})
+	require.Eventually(t, func() bool { return len(rc.snapshot()) == 3 }, 5*time.Second, 10*time.Millisecond,
+		"the event taken in during the chain waits for the poll")
+	require.True(t, q.raced.Load())
+	for i, h := range rc.snapshot() {
+		require.Equal(t, i+1, h.seq, "in order, once each")
+	}
 }
 
 // TestPauseAndResume: a URL failing PauseAfter times in a row pauses; only

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,7 +65,11 @@ import (
 // (500 events/s in calls of 10) shows the latency of an engine that keeps
 // up. The CPU each part used per delivery comes from /proc: the webhooks
 // process, the PostgreSQL backends of its database, this test process
-// (receiver, and clients).
+// (receiver, and clients). Whether end to end was bound by the CPU or by
+// the pipeline waiting on itself is printed too: the cores those three
+// used over the phase's wall time, beside the whole machine's busy share
+// (/proc/stat: ours, PostgreSQL's background processes and anyone else's);
+// SWITCHBOARD_BENCH_TIMELINE=1 prints both per 50 ms with the arrivals.
 //
 // With SWITCHBOARD_BENCH_PROFILE=<dir> the service runs in this process
 // instead and a CPU profile of each timed phase is written (see
@@ -130,6 +135,8 @@ func fanout(b *testing.B) {
 	measureBare("/bare-before", evs)
 	stopProfile := startProfile(b, db, profileDir, "end-to-end")
 	before := measureCPU(b, db, p)
+	machineBefore := machineCPU()
+	stopTimeline := startTimeline(p)
 	start := time.Now()
 	require.NoError(b, in.ingest(ctx, evs, fanoutBatch))
 	ingested := time.Since(start)
@@ -137,8 +144,13 @@ func fanout(b *testing.B) {
 	require.True(b, rc.waitCount("/hook", delivered, 5*time.Minute),
 		"%d of %d events delivered in 5 minutes", rc.count("/hook")-delivered+fanoutEvents, fanoutEvents)
 	e2eCPU := measureCPU(b, db, p).minus(before)
+	machine := machineCPU().minus(machineBefore)
+	timeline := stopTimeline()
 	stopProfile()
 	burst := arrivals(b, rc.snapshot(), "/hook", evs)
+	if os.Getenv(timelineEnv) != "" {
+		timeline.print(rc.snapshot(), "/hook", start, ingested)
+	}
 	e2eElapsed := burst.last.Sub(start)
 	e2eRate := fanoutEvents / e2eElapsed.Seconds()
 
@@ -206,6 +218,16 @@ func fanout(b *testing.B) {
 	fmt.Printf("  CPU per delivery (%s / PostgreSQL backends / test process): end to end %.0f / %.0f / %.0f µs; intake alone %.0f / %.0f / %.0f µs; engine alone %.0f / %.0f / %.0f µs; bare client + receiver %.0f µs\n",
 		where, us(e2eCPU.engine), us(e2eCPU.pg), us(e2eCPU.self), us(intakeCPU.engine), us(intakeCPU.pg), us(intakeCPU.self),
 		us(aloneCPU.engine), us(aloneCPU.pg), us(aloneCPU.self), us(bareCPU.self))
+	// Whether end to end was bound by the CPU or stalled: the processes'
+	// CPU over the phase's wall time (ours), against the whole machine's
+	// busy share of its cores (ours and anyone else's). Both are over the
+	// time from the first call to the wait's end, a few ms past the last
+	// arrival.
+	ours := e2eCPU.engine + e2eCPU.pg + e2eCPU.self
+	fmt.Printf("  end to end used %.2f cores of %d (webhooks, PostgreSQL, test process: %.2f / %.2f / %.2f); the machine was busy %.0f %% of the time (%.2f cores, %.2f of them iowait)\n",
+		ours.Seconds()/machine.wall.Seconds(), machine.cores, e2eCPU.engine.Seconds()/machine.wall.Seconds(),
+		e2eCPU.pg.Seconds()/machine.wall.Seconds(), e2eCPU.self.Seconds()/machine.wall.Seconds(),
+		100*machine.busyShare(), machine.busyShare()*float64(machine.cores), machine.iowaitShare()*float64(machine.cores))
 
 	b.ReportMetric(0, "ns/op") // one run of everything: not a per-op figure
 	b.ReportMetric(e2eRate, "deliveries/s")
@@ -213,6 +235,8 @@ func fanout(b *testing.B) {
 	b.ReportMetric(slices.MinFunc(bareRuns, byRate).rate, "bare-min-deliveries/s")
 	b.ReportMetric(slices.MaxFunc(bareRuns, byRate).rate, "bare-max-deliveries/s")
 	b.ReportMetric(e2eRate/bareRate, "ratio-vs-bare")
+	b.ReportMetric(ours.Seconds()/machine.wall.Seconds(), "e2e-cores")
+	b.ReportMetric(machine.busyShare()*float64(machine.cores), "machine-busy-cores")
 	b.ReportMetric(ms(burst.p(50)), "p50-ms")
 	b.ReportMetric(ms(burst.p(95)), "p95-ms")
 	b.ReportMetric(ms(burst.p(99)), "p99-ms")
@@ -385,4 +409,104 @@ func measureCPU(b *testing.B, db *pgxpool.Pool, p engineUnderTest) cpuUse {
 		u.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return u
+}
+
+// machineUse is the whole machine's CPU time so far, from /proc/stat (in
+// clock ticks), and the wall clock.
+type machineUse struct {
+	busy, idle, iowait int64
+	cores              int
+	wall               time.Duration
+	at                 time.Time
+}
+
+func machineCPU() machineUse {
+	u := machineUse{at: time.Now(), cores: runtime.NumCPU()}
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return u
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	for i, f := range fields[1:] {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		switch i {
+		case 3:
+			u.idle += v
+		case 4:
+			u.iowait += v
+		case 8, 9: // guest time is counted in user already
+		default:
+			u.busy += v
+		}
+	}
+	return u
+}
+
+func (a machineUse) minus(o machineUse) machineUse {
+	return machineUse{busy: a.busy - o.busy, idle: a.idle - o.idle, iowait: a.iowait - o.iowait, cores: a.cores,
+		wall: a.at.Sub(o.at)}
+}
+
+func (a machineUse) busyShare() float64 {
+	return float64(a.busy) / float64(max(a.busy+a.idle+a.iowait, 1))
+}
+
+func (a machineUse) iowaitShare() float64 {
+	return float64(a.iowait) / float64(max(a.busy+a.idle+a.iowait, 1))
+}
+
+// timelineEnv, when set, prints end to end as a timeline: per 50 ms, the
+// deliveries that arrived, the machine's busy cores and the webhooks
+// process's, so a stall (a pipeline waiting on itself while cores idle)
+// shows where it is.
+const timelineEnv = "SWITCHBOARD_BENCH_TIMELINE"
+
+type timelineSample struct {
+	at      time.Time
+	machine machineUse
+	engine  time.Duration
+}
+
+type timeline []timelineSample
+
+func startTimeline(p engineUnderTest) func() timeline {
+	if os.Getenv(timelineEnv) == "" {
+		return func() timeline { return nil }
+	}
+	stop := make(chan struct{})
+	done := make(chan timeline)
+	go func() {
+		var tl timeline
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			tl = append(tl, timelineSample{at: time.Now(), machine: machineCPU(), engine: p.cpu()})
+			select {
+			case <-stop:
+				tl = append(tl, timelineSample{at: time.Now(), machine: machineCPU(), engine: p.cpu()})
+				done <- tl
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() timeline { close(stop); return <-done }
+}
+
+func (tl timeline) print(hits []hit, path string, start time.Time, ingested time.Duration) {
+	fmt.Printf("  timeline (ms from the first call: arrivals, machine busy cores, webhooks cores; intake ended at %.0f ms):\n", float64(ingested.Microseconds())/1000)
+	for i := 1; i < len(tl); i++ {
+		from, to := tl[i-1], tl[i]
+		n := 0
+		for _, h := range hits {
+			if h.path == path && !h.at.Before(from.at) && h.at.Before(to.at) {
+				n++
+			}
+		}
+		m := to.machine.minus(from.machine)
+		wall := to.at.Sub(from.at)
+		fmt.Printf("    %5.0f %5d %4.2f %4.2f\n", float64(from.at.Sub(start).Microseconds())/1000, n,
+			m.busyShare()*float64(m.cores), (to.engine-from.engine).Seconds()/wall.Seconds())
+	}
 }
