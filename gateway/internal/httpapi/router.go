@@ -45,7 +45,9 @@ var _ Routes = (*Router)(nil)
 // RPC it calls and tells the request's record (sentRecord.method)
 // itself, so its handlers are registered without recordMethod, the
 // metadata annotator that grpc-gateway would pay a copy of every call's
-// metadata for.
+// metadata for. After DirectReads, a plain read's route (a GET whose path
+// fills the request) calls its RPC itself rather than through its
+// ServeMux and generated handler (directRead, direct.go).
 //
 // The table matches as grpc-gateway does with its default unescaping mode
 // (UnescapingModeLegacy, which NewServeMux keeps): the decoded path split
