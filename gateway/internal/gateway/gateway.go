@@ -132,7 +132,13 @@ type Gateway struct {
 // Option changes how New builds the gateway.
 type Option func(*options)
 
-type options struct{ lines *accessLines }
+type options struct {
+	lines *accessLines
+	// generatedOnly leaves every route to grpc-gateway's generated
+	// handlers (no direct reads): the reference the direct reads are
+	// tested against.
+	generatedOnly bool
+}
 
 // AccessLogTo writes the access log's lines to w, the writer of log (made
 // by logging.New with the service name given), without going through log:
@@ -160,6 +166,11 @@ func newGateway(ctx context.Context, cfg Config, log *slog.Logger, matched runti
 	}
 	// The API's mux with an index in front of its route matching.
 	router := httpapi.NewRouter(runtime.WithMiddlewares(matched))
+	if !o.generatedOnly {
+		// Plain reads (a GET whose path fills the request) call their
+		// service without the generated handler's layers (issue 32).
+		router.DirectReads(matched)
+	}
 	mux := router.Mux()
 	g := &Gateway{router: router, conns: map[string]*grpc.ClientConn{}}
 	for _, b := range backends(cfg) {
@@ -176,9 +187,9 @@ func newGateway(ctx context.Context, cfg Config, log *slog.Logger, matched runti
 		}
 		g.conns[b.name] = conn
 		for _, a := range b.apis {
-			if err := router.RegisterService(protoreflect.FullName(a.service), func(mux *runtime.ServeMux) error {
+			if err := router.RegisterClient(protoreflect.FullName(a.service), func(mux *runtime.ServeMux) error {
 				return a.register(ctx, mux, conn)
-			}); err != nil {
+			}, conn); err != nil {
 				g.Close()
 				return nil, fmt.Errorf("register %s: %w", b.name, err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -44,7 +45,9 @@ var _ Routes = (*Router)(nil)
 // RPC it calls and tells the request's record (sentRecord.method)
 // itself, so its handlers are registered without recordMethod, the
 // metadata annotator that grpc-gateway would pay a copy of every call's
-// metadata for.
+// metadata for. After DirectReads, a plain read's route (a GET whose path
+// fills the request) calls its RPC itself rather than through its
+// ServeMux and generated handler (directRead, direct.go).
 //
 // The table matches as grpc-gateway does with its default unescaping mode
 // (UnescapingModeLegacy, which NewServeMux keeps): the decoded path split
@@ -66,6 +69,16 @@ type Router struct {
 	bindings []Binding
 	// shared are the services left on one ServeMux, for Shared.
 	shared []string
+	// middlewares are those of the options (runtime.WithMiddlewares), which
+	// a direct read runs as its ServeMux would (DirectReads).
+	middlewares []runtime.Middleware
+	// direct are the routes served by a directRead, for DirectRoutes.
+	direct []DirectRoute
+	// plain is a ServeMux of the Router's options without recordMethod,
+	// which the direct reads call grpc-gateway's runtime with, as the
+	// generated handlers call it with the ServeMux they were registered
+	// on (routeMuxes).
+	plain *runtime.ServeMux
 }
 
 // Binding is one route: an HTTP method and its path template.
@@ -83,6 +96,9 @@ type route struct {
 	segs []segment
 	// tail: a final "**" takes any number of further segments.
 	tail bool
+	// direct serves the route's plain reads itself (nil: the ServeMux
+	// serves every request).
+	direct *directRead
 }
 
 type segment struct {
@@ -104,10 +120,39 @@ func NewRouter(extra ...runtime.ServeMuxOption) *Router {
 // Mux is the ServeMux holding every route.
 func (rt *Router) Mux() *runtime.ServeMux { return rt.all }
 
+// DirectReads has the services registered from here on with
+// RegisterClient serve their plain reads by calling the RPC directly
+// (directRead). mws must be the middlewares the Router's options give
+// every ServeMux (runtime.WithMiddlewares), in the same order: a direct
+// read runs them as its ServeMux would.
+func (rt *Router) DirectReads(mws ...runtime.Middleware) {
+	rt.middlewares = mws
+	if rt.middlewares == nil {
+		rt.middlewares = []runtime.Middleware{}
+	}
+}
+
+// DirectRoute is a route a directRead serves and the RPC it calls.
+type DirectRoute struct {
+	Binding
+	RPC string
+}
+
+// DirectRoutes are the routes served by a directRead, in registration
+// order.
+func (rt *Router) DirectRoutes() []DirectRoute { return rt.direct }
+
 // RegisterService registers a service's generated handlers (register, a
 // Register...Handler bound to its connection) and indexes its routes, read
 // from the service's google.api.http options in the linked protos.
 func (rt *Router) RegisterService(service protoreflect.FullName, register func(*runtime.ServeMux) error) error {
+	return rt.RegisterClient(service, register, nil)
+}
+
+// RegisterClient is RegisterService, given the connection register binds:
+// after DirectReads, the service's plain reads whose route has a ServeMux
+// of its own call conn directly.
+func (rt *Router) RegisterClient(service protoreflect.FullName, register func(*runtime.ServeMux) error, conn grpc.ClientConnInterface) error {
 	d, err := protoregistry.GlobalFiles.FindDescriptorByName(service)
 	if err != nil {
 		return fmt.Errorf("router: service %s: %w", service, err)
@@ -123,6 +168,9 @@ func (rt *Router) RegisterService(service protoreflect.FullName, register func(*
 	// rpcs are the bindings' gRPC methods, as the generated code names
 	// them to grpc-gateway.
 	var rpcs []string
+	// The bindings' rules and methods, for their direct reads.
+	var rules []*annotations.HttpRule
+	var mds []protoreflect.MethodDescriptor
 	methods := sd.Methods()
 	for i := range methods.Len() {
 		rule, _ := proto.GetExtension(methods.Get(i).Options(), annotations.E_Http).(*annotations.HttpRule)
@@ -133,10 +181,25 @@ func (rt *Router) RegisterService(service protoreflect.FullName, register func(*
 			if method, path, ok := ruleBinding(r); ok {
 				bindings = append(bindings, Binding{method, path})
 				rpcs = append(rpcs, "/"+string(service)+"/"+string(methods.Get(i).Name()))
+				rules = append(rules, r)
+				mds = append(mds, methods.Get(i))
 			}
 		}
 	}
 	if routes, ok := rt.routeMuxes(register, bindings, rpcs); ok {
+		if conn != nil && rt.middlewares != nil {
+			if rt.plain == nil {
+				// The ServeMux the kept handlers were registered on has
+				// no metadata annotator; its options are the Router's.
+				rt.plain = newServeMux(false, rt.opts...)
+			}
+			for i := range routes {
+				if d := newDirectRead(rt.plain, routes[i].mux, conn, mds[i], rules[i], rt.middlewares); d != nil {
+					routes[i].direct = d
+					rt.direct = append(rt.direct, DirectRoute{bindings[i], rpcs[i]})
+				}
+			}
+		}
 		rt.indexRoutes(routes, bindings)
 		return nil
 	}
@@ -230,9 +293,10 @@ func (rt *Router) routeMuxes(register func(*runtime.ServeMux) error, bindings []
 // routeMux is one binding's ServeMux and the place of its handler in the
 // service's registration.
 type routeMux struct {
-	mux   *runtime.ServeMux
-	order int
-	rpc   string
+	mux    *runtime.ServeMux
+	order  int
+	rpc    string
+	direct *directRead
 }
 
 // probeWriter is the ResponseWriter of a probe: it learns which handler
@@ -301,7 +365,7 @@ func (rt *Router) indexRoutes(routes []routeMux, bindings []Binding) {
 	for _, i := range byOrder {
 		b := bindings[i]
 		r, _ := parseTemplate(b.Path) // probePath has read it
-		r.mux, r.rpc = routes[i].mux, routes[i].rpc
+		r.mux, r.rpc, r.direct = routes[i].mux, routes[i].rpc, routes[i].direct
 		added[b.Method] = append(added[b.Method], r)
 	}
 	for method, rs := range added {
@@ -437,9 +501,13 @@ const maxSegments = 16
 
 // ServeHTTP implements http.Handler.
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if route := rt.find(r); route != nil {
+	var buf [maxSegments]string
+	if route, segs := rt.find(r, buf[:0]); route != nil {
 		if rec := recordOf(r.Body); rec != nil && route.rpc != "" {
 			rec.method = route.rpc
+		}
+		if route.direct != nil && route.direct.serve(w, r, segs) {
+			return
 		}
 		route.mux.ServeHTTP(w, r)
 		return
@@ -448,14 +516,13 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // find is the first registration's route with a template matching r, nil
-// when the whole mux must decide.
-func (rt *Router) find(r *http.Request) *route {
+// when the whole mux must decide, and the path's segments (appended to
+// segs).
+func (rt *Router) find(r *http.Request, segs []string) (*route, []string) {
 	path := r.URL.Path
 	if !strings.HasPrefix(path, "/") || rt.unread[r.Method] {
-		return nil
+		return nil, nil
 	}
-	var buf [maxSegments]string
-	segs := buf[:0]
 	rest := path[1:]
 	for {
 		i := strings.IndexByte(rest, '/')
@@ -469,8 +536,8 @@ func (rt *Router) find(r *http.Request) *route {
 	routes := rt.routes[r.Method]
 	for i := range routes {
 		if routes[i].matches(segs) {
-			return &routes[i]
+			return &routes[i], segs
 		}
 	}
-	return nil
+	return nil, nil
 }

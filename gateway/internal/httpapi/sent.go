@@ -53,6 +53,9 @@ type sentRecord struct {
 	// bodyErr is the error in reading the body of a key_before_body
 	// method, which the service answers after the key (see deferBodyError).
 	bodyErr *DecodeError
+	// direct is a direct read's request message, from the Router to the
+	// call through the route's middlewares (directRead).
+	direct proto.Message
 }
 
 // recordMethod is the mux's metadata annotator that tells the request's
