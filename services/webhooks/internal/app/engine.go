@@ -211,12 +211,17 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		free := e.cfg.Workers - inFlight
 		var claimed []domain.Attempt
-		if free > 0 {
+		if free > 0 && ctx.Err() == nil {
 			var err error
 			start := time.Now()
 			var exhausted bool
-			claimed, exhausted, err = e.claim(ctx, free, heads && !start.Before(headsAt))
-			if err != nil && ctx.Err() == nil {
+			// Under work, not ctx: a claim's statement can commit after a
+			// stop cancelled ctx, and its answer would be lost with the
+			// call, leaving the deliveries it leased unsent until the
+			// lease ran out (their lanes held back meanwhile). Claimed,
+			// they are delivered or released below like any.
+			claimed, exhausted, err = e.claim(work, free, heads && !start.Before(headsAt))
+			if err != nil {
 				e.log.Error("webhooks: claim", "err", err)
 			}
 			if exhausted {

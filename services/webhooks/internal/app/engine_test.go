@@ -663,3 +663,51 @@ func TestSubscriptionChanges(t *testing.T) {
 	require.Len(t, rc.byPath("/gone"), 1, "nothing goes to a deleted subscription")
 	require.Len(t, rc.byPath("/new"), 2)
 }
+
+// stopDuringClaim is a queue whose first ClaimFirst commits its claim and
+// then finds the engine stopping: the stop cancels the context the claim
+// was given, and the answer is lost with the call, as pgx loses a
+// statement's rows when its context ends after the server committed it.
+type stopDuringClaim struct {
+	app.Queue
+	stop  context.CancelFunc
+	taken atomic.Bool
+}
+
+func (q *stopDuringClaim) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
+	if q.taken.Swap(true) {
+		return q.Queue.ClaimFirst(ctx, n, lease)
+	}
+	got, err := q.Queue.ClaimFirst(context.WithoutCancel(ctx), n, lease)
+	q.stop()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return got, err
+}
+
+// TestStopDuringClaim: deliveries claimed while the engine stops are
+// delivered (or released) before Run returns, not left leased and unsent
+// until the lease runs out, their lane held back meanwhile.
+func TestStopDuringClaim(t *testing.T) {
+	cfg := fastConfig()
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) { w.WriteHeader(http.StatusOK) })
+	db := pgtest.New(t, migrations.FS)
+	r := &rig{t: t, db: db, svc: app.New(postgres.New(db), anyConnection{}, app.Config{AllowPrivateTargets: true})}
+	r.subscribe(rc.srv.URL+"/hook", rc.secret)
+	r.emit(4)
+	r.emit(4)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := &stopDuringClaim{Queue: postgres.NewQueue(db, quietLog()), stop: cancel}
+	e := app.NewEngine(q, sender.New(sender.Options{Timeout: cfg.Timeout, AllowPrivate: true, MaxConnsPerHost: cfg.Workers}), cfg, quietLog())
+	require.NoError(t, e.Run(ctx))
+	require.True(t, q.taken.Load())
+
+	var leased int
+	require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM deliveries
+		WHERE status = 'pending' AND claimed_until > now()`).Scan(&leased))
+	require.Zero(t, leased, "deliveries leased by the stopped engine")
+	require.Len(t, rc.snapshot(), 1, "the lane's head, claimed as the engine stopped, was delivered")
+}
