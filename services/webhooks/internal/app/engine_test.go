@@ -133,10 +133,20 @@ func quietLog() *slog.Logger {
 }
 
 func newRig(t *testing.T, cfg app.EngineConfig) *rig {
-	db := pgtest.New(t, migrations.FS)
-	r := &rig{t: t, db: db, svc: app.New(postgres.New(db), anyConnection{}, app.Config{AllowPrivateTargets: true})}
+	r := newIdleRig(t)
 	r.start(cfg)
 	return r
+}
+
+// newIdleRig is a rig whose engine the test starts itself.
+func newIdleRig(t *testing.T) *rig {
+	db := pgtest.New(t, migrations.FS)
+	return &rig{t: t, db: db, svc: app.New(postgres.New(db), anyConnection{}, app.Config{AllowPrivateTargets: true})}
+}
+
+// newEngine is an engine on q with the test's sender.
+func newEngine(cfg app.EngineConfig, q app.Queue) *app.Engine {
+	return app.NewEngine(q, sender.New(sender.Options{Timeout: cfg.Timeout, AllowPrivate: true, MaxConnsPerHost: cfg.Workers}), cfg, quietLog())
 }
 
 func (r *rig) start(cfg app.EngineConfig) {
@@ -146,8 +156,7 @@ func (r *rig) start(cfg app.EngineConfig) {
 // startQueue starts the engine on the queue wrap makes of the database's.
 func (r *rig) startQueue(cfg app.EngineConfig, wrap func(app.Queue) app.Queue) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := app.NewEngine(wrap(postgres.NewQueue(r.db, quietLog())),
-		sender.New(sender.Options{Timeout: cfg.Timeout, AllowPrivate: true, MaxConnsPerHost: cfg.Workers}), cfg, quietLog())
+	e := newEngine(cfg, wrap(postgres.NewQueue(r.db, quietLog())))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -417,6 +426,17 @@ func (q *racingIntake) Record(ctx context.Context, bs []app.Batch) ([][]domain.A
 	return next, err
 }
 
+// oneLane is an idle rig with a receiver answering 200 subscribed, and two
+// events of one chat (4) waiting on its lane.
+func oneLane(t *testing.T) (*receiver, *rig) {
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) { w.WriteHeader(http.StatusOK) })
+	r := newIdleRig(t)
+	r.subscribe(rc.srv.URL+"/hook", rc.secret)
+	r.emit(4)
+	r.emit(4)
+	return rc, r
+}
+
 // TestNotifiedWhileChaining: a delivery queued on a lane while the lane's
 // worker was recording (its chain did not see it, and the notification's
 // ClaimFirst found the lane held) is delivered at once after, not at the
@@ -425,12 +445,7 @@ func (q *racingIntake) Record(ctx context.Context, bs []app.Batch) ([][]domain.A
 func TestNotifiedWhileChaining(t *testing.T) {
 	cfg := fastConfig()
 	cfg.Timeout, cfg.Poll = 10*time.Second, time.Minute
-	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) { w.WriteHeader(http.StatusOK) })
-	db := pgtest.New(t, migrations.FS)
-	r := &rig{t: t, db: db, svc: app.New(postgres.New(db), anyConnection{}, app.Config{AllowPrivateTargets: true})}
-	r.subscribe(rc.srv.URL+"/hook", rc.secret)
-	r.emit(4)
-	r.emit(4)
+	rc, r := oneLane(t)
 	q := &racingIntake{emit: func() { r.emit(4) }}
 	r.startQueue(cfg, func(inner app.Queue) app.Queue {
 		q.Queue = inner
@@ -691,22 +706,16 @@ func (q *stopDuringClaim) ClaimFirst(ctx context.Context, n int, lease time.Dura
 // until the lease runs out, their lane held back meanwhile.
 func TestStopDuringClaim(t *testing.T) {
 	cfg := fastConfig()
-	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) { w.WriteHeader(http.StatusOK) })
-	db := pgtest.New(t, migrations.FS)
-	r := &rig{t: t, db: db, svc: app.New(postgres.New(db), anyConnection{}, app.Config{AllowPrivateTargets: true})}
-	r.subscribe(rc.srv.URL+"/hook", rc.secret)
-	r.emit(4)
-	r.emit(4)
+	rc, r := oneLane(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	q := &stopDuringClaim{Queue: postgres.NewQueue(db, quietLog()), stop: cancel}
-	e := app.NewEngine(q, sender.New(sender.Options{Timeout: cfg.Timeout, AllowPrivate: true, MaxConnsPerHost: cfg.Workers}), cfg, quietLog())
-	require.NoError(t, e.Run(ctx))
+	q := &stopDuringClaim{Queue: postgres.NewQueue(r.db, quietLog()), stop: cancel}
+	require.NoError(t, newEngine(cfg, q).Run(ctx))
 	require.True(t, q.taken.Load())
 
 	var leased int
-	require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM deliveries
+	require.NoError(t, r.db.QueryRow(context.Background(), `SELECT count(*) FROM deliveries
 		WHERE status = 'pending' AND claimed_until > now()`).Scan(&leased))
 	require.Zero(t, leased, "deliveries leased by the stopped engine")
 	require.Len(t, rc.snapshot(), 1, "the lane's head, claimed as the engine stopped, was delivered")
