@@ -351,8 +351,10 @@ func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) (made
 				break
 			}
 			res := e.send.Send(work, a)
-			b.Sent = append(b.Sent, Recording{Attempt: a, Result: res, Decision: domain.Decide(a, res, e.cfg.Retries)})
+			rec := Recording{Attempt: a, Result: res, Decision: domain.Decide(a, res, e.cfg.Retries)}
+			b.Sent = append(b.Sent, rec)
 			if res.Outcome != domain.Delivered {
+				e.logFailed(rec)
 				b.Unsent = held[i+1:]
 				break
 			}
@@ -381,6 +383,30 @@ func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) (made
 		}
 	}
 	return madeHeads
+}
+
+// logFailed says, once per failed attempt, what an operator needs to tell
+// why a lane stalls: whose, where to (the host alone: a URL's path and
+// query may hold the receiver's secrets), the answer or the kind of
+// failure, which attempt, and what comes next (the URL's pause is the
+// recorder's to say: Queue.Record). Successes are not logged.
+func (e *Engine) logFailed(r Recording) {
+	a, res := r.Attempt, r.Result
+	args := []any{"subscription", a.SubscriptionID, "delivery", a.ID, "host", domain.Host(a.URL), "attempt", a.Attempts + 1}
+	if res.Status != 0 {
+		args = append(args, "status", res.Status)
+	} else {
+		args = append(args, "error", res.Cause)
+	}
+	if a.Probe {
+		args = append(args, "probe", true)
+	}
+	if r.Decision.Status == domain.StatusPending {
+		args = append(args, "next_attempt_at", time.Now().Add(r.Decision.RetryIn).UTC().Format(time.RFC3339Nano))
+	} else {
+		args = append(args, "outcome", r.Decision.Status)
+	}
+	e.log.Warn("webhooks: attempt failed", args...)
 }
 
 // recorder records the batches workers hand it, each time all of those

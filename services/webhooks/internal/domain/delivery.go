@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"net/url"
 	"time"
 )
 
@@ -56,6 +57,34 @@ type Result struct {
 	Status   int
 	Error    string
 	Duration time.Duration
+	// Cause is a failure without an answer in a few fixed words (Causes),
+	// for the process's log: Error may quote the URL, whose path and query
+	// can hold a receiver's secrets. Empty when there was an answer.
+	Cause string
+}
+
+// Causes of a failure without an answer (Result.Cause).
+const (
+	CauseTimeout    = "timeout"
+	CauseRefused    = "connection refused"
+	CauseReset      = "connection reset"
+	CauseClosed     = "connection closed"
+	CauseTLS        = "tls"
+	CauseNoName     = "name does not resolve"
+	CauseNotAllowed = "address not allowed"
+	CauseRead       = "reading the answer"
+	CauseRequest    = "request not made"
+	CauseOther      = "other"
+)
+
+// Host is a target URL's host (and port) alone, as the process's log
+// names a receiver: the path and query may hold secrets.
+func Host(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return "(not a url)"
+	}
+	return u.Host
 }
 
 // Status of a delivery.

@@ -267,7 +267,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token) WHERE d.id = u.id AND d.claim_token = u.token`,
 			uIDs, uTokens)
 	}
-	queueHealth(batch, bs)
+	q.queueHealth(batch, bs)
 	next := make([][]domain.Attempt, len(bs))
 	type laneKey struct {
 		sub  string
@@ -381,7 +381,13 @@ const noRow = "(0,0)"
 // A URL's batches are counted in the group's order; URLs go in sorted
 // order, so two groups lock targets rows in the same order and cannot
 // deadlock. A clear right after a clear of the same URL is left out.
-func queueHealth(batch *pgx.Batch, bs []app.Batch) {
+//
+// A pause and a resumption are logged (once each), with the URL's host
+// alone: its path and query may hold the receiver's secrets. The clear
+// locks and reads the row it changes (was) only when there is something
+// to clear, so the common case, a success on a healthy URL, reads the
+// row as before and returns nothing.
+func (q *Queue) queueHealth(batch *pgx.Batch, bs []app.Batch) {
 	byURL := map[string][]app.Batch{}
 	for _, b := range bs {
 		u := b.Sent[0].Attempt.URL
@@ -389,11 +395,27 @@ func queueHealth(batch *pgx.Batch, bs []app.Batch) {
 	}
 	for _, url := range slices.Sorted(maps.Keys(byURL)) {
 		cleared := false
+		// pauseLogged: every failure after the pause in the same
+		// transaction sees the same paused_at = now().
+		pauseLogged := false
 		for _, b := range byURL[url] {
 			last := b.Sent[len(b.Sent)-1]
 			if (len(b.Sent) > 1 || last.Result.Outcome == domain.Delivered) && !cleared {
-				batch.Queue(`UPDATE targets SET failures = 0, paused = false, probe_step = 0, paused_at = NULL
-					WHERE url = $1 AND (failures > 0 OR paused)`, url)
+				batch.Queue(`WITH was AS (SELECT url, paused FROM targets WHERE url = $1 AND (failures > 0 OR paused) FOR UPDATE)
+					UPDATE targets t SET failures = 0, paused = false, probe_step = 0, paused_at = NULL
+					FROM was WHERE t.url = was.url
+					RETURNING was.paused`, url).Query(func(rows pgx.Rows) error {
+					for rows.Next() {
+						var was bool
+						if err := rows.Scan(&was); err != nil {
+							return err
+						}
+						if was {
+							q.log.Warn("webhooks: url resumed", "host", domain.Host(url), "subscription", last.Attempt.SubscriptionID)
+						}
+					}
+					return rows.Err()
+				})
 				cleared = true
 			}
 			switch {
@@ -416,8 +438,24 @@ func queueHealth(batch *pgx.Batch, bs []app.Batch) {
 						paused_at = CASE WHEN NOT t.paused AND t.failures + 1 >= $2 THEN now() ELSE t.paused_at END,
 						probe_step = CASE WHEN NOT t.paused AND t.failures + 1 >= $2 THEN 0 ELSE t.probe_step END,
 						probe_at = CASE WHEN NOT t.paused AND t.failures + 1 >= $2
-							THEN now() + make_interval(secs => $3) ELSE t.probe_at END`,
-					url, b.PauseAfter, secs(b.Probes[0]))
+							THEN now() + make_interval(secs => $3) ELSE t.probe_at END
+					RETURNING t.paused AND t.paused_at = now(), t.failures, t.probe_at`,
+					url, b.PauseAfter, secs(b.Probes[0])).Query(func(rows pgx.Rows) error {
+					for rows.Next() {
+						var now bool
+						var failures int
+						var probeAt time.Time
+						if err := rows.Scan(&now, &failures, &probeAt); err != nil {
+							return err
+						}
+						if now && !pauseLogged {
+							pauseLogged = true
+							q.log.Warn("webhooks: url paused", "host", domain.Host(url), "subscription", last.Attempt.SubscriptionID,
+								"failures", failures, "probe_at", probeAt.UTC().Format(time.RFC3339Nano))
+						}
+					}
+					return rows.Err()
+				})
 			}
 			cleared = false
 		}
