@@ -28,6 +28,13 @@ type Attempt struct {
 	Probe bool
 	// Token names this claim; a result is recorded only under it.
 	Token string
+	// Head, when not 0, is the delivery whose claim holds this one: the
+	// first of the lane's run it came in (Token is that claim's). The rest
+	// of a run need no lease of their own: none of them is a lane head
+	// while the run's first waits for its result, so no other claim can
+	// take them; their results count only if the head's is recorded under
+	// its token in the same transaction.
+	Head int64
 	// Row is where the claim left the delivery's row in the store, so the
 	// result is written there without looking the row up again; a row
 	// moved since is found by its ID.

@@ -47,7 +47,7 @@ WHERE d.id = c.id
 RETURNING d.id, d.event_id, d.subscription_id, d.url,
           coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = d.subscription_id),
                    (SELECT t.secret FROM integration_targets t WHERE t.id = d.subscription_id)),
-          e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token, d.ctid::text`
+          e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token, d.ctid::text, 0::bigint`
 
 // eventOf is the payload of the event of the delivery c (its event_id and
 // event_at), read where the intake wrote it (a tid scan: one buffer) and
@@ -84,7 +84,7 @@ func scanAttempts(rows pgx.Rows, probe bool) ([]domain.Attempt, error) {
 		a := domain.Attempt{Probe: probe}
 		// The payload (text) straight into its []byte: one copy, not two.
 		err := row.Scan(&a.ID, &a.EventID, &a.SubscriptionID, &a.URL, &a.Secret, &a.Payload, &a.Lane, &a.Seq,
-			&a.First, &a.Attempts, &a.Failures, &a.Token, &a.Row)
+			&a.First, &a.Attempts, &a.Failures, &a.Token, &a.Row, &a.Head)
 		return a, err
 	})
 }
@@ -205,14 +205,14 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		retryIn             []float64
 		answers             []*int32
 		errs                []*string
-		uIDs                []int64
+		uIDs, heads         []int64
 		uTokens, rowsAt     []string
 	)
 	for _, b := range bs {
 		for _, rec := range b.Sent {
 			a, r, d := rec.Attempt, rec.Result, rec.Decision
 			ids, tokens, statuses = append(ids, a.ID), append(tokens, a.Token), append(statuses, d.Status)
-			rowsAt = append(rowsAt, cmp.Or(a.Row, noRow))
+			rowsAt, heads = append(rowsAt, cmp.Or(a.Row, noRow)), append(heads, a.Head)
 			failures, retryIn = append(failures, int32(d.Failures)), append(retryIn, secs(d.RetryIn))
 			durations = append(durations, int32(r.Duration.Milliseconds()))
 			var answer *int32
@@ -226,7 +226,11 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			answers, errs = append(answers, answer), append(errs, msg)
 		}
 		for _, a := range b.Unsent {
-			uIDs, uTokens = append(uIDs, a.ID), append(uTokens, a.Token)
+			// The rest of a run hold no lease of their own: nothing to
+			// release (the head's result frees them).
+			if a.Head == 0 {
+				uIDs, uTokens = append(uIDs, a.ID), append(uTokens, a.Token)
+			}
 		}
 	}
 	batch := &pgx.Batch{}
@@ -235,24 +239,39 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`)
 	// Each result goes to the row where its claim left it (its ctid: no
 	// lookup by key); one whose row moved since (a URL change rewrites
-	// what waits) is found by its id in the same statement. The id and the
-	// token are checked either way.
+	// what waits) is found by its id in the same statement. A claimed
+	// row's token is checked either way; the rest of a run (r.head: the
+	// run's first, whose claim holds them) count only if their head's
+	// result was recorded under its token by this statement (led), and
+	// only while they still wait on the ordered path. (led is an array,
+	// made once: as a join, r was scanned once per head recorded.)
 	batch.Queue(`WITH r AS (
 			SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[],
-				$9::text[]) AS r(id, token, status, failures, retry_in, answer, err, duration, loc)),
+				$9::text[], $10::bigint[]) AS r(id, token, status, failures, retry_in, answer, err, duration, loc, head)),
 		at_row AS (
 			UPDATE deliveries d SET `+recorded+`
-			FROM r WHERE d.ctid = r.loc::tid AND d.id = r.id AND d.claim_token = r.token
+			FROM r WHERE r.head = 0 AND d.ctid = r.loc::tid AND d.id = r.id AND d.claim_token = r.token
 			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
 		moved AS (
 			UPDATE deliveries d SET `+recorded+`
-			FROM r WHERE d.id = r.id AND d.claim_token = r.token AND r.id NOT IN (SELECT id FROM at_row)
+			FROM r WHERE r.head = 0 AND d.id = r.id AND d.claim_token = r.token AND r.id NOT IN (SELECT id FROM at_row)
 			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
-		u AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved)
+		led AS (SELECT id FROM at_row UNION ALL SELECT id FROM moved),
+		run_at_row AS (
+			UPDATE deliveries d SET `+recorded+`
+			FROM r WHERE r.head = ANY (ARRAY(SELECT id FROM led)) AND d.ctid = r.loc::tid AND d.id = r.id
+			  AND d.status = 'pending' AND d.first
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
+		run_moved AS (
+			UPDATE deliveries d SET `+recorded+`
+			FROM r WHERE r.head = ANY (ARRAY(SELECT id FROM led)) AND d.id = r.id AND d.status = 'pending' AND d.first
+			  AND r.id NOT IN (SELECT id FROM run_at_row)
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
+		u AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved UNION ALL SELECT * FROM run_at_row UNION ALL SELECT * FROM run_moved)
 		INSERT INTO delivery_log (delivery_id, subscription_id, attempt, status, response_status, error, duration_ms, next_attempt_at)
 		SELECT id, subscription_id, attempt, status, answer, err, duration, CASE WHEN status = 'pending' THEN next_attempt_at END
 		FROM u`,
-		ids, tokens, statuses, failures, retryIn, answers, errs, durations, rowsAt).Exec(func(tag pgconn.CommandTag) error {
+		ids, tokens, statuses, failures, retryIn, answers, errs, durations, rowsAt, heads).Exec(func(tag pgconn.CommandTag) error {
 		if lapsed := len(ids) - int(tag.RowsAffected()); lapsed > 0 {
 			// A lease ran out and another holder took those deliveries (or
 			// the subscription went): their results are the ones that
@@ -287,46 +306,47 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		}
 	}
 	if len(subs) > 0 {
-		// Each lane's next deliveries in order, from its head, as far as
-		// they can all be taken: a gap (one locked or held elsewhere) ends
-		// that lane's run there (a running "all taken so far" per lane).
+		// Each lane's next deliveries in order, from its head: the head
+		// alone is claimed (locked where the lane's index found it, leased
+		// and given a token), and the rest of the run come with it,
+		// unclaimed, held by its claim (domain.Attempt.Head): while the
+		// head waits for its result none of them is a lane head, so no
+		// claim in any replica can take one. Each delivery used to be
+		// locked and leased too, a row lock and a row version each: the
+		// most costly statement of the engine (BenchmarkWebhooksFanout,
+		// engine alone: 8.9 buffers per delivery against 11.2 for
+		// recording the results).
+		//
 		// A lane is one subscription's (or integration target's): its
-		// secret is read once per lane, not per delivery as "claimed" does
-		// (the integration targets only for a lane that is not a
-		// subscription's; materialized, or the planner computes it again
-		// for every delivery of the lane), and a lane whose subscription
-		// is gone takes nothing more. Each payload is read where its event was written
-		// (eventOf). The
-		// paused URLs are read once (targets_paused), not looked up per
-		// delivery, and each row is locked where the lane's index found it
-		// (its ctid) rather than looked up again by key: a row updated
-		// since (its lease, its url) is locked at its newest version, and
-		// checked again there, or left out as a gap. The claim goes there
-		// too, and by id to a row the lock found rewritten (as Record
-		// does with results). 18 buffers per delivery before, 11 after
-		// (BenchmarkWebhooksFanout).
+		// secret is read once per lane (the integration targets only for
+		// a lane that is not a subscription's; materialized, or the
+		// planner computes it again for every delivery of the lane), and a
+		// lane whose subscription is gone takes nothing more. Each payload
+		// is read where its event was written (eventOf). The paused URLs
+		// are read once (targets_paused), not looked up per head. A head
+		// is locked where the lane's index found it (its ctid): one
+		// updated since (its lease, its url) is locked at its newest
+		// version and checked again, or left out, and then its lane gets
+		// nothing; the claim goes there too, and by id to a row the lock
+		// found rewritten (as Record does with results).
 		batch.Queue(`WITH w AS MATERIALIZED (
 				SELECT u.sub, u.lane, u.cap, coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = u.sub),
 					(SELECT t.secret FROM integration_targets t WHERE t.id = u.sub)) AS secret
 				FROM unnest($1::uuid[], $3::bigint[], $4::int[]) AS u(sub, lane, cap)),
 			h AS (
-				SELECT x.id, x.ctid, x.seq, x.event_id, x.event_at, w.sub, w.lane, w.secret
+				SELECT x.*, w.sub, w.secret
 				FROM w CROSS JOIN LATERAL (
-					SELECT id, ctid, seq, event_id, event_at FROM deliveries
+					SELECT id, ctid, seq, event_id, event_at, url, lane, attempt, failures, row_number() OVER (ORDER BY seq) AS n
+					FROM deliveries
 					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first
 					ORDER BY seq LIMIT w.cap) x
 				WHERE w.secret IS NOT NULL),
 			l AS (
 				SELECT d.id FROM deliveries d
-				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h)) AND d.claimed_until < now()
+				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h WHERE n = 1)) AND d.claimed_until < now()
 				  AND d.url <> ALL (ARRAY(SELECT url FROM targets WHERE paused))
 				FOR UPDATE OF d SKIP LOCKED),
-			c AS (
-				SELECT r.id, r.ctid, r.event_id, r.event_at, r.secret FROM (
-					SELECT h.id, h.ctid, h.event_id, h.event_at, h.secret,
-						bool_and(h.id IN (SELECT id FROM l)) OVER (PARTITION BY h.sub, h.lane ORDER BY h.seq) AS run
-					FROM h) r
-				WHERE r.run),
+			c AS (SELECT h.id, h.ctid, h.event_id, h.event_at, h.secret FROM h WHERE h.n = 1 AND h.id IN (SELECT id FROM l)),
 			at_row AS (
 				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
 				FROM c CROSS JOIN LATERAL (`+eventOf+`) e
@@ -336,8 +356,14 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
 				FROM c CROSS JOIN LATERAL (`+eventOf+`) e
 				WHERE d.id = c.id AND c.id NOT IN (SELECT id FROM at_row)
-				RETURNING `+chainClaimed+`)
-			SELECT * FROM at_row UNION ALL SELECT * FROM moved`,
+				RETURNING `+chainClaimed+`),
+			led AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved)
+			SELECT * FROM led
+			UNION ALL
+			SELECT h.id, h.event_id, h.sub, h.url, h.secret, e.payload::text, h.lane, h.seq, true, h.attempt, h.failures,
+				led.token, h.ctid::text, led.id
+			FROM led JOIN h ON h.sub = led.sub AND h.lane = led.lane AND h.n > 1
+			CROSS JOIN LATERAL (SELECT h.event_id, h.event_at) c CROSS JOIN LATERAL (`+eventOf+`) e`,
 			subs, secs(lease), lanes, caps).Query(func(rows pgx.Rows) error {
 			got, err := scanAttempts(rows, false)
 			for _, a := range got {
@@ -365,8 +391,8 @@ const recorded = `status = r.status, first = false, failures = r.failures, attem
 
 // chainClaimed is what the chain's claim returns of a delivery d of event e
 // with its lane's secret (c), as scanAttempts reads it.
-const chainClaimed = `d.id, d.event_id, d.subscription_id, d.url, c.secret,
-	e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token, d.ctid::text`
+const chainClaimed = `d.id, d.event_id, d.subscription_id AS sub, d.url, c.secret,
+	e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token AS token, d.ctid::text, 0::bigint`
 
 // noRow is the ctid of no row (offset 0 is never used): an attempt that
 // does not know its row is recorded by its id.
@@ -498,11 +524,15 @@ const purgeBatch = 5000
 // the row deleted, so a redelivery renewing it meanwhile keeps it.
 func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, error) {
 	// One statement per path, each on its own index; what is held by a
-	// live claim is left to its holder.
+	// live claim is left to its holder: on the ordered path that is a
+	// claimed head and the rest of its lane, which its run may be sending
+	// (Record's chain leases only a run's head).
 	var expired int64
 	for _, path := range []string{
 		`status = 'pending' AND NOT first AND claimed_until < now()`,
-		`status = 'pending' AND first AND claimed_until < now()`,
+		`status = 'pending' AND first AND claimed_until < now() AND NOT EXISTS (SELECT 1 FROM deliveries h
+			WHERE h.subscription_id = deliveries.subscription_id AND h.lane = deliveries.lane AND h.status = 'pending' AND h.first
+			  AND h.claimed_until >= now())`,
 	} {
 		tag, err := q.db.Exec(ctx, `WITH x AS (
 				UPDATE deliveries SET status = 'failed', first = false, claimed_until = '-infinity', claim_token = NULL,
