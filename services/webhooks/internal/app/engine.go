@@ -26,10 +26,12 @@ type Queue interface {
 	ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error)
 	// Record stores batches' results under their claims together with
 	// their URLs' health, releases what they did not send, and, for each
-	// batch with Chain set, claims up to Chain of its lane's next
-	// deliveries (the head and those right after it, in order), all in one
+	// batch with Chain set, takes up to Chain of its lane's next
+	// deliveries (the head, claimed, and those right after it, in order,
+	// held by the head's claim: domain.Attempt.Head), all in one
 	// transaction: next[i] is what batch i goes on with. A claim that ran
-	// out and was taken by another holder records nothing.
+	// out and was taken by another holder records nothing, nor do the
+	// deliveries it held.
 	Record(ctx context.Context, bs []Batch) (next [][]domain.Attempt, err error)
 	// NextDue is when the next retry or probe falls due (zero: none).
 	NextDue(ctx context.Context) (time.Time, error)
@@ -54,7 +56,8 @@ type Recording struct {
 // failed.
 type Batch struct {
 	Sent []Recording
-	// Unsent were claimed but not tried; they go back to the queue.
+	// Unsent were claimed (or held by a claim) but not tried; they go
+	// back to the queue.
 	Unsent []domain.Attempt
 	// Chain is how many of the lane's next deliveries to claim (0: none).
 	Chain int

@@ -243,8 +243,9 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	// row's token is checked either way; the rest of a run (r.head: the
 	// run's first, whose claim holds them) count only if their head's
 	// result was recorded under its token by this statement (led), and
-	// only while they still wait on the ordered path. (led is an array,
-	// made once: as a join, r was scanned once per head recorded.)
+	// only while they still wait on the ordered path. (The test of led is
+	// an expression, so it is a hashed subplan: as a join, r was scanned
+	// once per head recorded.)
 	batch.Queue(`WITH r AS (
 			SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[],
 				$9::text[], $10::bigint[]) AS r(id, token, status, failures, retry_in, answer, err, duration, loc, head)),
@@ -259,12 +260,12 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		led AS (SELECT id FROM at_row UNION ALL SELECT id FROM moved),
 		run_at_row AS (
 			UPDATE deliveries d SET `+recorded+`
-			FROM r WHERE r.head = ANY (ARRAY(SELECT id FROM led)) AND d.ctid = r.loc::tid AND d.id = r.id
+			FROM r WHERE (r.head IN (SELECT id FROM led)) IS TRUE AND d.ctid = r.loc::tid AND d.id = r.id
 			  AND d.status = 'pending' AND d.first
 			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
 		run_moved AS (
 			UPDATE deliveries d SET `+recorded+`
-			FROM r WHERE r.head = ANY (ARRAY(SELECT id FROM led)) AND d.id = r.id AND d.status = 'pending' AND d.first
+			FROM r WHERE (r.head IN (SELECT id FROM led)) IS TRUE AND d.id = r.id AND d.status = 'pending' AND d.first
 			  AND r.id NOT IN (SELECT id FROM run_at_row)
 			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
 		u AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved UNION ALL SELECT * FROM run_at_row UNION ALL SELECT * FROM run_moved)
@@ -311,59 +312,66 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		// and given a token), and the rest of the run come with it,
 		// unclaimed, held by its claim (domain.Attempt.Head): while the
 		// head waits for its result none of them is a lane head, so no
-		// claim in any replica can take one. Each delivery used to be
+		// claim in any replica can take one, and their results count only
+		// with the head's (Record). Each delivery of a run used to be
 		// locked and leased too, a row lock and a row version each: the
-		// most costly statement of the engine (BenchmarkWebhooksFanout,
-		// engine alone: 8.9 buffers per delivery against 11.2 for
-		// recording the results).
+		// costliest statement of the engine alone in
+		// BenchmarkWebhooksFanout (8.9 buffers per delivery, against 11.2
+		// for recording the results; now 3-4).
 		//
-		// A lane is one subscription's (or integration target's): its
-		// secret is read once per lane (the integration targets only for
-		// a lane that is not a subscription's; materialized, or the
-		// planner computes it again for every delivery of the lane), and a
-		// lane whose subscription is gone takes nothing more. Each payload
-		// is read where its event was written (eventOf). The paused URLs
-		// are read once (targets_paused), not looked up per head. A head
-		// is locked where the lane's index found it (its ctid): one
-		// updated since (its lease, its url) is locked at its newest
-		// version and checked again, or left out, and then its lane gets
-		// nothing; the claim goes there too, and by id to a row the lock
-		// found rewritten (as Record does with results).
+		// The rest are read after the head's claim, from the lane's index
+		// past the head's seq, once per claimed lane (a join of every
+		// lane's rows to the claimed heads was a scan of one per row of
+		// the other). A lane is one subscription's (or integration
+		// target's): its secret is read once per lane (the integration
+		// targets only for a lane that is not a subscription's;
+		// materialized, or the planner computes it again for every
+		// delivery of the lane), and a lane whose subscription is gone
+		// takes nothing more. Each payload is read where its event was
+		// written (eventOf). The paused URLs are read once
+		// (targets_paused), not looked up per head. A head is locked where
+		// the lane's index found it (its ctid): one updated since (its
+		// lease, its url) is locked at its newest version and checked
+		// again, or left out, and then its lane gets nothing; the claim
+		// goes there too, and by id to a row the lock found rewritten (as
+		// Record does with results).
 		batch.Queue(`WITH w AS MATERIALIZED (
 				SELECT u.sub, u.lane, u.cap, coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = u.sub),
 					(SELECT t.secret FROM integration_targets t WHERE t.id = u.sub)) AS secret
 				FROM unnest($1::uuid[], $3::bigint[], $4::int[]) AS u(sub, lane, cap)),
 			h AS (
-				SELECT x.*, w.sub, w.secret
+				SELECT x.id, x.ctid, x.event_id, x.event_at, w.cap, w.secret
 				FROM w CROSS JOIN LATERAL (
-					SELECT id, ctid, seq, event_id, event_at, url, lane, attempt, failures, row_number() OVER (ORDER BY seq) AS n
-					FROM deliveries
+					SELECT id, ctid, event_id, event_at FROM deliveries
 					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first
-					ORDER BY seq LIMIT w.cap) x
+					ORDER BY seq LIMIT 1) x
 				WHERE w.secret IS NOT NULL),
 			l AS (
 				SELECT d.id FROM deliveries d
-				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h WHERE n = 1)) AND d.claimed_until < now()
+				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h)) AND d.claimed_until < now()
 				  AND d.url <> ALL (ARRAY(SELECT url FROM targets WHERE paused))
 				FOR UPDATE OF d SKIP LOCKED),
-			c AS (SELECT h.id, h.ctid, h.event_id, h.event_at, h.secret FROM h WHERE h.n = 1 AND h.id IN (SELECT id FROM l)),
+			c AS (SELECT h.* FROM h WHERE h.id = ANY (ARRAY(SELECT id FROM l))),
 			at_row AS (
 				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
 				FROM c CROSS JOIN LATERAL (`+eventOf+`) e
 				WHERE d.ctid = c.ctid AND d.id = c.id
-				RETURNING `+chainClaimed+`),
+				RETURNING `+chainClaimed+`, c.cap),
 			moved AS (
 				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
 				FROM c CROSS JOIN LATERAL (`+eventOf+`) e
 				WHERE d.id = c.id AND c.id NOT IN (SELECT id FROM at_row)
-				RETURNING `+chainClaimed+`),
+				RETURNING `+chainClaimed+`, c.cap),
 			led AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved)
-			SELECT * FROM led
+			SELECT id, event_id, sub, url, secret, payload, lane, seq, first, attempt, failures, token, ctid, head FROM led
 			UNION ALL
-			SELECT h.id, h.event_id, h.sub, h.url, h.secret, e.payload::text, h.lane, h.seq, true, h.attempt, h.failures,
-				led.token, h.ctid::text, led.id
-			FROM led JOIN h ON h.sub = led.sub AND h.lane = led.lane AND h.n > 1
-			CROSS JOIN LATERAL (SELECT h.event_id, h.event_at) c CROSS JOIN LATERAL (`+eventOf+`) e`,
+			SELECT r.id, r.event_id, led.sub, r.url, led.secret, e.payload::text, r.lane, r.seq, true, r.attempt, r.failures,
+				led.token, r.ctid::text, led.id
+			FROM led CROSS JOIN LATERAL (
+				SELECT id, ctid, seq, event_id, event_at, url, lane, attempt, failures FROM deliveries
+				WHERE subscription_id = led.sub AND lane = led.lane AND status = 'pending' AND first AND seq > led.seq
+				ORDER BY seq LIMIT led.cap - 1) r
+			CROSS JOIN LATERAL (SELECT r.event_id, r.event_at) c CROSS JOIN LATERAL (`+eventOf+`) e`,
 			subs, secs(lease), lanes, caps).Query(func(rows pgx.Rows) error {
 			got, err := scanAttempts(rows, false)
 			for _, a := range got {
@@ -392,7 +400,8 @@ const recorded = `status = r.status, first = false, failures = r.failures, attem
 // chainClaimed is what the chain's claim returns of a delivery d of event e
 // with its lane's secret (c), as scanAttempts reads it.
 const chainClaimed = `d.id, d.event_id, d.subscription_id AS sub, d.url, c.secret,
-	e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token AS token, d.ctid::text, 0::bigint`
+	e.payload::text AS payload, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token AS token, d.ctid::text AS ctid,
+	0::bigint AS head`
 
 // noRow is the ctid of no row (offset 0 is never used): an attempt that
 // does not know its row is recorded by its id.
