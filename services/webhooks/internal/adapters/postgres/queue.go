@@ -76,8 +76,16 @@ const notPaused = `NOT EXISTS (SELECT 1 FROM targets t WHERE t.url = d.url AND t
 // buffers for a claim of 64 over a backlog of 3,000). A subquery can only
 // look its lane up, with the candidate's subscription and lane as the
 // index's keys.
-const laneHead = `d.seq = (SELECT min(p.seq) FROM deliveries p
-	WHERE p.subscription_id = d.subscription_id AND p.lane = d.lane AND p.status = 'pending' AND p.first)`
+//
+// It looks for the nearest earlier one (the lane index read backwards
+// from the candidate), not the lane's oldest: most candidates that are no
+// head are the rest of a run in flight (held by their head's claim), and
+// the one right before them answers. Read from the lane's start, every
+// one passed the index entries left by the lane's recorded deliveries
+// (their rows rewritten, the entries not yet removed: a visit to the heap
+// each) before reaching the head.
+const laneHead = `(SELECT max(p.seq) FROM deliveries p
+	WHERE p.subscription_id = d.subscription_id AND p.lane = d.lane AND p.status = 'pending' AND p.first AND p.seq < d.seq) IS NULL`
 
 func scanAttempts(rows pgx.Rows, probe bool) ([]domain.Attempt, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Attempt, error) {
@@ -295,7 +303,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	}
 	chained := map[laneKey]int{}
 	var subs []string
-	var lanes []int64
+	var lanes, after []int64
 	var caps []int32
 	var lease time.Duration
 	for i, b := range bs {
@@ -303,6 +311,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			a := b.Sent[0].Attempt
 			chained[laneKey{a.SubscriptionID, a.Lane}] = i
 			subs, lanes, caps = append(subs, a.SubscriptionID), append(lanes, a.Lane), append(caps, int32(b.Chain))
+			after = append(after, a.Seq)
 			lease = max(lease, b.Lease)
 		}
 	}
@@ -319,8 +328,15 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		// BenchmarkWebhooksFanout (8.9 buffers per delivery, against 11.2
 		// for recording the results; now 3-4).
 		//
-		// The rest are read after the head's claim, from the lane's index
-		// past the head's seq, once per claimed lane (a join of every
+		// The head is looked for from the batch's first delivery on: every
+		// delivery of the lane still waiting on the ordered path is it
+		// (its result discarded: another holder has it, and the lane gets
+		// nothing) or comes after it (it was the lane's head), and the
+		// index entries before it are those of deliveries recorded, a
+		// visit to the heap each (18 buffers per lane in
+		// BenchmarkWebhooksFanout, from the lane's start). The rest
+		// are read after the head's claim, from the lane's index past the
+		// head's seq, once per claimed lane (a join of every
 		// lane's rows to the claimed heads was a scan of one per row of
 		// the other). A lane is one subscription's (or integration
 		// target's): its secret is read once per lane (the integration
@@ -336,14 +352,14 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		// goes there too, and by id to a row the lock found rewritten (as
 		// Record does with results).
 		batch.Queue(`WITH w AS MATERIALIZED (
-				SELECT u.sub, u.lane, u.cap, coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = u.sub),
+				SELECT u.sub, u.lane, u.cap, u.after, coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = u.sub),
 					(SELECT t.secret FROM integration_targets t WHERE t.id = u.sub)) AS secret
-				FROM unnest($1::uuid[], $3::bigint[], $4::int[]) AS u(sub, lane, cap)),
+				FROM unnest($1::uuid[], $3::bigint[], $4::int[], $5::bigint[]) AS u(sub, lane, cap, after)),
 			h AS (
 				SELECT x.id, x.ctid, x.event_id, x.event_at, w.cap, w.secret
 				FROM w CROSS JOIN LATERAL (
 					SELECT id, ctid, event_id, event_at FROM deliveries
-					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first
+					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first AND seq >= w.after
 					ORDER BY seq LIMIT 1) x
 				WHERE w.secret IS NOT NULL),
 			l AS (
@@ -372,7 +388,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 				WHERE subscription_id = led.sub AND lane = led.lane AND status = 'pending' AND first AND seq > led.seq
 				ORDER BY seq LIMIT led.cap - 1) r
 			CROSS JOIN LATERAL (SELECT r.event_id, r.event_at) c CROSS JOIN LATERAL (`+eventOf+`) e`,
-			subs, secs(lease), lanes, caps).Query(func(rows pgx.Rows) error {
+			subs, secs(lease), lanes, caps, after).Query(func(rows pgx.Rows) error {
 			got, err := scanAttempts(rows, false)
 			for _, a := range got {
 				i := chained[laneKey{a.SubscriptionID, a.Lane}]
