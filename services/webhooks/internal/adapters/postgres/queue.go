@@ -295,7 +295,8 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token) WHERE d.id = u.id AND d.claim_token = u.token`,
 			uIDs, uTokens)
 	}
-	q.queueHealth(batch, bs)
+	var changes []healthChange
+	queueHealth(batch, bs, &changes)
 	next := make([][]domain.Attempt, len(bs))
 	type laneKey struct {
 		sub  string
@@ -401,6 +402,16 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	if err := q.db.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, fmt.Errorf("record %d attempts of %d batches from delivery %d: %w", len(ids), len(bs), ids[0], err)
 	}
+	// Said once committed: a pause rolled back with its transaction did
+	// not happen.
+	for _, c := range changes {
+		if c.paused {
+			q.log.Warn("webhooks: url paused", "host", domain.Host(c.url), "subscription", c.sub,
+				"failures", c.failures, "probe_at", c.probeAt.UTC().Format(time.RFC3339Nano))
+		} else {
+			q.log.Warn("webhooks: url resumed", "host", domain.Host(c.url), "subscription", c.sub)
+		}
+	}
 	for _, n := range next {
 		slices.SortFunc(n, func(x, y domain.Attempt) int { return cmp.Compare(x.Seq, y.Seq) })
 	}
@@ -433,12 +444,12 @@ const noRow = "(0,0)"
 // order, so two groups lock targets rows in the same order and cannot
 // deadlock. A clear right after a clear of the same URL is left out.
 //
-// A pause and a resumption are logged (once each), with the URL's host
-// alone: its path and query may hold the receiver's secrets. The clear
-// locks and reads the row it changes (was) only when there is something
-// to clear, so the common case, a success on a healthy URL, reads the
-// row as before and returns nothing.
-func (q *Queue) queueHealth(batch *pgx.Batch, bs []app.Batch) {
+// A pause and a resumption are added to changes (once each), for Record
+// to log when the transaction has committed. The clear locks and reads
+// the row it changes (was) only when there is something to clear, so the
+// common case, a success on a healthy URL, reads the row as before and
+// returns nothing.
+func queueHealth(batch *pgx.Batch, bs []app.Batch, changes *[]healthChange) {
 	byURL := map[string][]app.Batch{}
 	for _, b := range bs {
 		u := b.Sent[0].Attempt.URL
@@ -462,7 +473,7 @@ func (q *Queue) queueHealth(batch *pgx.Batch, bs []app.Batch) {
 							return err
 						}
 						if was {
-							q.log.Warn("webhooks: url resumed", "host", domain.Host(url), "subscription", last.Attempt.SubscriptionID)
+							*changes = append(*changes, healthChange{url: url, sub: last.Attempt.SubscriptionID})
 						}
 					}
 					return rows.Err()
@@ -501,8 +512,8 @@ func (q *Queue) queueHealth(batch *pgx.Batch, bs []app.Batch) {
 						}
 						if now && !pauseLogged {
 							pauseLogged = true
-							q.log.Warn("webhooks: url paused", "host", domain.Host(url), "subscription", last.Attempt.SubscriptionID,
-								"failures", failures, "probe_at", probeAt.UTC().Format(time.RFC3339Nano))
+							*changes = append(*changes, healthChange{url: url, sub: last.Attempt.SubscriptionID, paused: true,
+								failures: failures, probeAt: probeAt})
 						}
 					}
 					return rows.Err()
@@ -511,6 +522,16 @@ func (q *Queue) queueHealth(batch *pgx.Batch, bs []app.Batch) {
 			cleared = false
 		}
 	}
+}
+
+// healthChange is a URL paused or resumed by a recording, for the log
+// (its host alone: the URL's path and query may hold the receiver's
+// secrets).
+type healthChange struct {
+	url, sub string
+	paused   bool
+	failures int
+	probeAt  time.Time
 }
 
 // NextDue implements app.Queue.
