@@ -408,11 +408,11 @@ type racingIntake struct {
 	raced   atomic.Bool
 }
 
-func (q *racingIntake) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
+func (q *racingIntake) ClaimFirst(ctx context.Context, n int, lease time.Duration, held ...app.Lane) ([]domain.Attempt, error) {
 	if q.holding.Load() {
 		return nil, nil
 	}
-	return q.Queue.ClaimFirst(ctx, n, lease)
+	return q.Queue.ClaimFirst(ctx, n, lease, held...)
 }
 
 func (q *racingIntake) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt, error) {
@@ -689,11 +689,11 @@ type stopDuringClaim struct {
 	taken atomic.Bool
 }
 
-func (q *stopDuringClaim) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
+func (q *stopDuringClaim) ClaimFirst(ctx context.Context, n int, lease time.Duration, held ...app.Lane) ([]domain.Attempt, error) {
 	if q.taken.Swap(true) {
-		return q.Queue.ClaimFirst(ctx, n, lease)
+		return q.Queue.ClaimFirst(ctx, n, lease, held...)
 	}
-	got, err := q.Queue.ClaimFirst(context.WithoutCancel(ctx), n, lease)
+	got, err := q.Queue.ClaimFirst(context.WithoutCancel(ctx), n, lease, held...)
 	q.stop()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -112,7 +112,14 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 // some runs of BenchmarkWebhooksFanout) tested every waiting delivery for
 // being a head at every call: 35 buffers per delivery instead of 1 while
 // a backlog drained.
-func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
+//
+// The lanes held by the caller are passed over first (a hashed test of
+// each candidate's subscription and lane), before the test of a head.
+func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration, held ...app.Lane) ([]domain.Attempt, error) {
+	subs, lanes := make([]string, len(held)), make([]int64, len(held))
+	for i, l := range held {
+		subs[i], lanes[i] = l.Subscription, l.Lane
+	}
 	var out []domain.Attempt
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN`)
@@ -121,9 +128,10 @@ func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]d
 	batch.Queue(`WITH c AS (
 		SELECT d.id, d.event_id, d.event_at FROM deliveries d
 		WHERE d.status = 'pending' AND d.first AND d.seq > 0 AND d.claimed_until < now()
+		  AND (d.subscription_id, d.lane) NOT IN (SELECT u.s, u.l FROM unnest($3::uuid[], $4::bigint[]) AS u(s, l))
 		  AND `+laneHead+` AND `+notPaused+`
 		ORDER BY d.seq LIMIT $1
-		FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease)).Query(func(rows pgx.Rows) error {
+		FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease), subs, lanes).Query(func(rows pgx.Rows) error {
 		var err error
 		out, err = scanAttempts(rows, false)
 		return err

@@ -420,3 +420,28 @@ func TestClaimReadsEventWhereWritten(t *testing.T) {
 	require.Len(t, retries, len(events)-1)
 	check(retries)
 }
+
+// TestClaimFirstPassesOverHeldLanes: ClaimFirst takes no head of a lane
+// the caller says it holds (its worker is delivering that lane's run),
+// and still takes the others'.
+func TestClaimFirstPassesOverHeldLanes(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s1, s2 := subscription(t, db, "https://one.example/hook"), subscription(t, db, "https://two.example/hook")
+	queued(t, db, s1, 1, 2)
+	queued(t, db, s1, 2, 2)
+	queued(t, db, s2, 1, 2) // the same chat, another subscription: another lane
+
+	heads, err := q.ClaimFirst(ctx, 10, lease, app.Lane{Subscription: s1, Lane: 1})
+	require.NoError(t, err)
+	var got []app.Lane
+	for _, h := range heads {
+		got = append(got, app.Lane{Subscription: h.SubscriptionID, Lane: h.Lane})
+	}
+	require.ElementsMatch(t, []app.Lane{{Subscription: s1, Lane: 2}, {Subscription: s2, Lane: 1}}, got)
+	heads, err = q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 1, "the lane passed over is taken once not held")
+	require.Equal(t, app.Lane{Subscription: s1, Lane: 1}, app.Lane{Subscription: heads[0].SubscriptionID, Lane: heads[0].Lane})
+}
