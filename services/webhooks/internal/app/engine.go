@@ -22,14 +22,18 @@ type Queue interface {
 	ClaimRetries(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error)
 	// ClaimFirst takes up to n heads of lanes (the oldest delivery of a
 	// subscription and chat that has had no attempt yet), oldest first, to
-	// URLs not paused: one lane never has two in flight.
-	ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error)
+	// URLs not paused: one lane never has two in flight. held are lanes
+	// the caller is delivering: they have no head to take, and their
+	// waiting deliveries are passed over without the test of a head.
+	ClaimFirst(ctx context.Context, n int, lease time.Duration, held ...Lane) ([]domain.Attempt, error)
 	// Record stores batches' results under their claims together with
 	// their URLs' health, releases what they did not send, and, for each
-	// batch with Chain set, claims up to Chain of its lane's next
-	// deliveries (the head and those right after it, in order), all in one
+	// batch with Chain set, takes up to Chain of its lane's next
+	// deliveries (the head, claimed, and those right after it, in order,
+	// held by the head's claim: domain.Attempt.Head), all in one
 	// transaction: next[i] is what batch i goes on with. A claim that ran
-	// out and was taken by another holder records nothing.
+	// out and was taken by another holder records nothing, nor do the
+	// deliveries it held.
 	Record(ctx context.Context, bs []Batch) (next [][]domain.Attempt, err error)
 	// NextDue is when the next retry or probe falls due (zero: none).
 	NextDue(ctx context.Context) (time.Time, error)
@@ -40,6 +44,13 @@ type Queue interface {
 	// Listen calls wake whenever deliveries are queued (by any replica),
 	// and once each time it (re)connects; it returns when ctx ends.
 	Listen(ctx context.Context, wake func()) error
+}
+
+// Lane is one subscription's (or integration target's) deliveries of one
+// chat (0: of the connection itself), first attempts in order.
+type Lane struct {
+	Subscription string
+	Lane         int64
 }
 
 // Recording is one attempt's result and what it decides.
@@ -54,7 +65,8 @@ type Recording struct {
 // failed.
 type Batch struct {
 	Sent []Recording
-	// Unsent were claimed but not tried; they go back to the queue.
+	// Unsent were claimed (or held by a claim) but not tried; they go
+	// back to the queue.
 	Unsent []domain.Attempt
 	// Chain is how many of the lane's next deliveries to claim (0: none).
 	Chain int
@@ -101,6 +113,10 @@ type Engine struct {
 	records chan recording
 	// woken is when the last notification came (Unix nanoseconds).
 	woken atomic.Int64
+	// held are the lanes this replica's workers are delivering (a head
+	// claimed and the run after it), for ClaimFirst to pass over.
+	heldMu sync.Mutex
+	held   map[Lane]int
 }
 
 // recording is a worker's batch waiting to be recorded, and where the
@@ -137,7 +153,7 @@ const (
 
 // NewEngine wires the engine.
 func NewEngine(q Queue, s Sender, cfg EngineConfig, log *slog.Logger) *Engine {
-	return &Engine{q: q, send: s, cfg: cfg, log: log, records: make(chan recording)}
+	return &Engine{q: q, send: s, cfg: cfg, log: log, records: make(chan recording), held: map[Lane]int{}}
 }
 
 // Run delivers until ctx ends, then lets the attempts in flight finish and
@@ -232,6 +248,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		for _, a := range claimed {
 			inFlight++
 			workers.Add(1)
+			// A lane is held from its head's claim until its worker is
+			// done with it (the runs its chain takes included): deliver
+			// lets it go.
+			if a.First {
+				e.hold(Lane{a.SubscriptionID, a.Lane}, 1)
+			}
 			go func() {
 				defer workers.Done()
 				done <- e.deliver(ctx, work, []domain.Attempt{a})
@@ -303,7 +325,7 @@ func (e *Engine) claim(ctx context.Context, n int, heads bool) (out []domain.Att
 		retries = len(got) == ask
 	}
 	if left := n - len(out); left > 0 && heads {
-		got, err := e.q.ClaimFirst(ctx, left, lease)
+		got, err := e.q.ClaimFirst(ctx, left, lease, e.heldLanes()...)
 		out = append(out, got...)
 		if err != nil {
 			return out, false, err
@@ -318,6 +340,29 @@ func (e *Engine) claim(ctx context.Context, n int, heads bool) (out []domain.Att
 		}
 	}
 	return out, exhausted, nil
+}
+
+// hold counts a lane in (1) or out (-1) of those held.
+func (e *Engine) hold(l Lane, d int) {
+	e.heldMu.Lock()
+	defer e.heldMu.Unlock()
+	if e.held[l] += d; e.held[l] <= 0 {
+		delete(e.held, l)
+	}
+}
+
+// heldLanes are the lanes held now. A lane's waiting deliveries were the
+// most ClaimFirst read past since only a run's head is claimed: without a
+// lease, each was tested for being its lane's head (an index descent and
+// a heap visit) to be passed over.
+func (e *Engine) heldLanes() []Lane {
+	e.heldMu.Lock()
+	defer e.heldMu.Unlock()
+	out := make([]Lane, 0, len(e.held))
+	for l := range e.held {
+		out = append(out, l)
+	}
+	return out
 }
 
 // LaneBatch is how many of a lane's deliveries a worker holds at once: it
@@ -341,6 +386,24 @@ const LaneBatch = 32
 // came while its last chain was under way.
 func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) (madeHeads bool) {
 	lease := e.cfg.Lease()
+	// ranOut is when the last recording, which found the lane empty as
+	// far as its chain saw, was asked for.
+	var ranOut time.Time
+	if head := held[0]; head.First {
+		defer func() {
+			e.hold(Lane{head.SubscriptionID, head.Lane}, -1)
+			// Deliveries queued on the lane by a transaction that
+			// committed after the chain's snapshot were no heads for a
+			// ClaimFirst that ran while the lane was held here (its head
+			// still waiting, or the lane passed over as held): with no one
+			// to look for them, they would wait for the poll interval. So
+			// a notification that came since the last recording was asked
+			// for, until the lane is let go, makes heads.
+			if !ranOut.IsZero() && e.woken.Load() >= ranOut.UnixNano() {
+				madeHeads = true
+			}
+		}()
+	}
 	for len(held) > 0 {
 		// The lease began at the claim's request, at the latest.
 		deadline := time.Now().Add(lease - e.cfg.Timeout - time.Second)
@@ -351,8 +414,10 @@ func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) (made
 				break
 			}
 			res := e.send.Send(work, a)
-			b.Sent = append(b.Sent, Recording{Attempt: a, Result: res, Decision: domain.Decide(a, res, e.cfg.Retries)})
+			rec := Recording{Attempt: a, Result: res, Decision: domain.Decide(a, res, e.cfg.Retries)}
+			b.Sent = append(b.Sent, rec)
 			if res.Outcome != domain.Delivered {
+				e.logFailed(rec)
 				b.Unsent = held[i+1:]
 				break
 			}
@@ -371,16 +436,35 @@ func (e *Engine) deliver(ctx, work context.Context, held []domain.Attempt) (made
 			return true
 		}
 		held = r.next
-		if len(held) == 0 && b.Chain > 0 && e.woken.Load() >= asked.UnixNano() {
-			// The lane ran out as far as the chain saw. Deliveries queued
-			// on it by a transaction that committed after the chain's
-			// snapshot were no heads when their notification's ClaimFirst
-			// ran (the lane was held here): with no one to look for them,
-			// they would wait for the poll interval.
-			madeHeads = true
+		if len(held) == 0 && b.Chain > 0 {
+			ranOut = asked
 		}
 	}
 	return madeHeads
+}
+
+// logFailed says, once per failed attempt, what an operator needs to tell
+// why a lane stalls: whose, where to (the host alone: a URL's path and
+// query may hold the receiver's secrets), the answer or the kind of
+// failure, which attempt, and what comes next (the URL's pause is the
+// recorder's to say: Queue.Record). Successes are not logged.
+func (e *Engine) logFailed(r Recording) {
+	a, res := r.Attempt, r.Result
+	args := []any{"subscription", a.SubscriptionID, "delivery", a.ID, "host", domain.Host(a.URL), "attempt", a.Attempts + 1}
+	if res.Status != 0 {
+		args = append(args, "status", res.Status)
+	} else {
+		args = append(args, "error", res.Cause)
+	}
+	if a.Probe {
+		args = append(args, "probe", true)
+	}
+	if r.Decision.Status == domain.StatusPending {
+		args = append(args, "next_attempt_at", time.Now().Add(r.Decision.RetryIn).UTC().Format(time.RFC3339Nano))
+	} else {
+		args = append(args, "outcome", r.Decision.Status)
+	}
+	e.log.Warn("webhooks: attempt failed", args...)
 }
 
 // recorder records the batches workers hand it, each time all of those

@@ -408,11 +408,11 @@ type racingIntake struct {
 	raced   atomic.Bool
 }
 
-func (q *racingIntake) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
+func (q *racingIntake) ClaimFirst(ctx context.Context, n int, lease time.Duration, held ...app.Lane) ([]domain.Attempt, error) {
 	if q.holding.Load() {
 		return nil, nil
 	}
-	return q.Queue.ClaimFirst(ctx, n, lease)
+	return q.Queue.ClaimFirst(ctx, n, lease, held...)
 }
 
 func (q *racingIntake) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt, error) {
@@ -689,11 +689,11 @@ type stopDuringClaim struct {
 	taken atomic.Bool
 }
 
-func (q *stopDuringClaim) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
+func (q *stopDuringClaim) ClaimFirst(ctx context.Context, n int, lease time.Duration, held ...app.Lane) ([]domain.Attempt, error) {
 	if q.taken.Swap(true) {
-		return q.Queue.ClaimFirst(ctx, n, lease)
+		return q.Queue.ClaimFirst(ctx, n, lease, held...)
 	}
-	got, err := q.Queue.ClaimFirst(context.WithoutCancel(ctx), n, lease)
+	got, err := q.Queue.ClaimFirst(context.WithoutCancel(ctx), n, lease, held...)
 	q.stop()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -719,4 +719,125 @@ func TestStopDuringClaim(t *testing.T) {
 		WHERE status = 'pending' AND claimed_until > now()`).Scan(&leased))
 	require.Zero(t, leased, "deliveries leased by the stopped engine")
 	require.Len(t, rc.snapshot(), 1, "the lane's head, claimed as the engine stopped, was delivered")
+}
+
+// lockedBuffer is a log's output, written by the engine's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines are the log's records, decoded.
+func (l *lockedBuffer) lines(t *testing.T) (out []map[string]any, raw string) {
+	l.mu.Lock()
+	raw = l.b.String()
+	l.mu.Unlock()
+	for _, line := range strings.Split(strings.TrimSpace(raw), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		out = append(out, m)
+	}
+	return out, raw
+}
+
+// TestFailuresLogged: every failed attempt is logged once, at warn, with
+// its subscription, the URL's host alone (its path and query hold secrets
+// here), the answer's status, the attempt's number and when the next is
+// due; the URL's pause and its resumption once each; successes not at all.
+// (A stall in the rolling restart test could not be told from the logs.)
+func TestFailuresLogged(t *testing.T) {
+	cfg := fastConfig()
+	cfg.PauseAfter = 2
+	cfg.Retries = []time.Duration{time.Second, time.Second, time.Second, time.Second, time.Second}
+	cfg.Probes = []time.Duration{300 * time.Millisecond}
+	var healthy atomic.Bool
+	var failed atomic.Int32
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ hit, _ int) {
+		if healthy.Load() {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		failed.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	r := newIdleRig(t)
+	url := rc.srv.URL + "/hooks/s3cret?token=t0ken"
+	sub := r.subscribe(url, rc.secret)
+	var out lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	e := app.NewEngine(postgres.NewQueue(r.db, log), sender.New(sender.Options{Timeout: cfg.Timeout, AllowPrivate: true, MaxConnsPerHost: cfg.Workers}), cfg, log)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	start := time.Now()
+	r.emit(1)
+	r.emit(2)
+	// Two failures pause the URL; then a failed probe or two.
+	require.Eventually(t, func() bool { return failed.Load() >= 3 }, 5*time.Second, 10*time.Millisecond)
+	healthy.Store(true)
+	r.emit(1)
+	r.waitSettled(5 * time.Second)
+	require.Equal(t, map[string]int{"succeeded": 3}, r.statuses())
+
+	lines, raw := out.lines(t)
+	require.NotContains(t, raw, "s3cret", "the URL's path is not logged")
+	require.NotContains(t, raw, "t0ken", "the URL's query is not logged")
+	host := strings.TrimPrefix(rc.srv.URL, "http://")
+	var attempts []map[string]any
+	var paused, resumed int
+	for _, l := range lines {
+		require.Equal(t, "WARN", l["level"], l)
+		switch l["msg"] {
+		case "webhooks: attempt failed":
+			attempts = append(attempts, l)
+		case "webhooks: url paused":
+			paused++
+			require.Equal(t, host, l["host"], l)
+			require.Equal(t, float64(2), l["failures"], l)
+			probeAt, err := time.Parse(time.RFC3339Nano, l["probe_at"].(string))
+			require.NoError(t, err)
+			require.WithinDuration(t, time.Now(), probeAt, 5*time.Second)
+		case "webhooks: url resumed":
+			resumed++
+			require.Equal(t, host, l["host"], l)
+		default:
+			t.Fatalf("unexpected log line %v", l)
+		}
+	}
+	require.Equal(t, 1, paused, raw)
+	require.Equal(t, 1, resumed, raw)
+	require.Len(t, attempts, int(failed.Load()), "one line per failed attempt, none per success:\n%s", raw)
+	probes := 0
+	for i, l := range attempts {
+		require.Equal(t, sub, l["subscription"], l)
+		require.Equal(t, host, l["host"], l)
+		require.Equal(t, float64(503), l["status"], l)
+		require.NotContains(t, l, "error", "an answer has a status, not an error class")
+		if l["probe"] == true {
+			probes++
+			require.Equal(t, float64(2), l["attempt"], "a probe is its delivery's second attempt: %v", l)
+		} else {
+			require.Less(t, i, 2, "only the first two attempts are not probes")
+			require.Equal(t, float64(1), l["attempt"], l)
+		}
+		next, err := time.Parse(time.RFC3339Nano, l["next_attempt_at"].(string))
+		require.NoError(t, err, l)
+		require.True(t, !next.Before(start.Add(time.Second)) && !next.After(time.Now().Add(time.Second)),
+			"the next attempt a retry's delay after the attempt: %v", l)
+	}
+	require.Equal(t, len(attempts)-2, probes)
 }

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"net/url"
 	"time"
 )
 
@@ -27,6 +28,13 @@ type Attempt struct {
 	Probe bool
 	// Token names this claim; a result is recorded only under it.
 	Token string
+	// Head, when not 0, is the delivery whose claim holds this one: the
+	// first of the lane's run it came in (Token is that claim's). The rest
+	// of a run need no lease of their own: none of them is a lane head
+	// while the run's first waits for its result, so no other claim can
+	// take them; their results count only if the head's is recorded under
+	// its token in the same transaction.
+	Head int64
 	// Row is where the claim left the delivery's row in the store, so the
 	// result is written there without looking the row up again; a row
 	// moved since is found by its ID.
@@ -56,6 +64,34 @@ type Result struct {
 	Status   int
 	Error    string
 	Duration time.Duration
+	// Cause is a failure without an answer in a few fixed words (Causes),
+	// for the process's log: Error may quote the URL, whose path and query
+	// can hold a receiver's secrets. Empty when there was an answer.
+	Cause string
+}
+
+// Causes of a failure without an answer (Result.Cause).
+const (
+	CauseTimeout    = "timeout"
+	CauseRefused    = "connection refused"
+	CauseReset      = "connection reset"
+	CauseClosed     = "connection closed"
+	CauseTLS        = "tls"
+	CauseNoName     = "name does not resolve"
+	CauseNotAllowed = "address not allowed"
+	CauseRead       = "reading the answer"
+	CauseRequest    = "request not made"
+	CauseOther      = "other"
+)
+
+// Host is a target URL's host (and port) alone, as the process's log
+// names a receiver: the path and query may hold secrets.
+func Host(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return "(not a url)"
+	}
+	return u.Host
 }
 
 // Status of a delivery.

@@ -47,7 +47,7 @@ WHERE d.id = c.id
 RETURNING d.id, d.event_id, d.subscription_id, d.url,
           coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = d.subscription_id),
                    (SELECT t.secret FROM integration_targets t WHERE t.id = d.subscription_id)),
-          e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token, d.ctid::text`
+          e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token, d.ctid::text, 0::bigint`
 
 // eventOf is the payload of the event of the delivery c (its event_id and
 // event_at), read where the intake wrote it (a tid scan: one buffer) and
@@ -76,15 +76,23 @@ const notPaused = `NOT EXISTS (SELECT 1 FROM targets t WHERE t.url = d.url AND t
 // buffers for a claim of 64 over a backlog of 3,000). A subquery can only
 // look its lane up, with the candidate's subscription and lane as the
 // index's keys.
-const laneHead = `d.seq = (SELECT min(p.seq) FROM deliveries p
-	WHERE p.subscription_id = d.subscription_id AND p.lane = d.lane AND p.status = 'pending' AND p.first)`
+//
+// It looks for the nearest earlier one (the lane index read backwards
+// from the candidate), not the lane's oldest: most candidates that are no
+// head are the rest of a run in flight (held by their head's claim), and
+// the one right before them answers. Read from the lane's start, every
+// one passed the index entries left by the lane's recorded deliveries
+// (their rows rewritten, the entries not yet removed: a visit to the heap
+// each) before reaching the head.
+const laneHead = `(SELECT max(p.seq) FROM deliveries p
+	WHERE p.subscription_id = d.subscription_id AND p.lane = d.lane AND p.status = 'pending' AND p.first AND p.seq < d.seq) IS NULL`
 
 func scanAttempts(rows pgx.Rows, probe bool) ([]domain.Attempt, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Attempt, error) {
 		a := domain.Attempt{Probe: probe}
 		// The payload (text) straight into its []byte: one copy, not two.
 		err := row.Scan(&a.ID, &a.EventID, &a.SubscriptionID, &a.URL, &a.Secret, &a.Payload, &a.Lane, &a.Seq,
-			&a.First, &a.Attempts, &a.Failures, &a.Token, &a.Row)
+			&a.First, &a.Attempts, &a.Failures, &a.Token, &a.Row, &a.Head)
 		return a, err
 	})
 }
@@ -104,7 +112,14 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 // some runs of BenchmarkWebhooksFanout) tested every waiting delivery for
 // being a head at every call: 35 buffers per delivery instead of 1 while
 // a backlog drained.
-func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
+//
+// The lanes held by the caller are passed over first (a hashed test of
+// each candidate's subscription and lane), before the test of a head.
+func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration, held ...app.Lane) ([]domain.Attempt, error) {
+	subs, lanes := make([]string, len(held)), make([]int64, len(held))
+	for i, l := range held {
+		subs[i], lanes[i] = l.Subscription, l.Lane
+	}
 	var out []domain.Attempt
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN`)
@@ -113,9 +128,10 @@ func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration) ([]d
 	batch.Queue(`WITH c AS (
 		SELECT d.id, d.event_id, d.event_at FROM deliveries d
 		WHERE d.status = 'pending' AND d.first AND d.seq > 0 AND d.claimed_until < now()
+		  AND (d.subscription_id, d.lane) NOT IN (SELECT u.s, u.l FROM unnest($3::uuid[], $4::bigint[]) AS u(s, l))
 		  AND `+laneHead+` AND `+notPaused+`
 		ORDER BY d.seq LIMIT $1
-		FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease)).Query(func(rows pgx.Rows) error {
+		FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease), subs, lanes).Query(func(rows pgx.Rows) error {
 		var err error
 		out, err = scanAttempts(rows, false)
 		return err
@@ -205,14 +221,14 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		retryIn             []float64
 		answers             []*int32
 		errs                []*string
-		uIDs                []int64
+		uIDs, heads         []int64
 		uTokens, rowsAt     []string
 	)
 	for _, b := range bs {
 		for _, rec := range b.Sent {
 			a, r, d := rec.Attempt, rec.Result, rec.Decision
 			ids, tokens, statuses = append(ids, a.ID), append(tokens, a.Token), append(statuses, d.Status)
-			rowsAt = append(rowsAt, cmp.Or(a.Row, noRow))
+			rowsAt, heads = append(rowsAt, cmp.Or(a.Row, noRow)), append(heads, a.Head)
 			failures, retryIn = append(failures, int32(d.Failures)), append(retryIn, secs(d.RetryIn))
 			durations = append(durations, int32(r.Duration.Milliseconds()))
 			var answer *int32
@@ -226,7 +242,11 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			answers, errs = append(answers, answer), append(errs, msg)
 		}
 		for _, a := range b.Unsent {
-			uIDs, uTokens = append(uIDs, a.ID), append(uTokens, a.Token)
+			// The rest of a run hold no lease of their own: nothing to
+			// release (the head's result frees them).
+			if a.Head == 0 {
+				uIDs, uTokens = append(uIDs, a.ID), append(uTokens, a.Token)
+			}
 		}
 	}
 	batch := &pgx.Batch{}
@@ -235,24 +255,40 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`)
 	// Each result goes to the row where its claim left it (its ctid: no
 	// lookup by key); one whose row moved since (a URL change rewrites
-	// what waits) is found by its id in the same statement. The id and the
-	// token are checked either way.
+	// what waits) is found by its id in the same statement. A claimed
+	// row's token is checked either way; the rest of a run (r.head: the
+	// run's first, whose claim holds them) count only if their head's
+	// result was recorded under its token by this statement (led), and
+	// only while they still wait on the ordered path. (The test of led is
+	// an expression, so it is a hashed subplan: as a join, r was scanned
+	// once per head recorded.)
 	batch.Queue(`WITH r AS (
 			SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[],
-				$9::text[]) AS r(id, token, status, failures, retry_in, answer, err, duration, loc)),
+				$9::text[], $10::bigint[]) AS r(id, token, status, failures, retry_in, answer, err, duration, loc, head)),
 		at_row AS (
 			UPDATE deliveries d SET `+recorded+`
-			FROM r WHERE d.ctid = r.loc::tid AND d.id = r.id AND d.claim_token = r.token
+			FROM r WHERE r.head = 0 AND d.ctid = r.loc::tid AND d.id = r.id AND d.claim_token = r.token
 			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
 		moved AS (
 			UPDATE deliveries d SET `+recorded+`
-			FROM r WHERE d.id = r.id AND d.claim_token = r.token AND r.id NOT IN (SELECT id FROM at_row)
+			FROM r WHERE r.head = 0 AND d.id = r.id AND d.claim_token = r.token AND r.id NOT IN (SELECT id FROM at_row)
 			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
-		u AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved)
+		led AS (SELECT id FROM at_row UNION ALL SELECT id FROM moved),
+		run_at_row AS (
+			UPDATE deliveries d SET `+recorded+`
+			FROM r WHERE (r.head IN (SELECT id FROM led)) IS TRUE AND d.ctid = r.loc::tid AND d.id = r.id
+			  AND d.status = 'pending' AND d.first
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
+		run_moved AS (
+			UPDATE deliveries d SET `+recorded+`
+			FROM r WHERE (r.head IN (SELECT id FROM led)) IS TRUE AND d.id = r.id AND d.status = 'pending' AND d.first
+			  AND r.id NOT IN (SELECT id FROM run_at_row)
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
+		u AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved UNION ALL SELECT * FROM run_at_row UNION ALL SELECT * FROM run_moved)
 		INSERT INTO delivery_log (delivery_id, subscription_id, attempt, status, response_status, error, duration_ms, next_attempt_at)
 		SELECT id, subscription_id, attempt, status, answer, err, duration, CASE WHEN status = 'pending' THEN next_attempt_at END
 		FROM u`,
-		ids, tokens, statuses, failures, retryIn, answers, errs, durations, rowsAt).Exec(func(tag pgconn.CommandTag) error {
+		ids, tokens, statuses, failures, retryIn, answers, errs, durations, rowsAt, heads).Exec(func(tag pgconn.CommandTag) error {
 		if lapsed := len(ids) - int(tag.RowsAffected()); lapsed > 0 {
 			// A lease ran out and another holder took those deliveries (or
 			// the subscription went): their results are the ones that
@@ -267,7 +303,8 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token) WHERE d.id = u.id AND d.claim_token = u.token`,
 			uIDs, uTokens)
 	}
-	queueHealth(batch, bs)
+	var changes []healthChange
+	queueHealth(batch, bs, &changes)
 	next := make([][]domain.Attempt, len(bs))
 	type laneKey struct {
 		sub  string
@@ -275,7 +312,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	}
 	chained := map[laneKey]int{}
 	var subs []string
-	var lanes []int64
+	var lanes, after []int64
 	var caps []int32
 	var lease time.Duration
 	for i, b := range bs {
@@ -283,62 +320,84 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			a := b.Sent[0].Attempt
 			chained[laneKey{a.SubscriptionID, a.Lane}] = i
 			subs, lanes, caps = append(subs, a.SubscriptionID), append(lanes, a.Lane), append(caps, int32(b.Chain))
+			after = append(after, a.Seq)
 			lease = max(lease, b.Lease)
 		}
 	}
 	if len(subs) > 0 {
-		// Each lane's next deliveries in order, from its head, as far as
-		// they can all be taken: a gap (one locked or held elsewhere) ends
-		// that lane's run there (a running "all taken so far" per lane).
-		// A lane is one subscription's (or integration target's): its
-		// secret is read once per lane, not per delivery as "claimed" does
-		// (the integration targets only for a lane that is not a
-		// subscription's; materialized, or the planner computes it again
-		// for every delivery of the lane), and a lane whose subscription
-		// is gone takes nothing more. Each payload is read where its event was written
-		// (eventOf). The
-		// paused URLs are read once (targets_paused), not looked up per
-		// delivery, and each row is locked where the lane's index found it
-		// (its ctid) rather than looked up again by key: a row updated
-		// since (its lease, its url) is locked at its newest version, and
-		// checked again there, or left out as a gap. The claim goes there
-		// too, and by id to a row the lock found rewritten (as Record
-		// does with results). 18 buffers per delivery before, 11 after
-		// (BenchmarkWebhooksFanout).
+		// Each lane's next deliveries in order, from its head: the head
+		// alone is claimed (locked where the lane's index found it, leased
+		// and given a token), and the rest of the run come with it,
+		// unclaimed, held by its claim (domain.Attempt.Head): while the
+		// head waits for its result none of them is a lane head, so no
+		// claim in any replica can take one, and their results count only
+		// with the head's (Record). Each delivery of a run used to be
+		// locked and leased too, a row lock and a row version each: the
+		// costliest statement of the engine alone in
+		// BenchmarkWebhooksFanout (8.9 buffers per delivery, against 11.2
+		// for recording the results; now 3-4).
+		//
+		// The head is looked for from the batch's first delivery on: every
+		// delivery of the lane still waiting on the ordered path is it
+		// (its result discarded: another holder has it, and the lane gets
+		// nothing) or comes after it (it was the lane's head), and the
+		// index entries before it are those of deliveries recorded, a
+		// visit to the heap each (18 buffers per lane in
+		// BenchmarkWebhooksFanout, from the lane's start). The rest
+		// are read after the head's claim, from the lane's index past the
+		// head's seq, once per claimed lane (a join of every
+		// lane's rows to the claimed heads was a scan of one per row of
+		// the other). A lane is one subscription's (or integration
+		// target's): its secret is read once per lane (the integration
+		// targets only for a lane that is not a subscription's;
+		// materialized, or the planner computes it again for every
+		// delivery of the lane), and a lane whose subscription is gone
+		// takes nothing more. Each payload is read where its event was
+		// written (eventOf). The paused URLs are read once
+		// (targets_paused), not looked up per head. A head is locked where
+		// the lane's index found it (its ctid): one updated since (its
+		// lease, its url) is locked at its newest version and checked
+		// again, or left out, and then its lane gets nothing; the claim
+		// goes there too, and by id to a row the lock found rewritten (as
+		// Record does with results).
 		batch.Queue(`WITH w AS MATERIALIZED (
-				SELECT u.sub, u.lane, u.cap, coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = u.sub),
+				SELECT u.sub, u.lane, u.cap, u.after, coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = u.sub),
 					(SELECT t.secret FROM integration_targets t WHERE t.id = u.sub)) AS secret
-				FROM unnest($1::uuid[], $3::bigint[], $4::int[]) AS u(sub, lane, cap)),
+				FROM unnest($1::uuid[], $3::bigint[], $4::int[], $5::bigint[]) AS u(sub, lane, cap, after)),
 			h AS (
-				SELECT x.id, x.ctid, x.seq, x.event_id, x.event_at, w.sub, w.lane, w.secret
+				SELECT x.id, x.ctid, x.event_id, x.event_at, w.cap, w.secret
 				FROM w CROSS JOIN LATERAL (
-					SELECT id, ctid, seq, event_id, event_at FROM deliveries
-					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first
-					ORDER BY seq LIMIT w.cap) x
+					SELECT id, ctid, event_id, event_at FROM deliveries
+					WHERE subscription_id = w.sub AND lane = w.lane AND status = 'pending' AND first AND seq >= w.after
+					ORDER BY seq LIMIT 1) x
 				WHERE w.secret IS NOT NULL),
 			l AS (
 				SELECT d.id FROM deliveries d
 				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM h)) AND d.claimed_until < now()
 				  AND d.url <> ALL (ARRAY(SELECT url FROM targets WHERE paused))
 				FOR UPDATE OF d SKIP LOCKED),
-			c AS (
-				SELECT r.id, r.ctid, r.event_id, r.event_at, r.secret FROM (
-					SELECT h.id, h.ctid, h.event_id, h.event_at, h.secret,
-						bool_and(h.id IN (SELECT id FROM l)) OVER (PARTITION BY h.sub, h.lane ORDER BY h.seq) AS run
-					FROM h) r
-				WHERE r.run),
+			c AS (SELECT h.* FROM h WHERE h.id = ANY (ARRAY(SELECT id FROM l))),
 			at_row AS (
 				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
 				FROM c CROSS JOIN LATERAL (`+eventOf+`) e
 				WHERE d.ctid = c.ctid AND d.id = c.id
-				RETURNING `+chainClaimed+`),
+				RETURNING `+chainClaimed+`, c.cap),
 			moved AS (
 				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
 				FROM c CROSS JOIN LATERAL (`+eventOf+`) e
 				WHERE d.id = c.id AND c.id NOT IN (SELECT id FROM at_row)
-				RETURNING `+chainClaimed+`)
-			SELECT * FROM at_row UNION ALL SELECT * FROM moved`,
-			subs, secs(lease), lanes, caps).Query(func(rows pgx.Rows) error {
+				RETURNING `+chainClaimed+`, c.cap),
+			led AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved)
+			SELECT id, event_id, sub, url, secret, payload, lane, seq, first, attempt, failures, token, ctid, head FROM led
+			UNION ALL
+			SELECT r.id, r.event_id, led.sub, r.url, led.secret, e.payload::text, r.lane, r.seq, true, r.attempt, r.failures,
+				led.token, r.ctid::text, led.id
+			FROM led CROSS JOIN LATERAL (
+				SELECT id, ctid, seq, event_id, event_at, url, lane, attempt, failures FROM deliveries
+				WHERE subscription_id = led.sub AND lane = led.lane AND status = 'pending' AND first AND seq > led.seq
+				ORDER BY seq LIMIT led.cap - 1) r
+			CROSS JOIN LATERAL (SELECT r.event_id, r.event_at) c CROSS JOIN LATERAL (`+eventOf+`) e`,
+			subs, secs(lease), lanes, caps, after).Query(func(rows pgx.Rows) error {
 			got, err := scanAttempts(rows, false)
 			for _, a := range got {
 				i := chained[laneKey{a.SubscriptionID, a.Lane}]
@@ -350,6 +409,16 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	batch.Queue(`COMMIT`)
 	if err := q.db.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, fmt.Errorf("record %d attempts of %d batches from delivery %d: %w", len(ids), len(bs), ids[0], err)
+	}
+	// Said once committed: a pause rolled back with its transaction did
+	// not happen.
+	for _, c := range changes {
+		if c.paused {
+			q.log.Warn("webhooks: url paused", "host", domain.Host(c.url), "subscription", c.sub,
+				"failures", c.failures, "probe_at", c.probeAt.UTC().Format(time.RFC3339Nano))
+		} else {
+			q.log.Warn("webhooks: url resumed", "host", domain.Host(c.url), "subscription", c.sub)
+		}
 	}
 	for _, n := range next {
 		slices.SortFunc(n, func(x, y domain.Attempt) int { return cmp.Compare(x.Seq, y.Seq) })
@@ -365,8 +434,9 @@ const recorded = `status = r.status, first = false, failures = r.failures, attem
 
 // chainClaimed is what the chain's claim returns of a delivery d of event e
 // with its lane's secret (c), as scanAttempts reads it.
-const chainClaimed = `d.id, d.event_id, d.subscription_id, d.url, c.secret,
-	e.payload::text, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token, d.ctid::text`
+const chainClaimed = `d.id, d.event_id, d.subscription_id AS sub, d.url, c.secret,
+	e.payload::text AS payload, d.lane, d.seq, d.first, d.attempt, d.failures, d.claim_token AS token, d.ctid::text AS ctid,
+	0::bigint AS head`
 
 // noRow is the ctid of no row (offset 0 is never used): an attempt that
 // does not know its row is recorded by its id.
@@ -381,7 +451,13 @@ const noRow = "(0,0)"
 // A URL's batches are counted in the group's order; URLs go in sorted
 // order, so two groups lock targets rows in the same order and cannot
 // deadlock. A clear right after a clear of the same URL is left out.
-func queueHealth(batch *pgx.Batch, bs []app.Batch) {
+//
+// A pause and a resumption are added to changes (once each), for Record
+// to log when the transaction has committed. The clear locks and reads
+// the row it changes (was) only when there is something to clear, so the
+// common case, a success on a healthy URL, reads the row as before and
+// returns nothing.
+func queueHealth(batch *pgx.Batch, bs []app.Batch, changes *[]healthChange) {
 	byURL := map[string][]app.Batch{}
 	for _, b := range bs {
 		u := b.Sent[0].Attempt.URL
@@ -389,11 +465,27 @@ func queueHealth(batch *pgx.Batch, bs []app.Batch) {
 	}
 	for _, url := range slices.Sorted(maps.Keys(byURL)) {
 		cleared := false
+		// pauseLogged: every failure after the pause in the same
+		// transaction sees the same paused_at = now().
+		pauseLogged := false
 		for _, b := range byURL[url] {
 			last := b.Sent[len(b.Sent)-1]
 			if (len(b.Sent) > 1 || last.Result.Outcome == domain.Delivered) && !cleared {
-				batch.Queue(`UPDATE targets SET failures = 0, paused = false, probe_step = 0, paused_at = NULL
-					WHERE url = $1 AND (failures > 0 OR paused)`, url)
+				batch.Queue(`WITH was AS (SELECT url, paused FROM targets WHERE url = $1 AND (failures > 0 OR paused) FOR UPDATE)
+					UPDATE targets t SET failures = 0, paused = false, probe_step = 0, paused_at = NULL
+					FROM was WHERE t.url = was.url
+					RETURNING was.paused`, url).Query(func(rows pgx.Rows) error {
+					for rows.Next() {
+						var was bool
+						if err := rows.Scan(&was); err != nil {
+							return err
+						}
+						if was {
+							*changes = append(*changes, healthChange{url: url, sub: last.Attempt.SubscriptionID})
+						}
+					}
+					return rows.Err()
+				})
 				cleared = true
 			}
 			switch {
@@ -416,12 +508,38 @@ func queueHealth(batch *pgx.Batch, bs []app.Batch) {
 						paused_at = CASE WHEN NOT t.paused AND t.failures + 1 >= $2 THEN now() ELSE t.paused_at END,
 						probe_step = CASE WHEN NOT t.paused AND t.failures + 1 >= $2 THEN 0 ELSE t.probe_step END,
 						probe_at = CASE WHEN NOT t.paused AND t.failures + 1 >= $2
-							THEN now() + make_interval(secs => $3) ELSE t.probe_at END`,
-					url, b.PauseAfter, secs(b.Probes[0]))
+							THEN now() + make_interval(secs => $3) ELSE t.probe_at END
+					RETURNING t.paused AND t.paused_at = now(), t.failures, t.probe_at`,
+					url, b.PauseAfter, secs(b.Probes[0])).Query(func(rows pgx.Rows) error {
+					for rows.Next() {
+						var now bool
+						var failures int
+						var probeAt time.Time
+						if err := rows.Scan(&now, &failures, &probeAt); err != nil {
+							return err
+						}
+						if now && !pauseLogged {
+							pauseLogged = true
+							*changes = append(*changes, healthChange{url: url, sub: last.Attempt.SubscriptionID, paused: true,
+								failures: failures, probeAt: probeAt})
+						}
+					}
+					return rows.Err()
+				})
 			}
 			cleared = false
 		}
 	}
+}
+
+// healthChange is a URL paused or resumed by a recording, for the log
+// (its host alone: the URL's path and query may hold the receiver's
+// secrets).
+type healthChange struct {
+	url, sub string
+	paused   bool
+	failures int
+	probeAt  time.Time
 }
 
 // NextDue implements app.Queue.
@@ -460,11 +578,15 @@ const purgeBatch = 5000
 // the row deleted, so a redelivery renewing it meanwhile keeps it.
 func (q *Queue) Expire(ctx context.Context, retention time.Duration) (int64, error) {
 	// One statement per path, each on its own index; what is held by a
-	// live claim is left to its holder.
+	// live claim is left to its holder: on the ordered path that is a
+	// claimed head and the rest of its lane, which its run may be sending
+	// (Record's chain leases only a run's head).
 	var expired int64
 	for _, path := range []string{
 		`status = 'pending' AND NOT first AND claimed_until < now()`,
-		`status = 'pending' AND first AND claimed_until < now()`,
+		`status = 'pending' AND first AND claimed_until < now() AND NOT EXISTS (SELECT 1 FROM deliveries h
+			WHERE h.subscription_id = deliveries.subscription_id AND h.lane = deliveries.lane AND h.status = 'pending' AND h.first
+			  AND h.claimed_until >= now())`,
 	} {
 		tag, err := q.db.Exec(ctx, `WITH x AS (
 				UPDATE deliveries SET status = 'failed', first = false, claimed_until = '-infinity', claim_token = NULL,

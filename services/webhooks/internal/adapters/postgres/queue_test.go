@@ -53,8 +53,12 @@ func batch(chain int, unsent []domain.Attempt, recs ...app.Recording) app.Batch 
 }
 
 // TestRecordGroup: the batches of several workers recorded in one
-// transaction each get their own lane's next deliveries (a gap in one
-// lane ends that lane's run only), their results, and their URLs' health.
+// transaction each get their own lane's next deliveries (a lane whose next
+// head is locked elsewhere gets none; the others are not held back by it),
+// their results, and their URLs' health. A run's head alone is claimed;
+// the rest of the run are held by its claim: recorded only with their
+// head, nothing to release, and nothing recorded when the head's claim
+// was taken by another holder.
 func TestRecordGroup(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t, migrations.FS)
@@ -86,14 +90,21 @@ func TestRecordGroup(t *testing.T) {
 		require.NoError(t, err)
 		return out
 	}
+	leased := func() []int64 {
+		rows, err := db.Query(ctx, `SELECT seq FROM deliveries WHERE claimed_until > now() ORDER BY seq`)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		return out
+	}
 	a, b, c := laneSeqs(s1, 1), laneSeqs(s2, 2), laneSeqs(s1, 3)
 
-	// Another holder has lane A's fourth delivery locked: A's run stops
-	// before it; B's does not.
+	// Another holder has lane C's next delivery locked: C's chain takes
+	// nothing; A's and B's are not held back.
 	tx, err := db.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, `SELECT 1 FROM deliveries WHERE seq = $1 FOR UPDATE`, a[3])
+	_, err = tx.Exec(ctx, `SELECT 1 FROM deliveries WHERE seq = $1 FOR UPDATE`, c[1])
 	require.NoError(t, err)
 
 	delivered := domain.Result{Outcome: domain.Delivered, Status: 200, Duration: time.Millisecond}
@@ -101,14 +112,22 @@ func TestRecordGroup(t *testing.T) {
 	next, err := q.Record(ctx, []app.Batch{
 		batch(app.LaneBatch, nil, sent(head[1], delivered)),
 		batch(app.LaneBatch, nil, sent(head[2], failed)),
-		batch(0, nil, sent(head[3], delivered)),
+		batch(app.LaneBatch, nil, sent(head[3], delivered)),
 	})
 	require.NoError(t, err)
 	require.Len(t, next, 3)
-	require.Equal(t, a[1:3], seqs(next[0]), "lane A: up to the locked one")
+	require.Equal(t, a[1:], seqs(next[0]), "lane A: the rest of the lane")
 	require.Equal(t, b[1:3], seqs(next[1]), "lane B: the rest, though its head failed")
-	require.Empty(t, next[2], "no chain asked for lane C")
+	require.Empty(t, next[2], "lane C: its next head is locked elsewhere")
 	require.NoError(t, tx.Rollback(ctx))
+	for _, run := range next[:2] {
+		require.Zero(t, run[0].Head, "a run's head is claimed")
+		require.NotEmpty(t, run[0].Token)
+		for _, r := range run[1:] {
+			require.Equal(t, []any{run[0].ID, run[0].Token}, []any{r.Head, r.Token}, "the rest are held by the head's claim")
+		}
+	}
+	require.Equal(t, []int64{a[1], b[1]}, leased(), "only the runs' heads are leased")
 
 	status := func(seq int64) (st string, first bool, attempts int) {
 		require.NoError(t, db.QueryRow(ctx, `SELECT status, first, attempt FROM deliveries WHERE seq = $1`, seq).Scan(&st, &first, &attempts))
@@ -126,15 +145,17 @@ func TestRecordGroup(t *testing.T) {
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM targets WHERE url = $1 AND failures > 0`, ok).Scan(&failures))
 	require.Zero(t, failures)
 
-	// The second round: A's run succeeds but for its last, which was not
-	// sent after it; B's first succeeds and the second goes unsent. What
-	// was not sent is released and comes back as its lane's head.
+	// The second round: A's first two succeed and its last two were not
+	// sent (the lease ran short), the chain asked for; B's first succeeds
+	// and the second goes unsent. The rest of a run hold no lease, so
+	// what was not sent needs no release: A's chain goes on from it, and
+	// B's is its lane's head again.
 	next, err = q.Record(ctx, []app.Batch{
-		batch(app.LaneBatch, nil, sent(next[0][0], delivered), sent(next[0][1], delivered)),
+		batch(app.LaneBatch, next[0][2:], sent(next[0][0], delivered), sent(next[0][1], delivered)),
 		batch(0, next[1][1:], sent(next[1][0], delivered)),
 	})
 	require.NoError(t, err)
-	require.Equal(t, a[3:], seqs(next[0]), "lane A goes on from the once-locked delivery")
+	require.Equal(t, a[3:], seqs(next[0]), "lane A goes on from what was not sent")
 	require.Empty(t, next[1])
 	require.NoError(t, db.QueryRow(ctx, `SELECT failures FROM targets WHERE url = $1`, down).Scan(&failures))
 	require.Zero(t, failures, "a success clears the URL's failures")
@@ -144,26 +165,60 @@ func TestRecordGroup(t *testing.T) {
 	for _, h := range again {
 		got = append(got, h.Seq)
 	}
-	require.ElementsMatch(t, []int64{b[2], c[1]}, got, "B's released delivery is its head again; C's next is claimable")
+	require.ElementsMatch(t, []int64{b[2], c[1]}, got, "B's unsent delivery is its head again; C's next is claimable; A's run is held")
 
-	// A claim whose lease another holder took records nothing, and its
-	// chain takes nothing that holder has.
-	stale := next[0][0]
-	_, err = db.Exec(ctx, `UPDATE deliveries SET claim_token = gen_random_uuid() WHERE id = $1`, stale.ID)
+	// A run whose head's lease another holder took records nothing, head
+	// or rest, and its chain takes nothing that holder has.
+	stale := next[0]
+	_, err = db.Exec(ctx, `UPDATE deliveries SET claim_token = gen_random_uuid() WHERE id = $1`, stale[0].ID)
 	require.NoError(t, err)
-	next, err = q.Record(ctx, []app.Batch{batch(app.LaneBatch, nil, sent(stale, delivered))})
+	next, err = q.Record(ctx, []app.Batch{batch(app.LaneBatch, nil, sent(stale[0], delivered), sent(stale[1], delivered))})
 	require.NoError(t, err)
 	require.Empty(t, next[0], "the lane's head is held by the other holder")
-	st, _, n = status(stale.Seq)
-	require.Equal(t, []any{"pending", 0}, []any{st, n})
+	for _, a := range stale {
+		st, _, n = status(a.Seq)
+		require.Equal(t, []any{"pending", 0}, []any{st, n}, "delivery %d", a.Seq)
+	}
 
 	// The log has a row for each result recorded (3, then 3), with its
-	// answer, and none for the discarded one.
+	// answer, and none for the discarded ones.
 	var rows, staleRows, failedRows int
-	require.NoError(t, db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE delivery_id = $1),
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE delivery_id = ANY ($1)),
 			count(*) FILTER (WHERE response_status = 500 AND status = 'pending' AND attempt = 1 AND next_attempt_at IS NOT NULL)
-		FROM delivery_log`, stale.ID).Scan(&rows, &staleRows, &failedRows))
+		FROM delivery_log`, []int64{stale[0].ID, stale[1].ID}).Scan(&rows, &staleRows, &failedRows))
 	require.Equal(t, []int{6, 0, 1}, []int{rows, staleRows, failedRows})
+}
+
+// TestRetentionLeavesHeldRuns: the retention gives up what waited too long
+// on the ordered path, but not a run in flight: the rest of a run hold no
+// lease of their own, their head's claim holds them, and a worker may be
+// sending them.
+func TestRetentionLeavesHeldRuns(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sub := subscription(t, db, "https://ok.example/hook")
+	queued(t, db, sub, 1, 3)
+	heads, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 1)
+	next, err := q.Record(ctx, []app.Batch{batch(app.LaneBatch, nil, sent(heads[0], domain.Result{Outcome: domain.Delivered, Status: 200}))})
+	require.NoError(t, err)
+	require.Len(t, next[0], 2)
+	require.Equal(t, next[0][0].ID, next[0][1].Head)
+	_, err = db.Exec(ctx, `UPDATE deliveries SET created_at = now() - interval '90 minutes'`)
+	require.NoError(t, err)
+
+	expired, err := q.Expire(ctx, time.Hour)
+	require.NoError(t, err)
+	require.Zero(t, expired, "the run is in flight")
+	// Its result still counts.
+	_, err = q.Record(ctx, []app.Batch{batch(0, nil, sent(next[0][0], domain.Result{Outcome: domain.Delivered, Status: 200}),
+		sent(next[0][1], domain.Result{Outcome: domain.Delivered, Status: 200}))})
+	require.NoError(t, err)
+	var succeeded int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE status = 'succeeded'`).Scan(&succeeded))
+	require.Equal(t, 3, succeeded)
 }
 
 // TestRetentionKeeps: a finished delivery is kept until twice the
@@ -364,4 +419,29 @@ func TestClaimReadsEventWhereWritten(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, retries, len(events)-1)
 	check(retries)
+}
+
+// TestClaimFirstPassesOverHeldLanes: ClaimFirst takes no head of a lane
+// the caller says it holds (its worker is delivering that lane's run),
+// and still takes the others'.
+func TestClaimFirstPassesOverHeldLanes(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s1, s2 := subscription(t, db, "https://one.example/hook"), subscription(t, db, "https://two.example/hook")
+	queued(t, db, s1, 1, 2)
+	queued(t, db, s1, 2, 2)
+	queued(t, db, s2, 1, 2) // the same chat, another subscription: another lane
+
+	heads, err := q.ClaimFirst(ctx, 10, lease, app.Lane{Subscription: s1, Lane: 1})
+	require.NoError(t, err)
+	var got []app.Lane
+	for _, h := range heads {
+		got = append(got, app.Lane{Subscription: h.SubscriptionID, Lane: h.Lane})
+	}
+	require.ElementsMatch(t, []app.Lane{{Subscription: s1, Lane: 2}, {Subscription: s2, Lane: 1}}, got)
+	heads, err = q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 1, "the lane passed over is taken once not held")
+	require.Equal(t, app.Lane{Subscription: s1, Lane: 1}, app.Lane{Subscription: heads[0].SubscriptionID, Lane: heads[0].Lane})
 }

@@ -6,6 +6,7 @@ package sender
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"syscall"
 	"time"
 
 	"switchboard.dev/pkg/netguard"
@@ -67,19 +69,19 @@ func (s *Sender) Send(ctx context.Context, a domain.Attempt) domain.Result {
 func (s *Sender) send(ctx context.Context, a domain.Attempt) domain.Result {
 	id, err := domain.WebhookID(a.EventID)
 	if err != nil {
-		return domain.Result{Outcome: domain.Refused, Error: err.Error()}
+		return domain.Result{Outcome: domain.Refused, Error: err.Error(), Cause: domain.CauseRequest}
 	}
 	ts := time.Now().Unix()
 	sig, err := domain.Signature(a.Secret, id, ts, a.Payload)
 	if err != nil {
-		return domain.Result{Outcome: domain.Refused, Error: err.Error()}
+		return domain.Result{Outcome: domain.Refused, Error: err.Error(), Cause: domain.CauseRequest}
 	}
 	// The client's Timeout bounds the request, the answer's body included
 	// (netguard.HTTPClient): a deadline of our own on ctx would be a second
 	// context and timer per request for the same bound.
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL, bytes.NewReader(a.Payload))
 	if err != nil {
-		return domain.Result{Outcome: domain.Refused, Error: "bad url: " + err.Error()}
+		return domain.Result{Outcome: domain.Refused, Error: "bad url: " + err.Error(), Cause: domain.CauseRequest}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
@@ -96,7 +98,7 @@ func (s *Sender) send(ctx context.Context, a domain.Attempt) domain.Result {
 	r := domain.Result{Status: resp.StatusCode}
 	switch {
 	case err != nil:
-		r.Outcome, r.Error = domain.Unreachable, "reading the answer: "+err.Error()
+		r.Outcome, r.Error, r.Cause = domain.Unreachable, "reading the answer: "+err.Error(), domain.CauseRead
 	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusAccepted:
 		r.Outcome = domain.Delivered
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
@@ -114,13 +116,33 @@ func classify(err error) domain.Result {
 	var dns *net.DNSError
 	switch {
 	case errors.Is(err, netguard.ErrNotPublic):
-		return domain.Result{Outcome: domain.Unresolvable, Error: "target address not allowed: " + err.Error()}
+		return domain.Result{Outcome: domain.Unresolvable, Error: "target address not allowed: " + err.Error(), Cause: domain.CauseNotAllowed}
 	case errors.As(err, &dns):
-		return domain.Result{Outcome: domain.Unresolvable, Error: "host does not resolve: " + dns.Error()}
+		return domain.Result{Outcome: domain.Unresolvable, Error: "host does not resolve: " + dns.Error(), Cause: domain.CauseNoName}
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		return domain.Result{Outcome: domain.Unreachable, Error: "no answer within the timeout"}
+		return domain.Result{Outcome: domain.Unreachable, Error: "no answer within the timeout", Cause: domain.CauseTimeout}
 	}
-	return domain.Result{Outcome: domain.Unreachable, Error: err.Error()}
+	return domain.Result{Outcome: domain.Unreachable, Error: err.Error(), Cause: cause(err)}
+}
+
+// cause names a retried failure for the log (domain.Result.Cause).
+func cause(err error) string {
+	var (
+		tlsHeader tls.RecordHeaderError
+		tlsAlert  tls.AlertError
+		tlsVerify *tls.CertificateVerificationError
+	)
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return domain.CauseRefused
+	case errors.Is(err, syscall.ECONNRESET):
+		return domain.CauseReset
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return domain.CauseClosed
+	case errors.As(err, &tlsHeader), errors.As(err, &tlsAlert), errors.As(err, &tlsVerify):
+		return domain.CauseTLS
+	}
+	return domain.CauseOther
 }
 
 func isTimeout(err error) bool {

@@ -2,6 +2,7 @@ package sender
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,6 +42,7 @@ func TestPrivateTargetsRefused(t *testing.T) {
 		r := guarded.Send(context.Background(), attempt(url))
 		require.Equal(t, domain.Unresolvable, r.Outcome, url)
 		require.Contains(t, r.Error, "not allowed", url)
+		require.Equal(t, domain.CauseNotAllowed, r.Cause, url)
 	}
 	require.Zero(t, reached.Load(), "no refused request reached the server")
 
@@ -48,4 +50,58 @@ func TestPrivateTargetsRefused(t *testing.T) {
 	r := open.Send(context.Background(), attempt(srv.URL))
 	require.Equal(t, domain.Delivered, r.Outcome)
 	require.Equal(t, int32(1), reached.Load())
+}
+
+// TestFailureCauses: a failure without an answer carries its kind in the
+// fixed words the log uses (never the URL, whose path and query may hold
+// secrets); an answer carries none.
+func TestFailureCauses(t *testing.T) {
+	secret, err := domain.NewSecret()
+	require.NoError(t, err)
+	send := func(url string, timeout time.Duration) domain.Result {
+		s := New(Options{Timeout: timeout, AllowPrivate: true})
+		return s.Send(context.Background(), domain.Attempt{EventID: uuid.NewString(), URL: url + "/s3cret?token=x", Secret: secret, Payload: []byte(`{}`)})
+	}
+	// A port nobody listens on: refused.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + l.Addr().String()
+	require.NoError(t, l.Close())
+	r := send(closed, 2*time.Second)
+	require.Equal(t, domain.Unreachable, r.Outcome)
+	require.Equal(t, domain.CauseRefused, r.Cause, r.Error)
+
+	// A listener that closes every connection at once, without answering.
+	l, err = net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.(*net.TCPConn).SetLinger(0) // a reset, not a clean close
+			c.Close()
+		}
+	}()
+	r = send("http://"+l.Addr().String(), 2*time.Second)
+	require.Equal(t, domain.Unreachable, r.Outcome)
+	require.Contains(t, []string{domain.CauseReset, domain.CauseClosed}, r.Cause, r.Error)
+
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(slow.Close)
+	r = send(slow.URL, 100*time.Millisecond)
+	require.Equal(t, domain.Unreachable, r.Outcome)
+	require.Equal(t, domain.CauseTimeout, r.Cause, r.Error)
+
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(busy.Close)
+	r = send(busy.URL, 2*time.Second)
+	require.Equal(t, domain.Result{Outcome: domain.Unreachable, Status: 503, Error: "answered 503", Duration: r.Duration}, r)
 }
