@@ -116,7 +116,12 @@ func TestSearchRecall(t *testing.T) {
 		}
 	}
 	queries := []string{"ivan smirnov", "смирн", "pav", "pavl", "ivan", "smi", "ivx", "79", "7", "a", "xz", "a b", "%", "_", "example",
-		"anna.petrov", "john smyth", "сергей", "zzzzzz", "-", "..."}
+		"anna.petrov", "john smyth", "сергей", "zzzzzz", "-", "...",
+		// The shape test's edges (keyCandidates): typos of a first name
+		// whose last name's keys all pass the trigram count, runs across
+		// the name and the email, short and repeated words, Cyrillic.
+		"maxia popov", "ivxn popov", "olxa smith", "pavxl johnson", "popov maria", "ivanov ivan", "smith.jo",
+		"ivan ivan", "ann mo", "jones ex", "иxан попов", "мария кузнецxв", "попов мария", "anna anna"}
 	for range 10 {
 		n := names[rng.IntN(len(names))]
 		l := []rune(strings.Fields(n)[1])
@@ -135,9 +140,12 @@ func TestSearchRecall(t *testing.T) {
 		{Limit: 5, Offset: 100_000},
 	}
 	var fuzzyOnly, likeOnly, keyOnly, wholeOnly int
+	var dropped, keptTested int64
 	paths := map[string]int{}
 	for _, q := range queries {
-		paths[searchPath(t, ctx, db, company, domain.SearchQuery(q))]++
+		path, d, k := searchKeyPath(t, ctx, db, company, domain.SearchQuery(q))
+		paths[path]++
+		dropped, keptTested = dropped+d, keptTested+k
 		for _, f := range filters {
 			f.Search = domain.SearchQuery(q)
 			got, total, err := r.ListContacts(ctx, company, f)
@@ -187,31 +195,58 @@ func TestSearchRecall(t *testing.T) {
 		require.Positive(t, paths[p], "no query took the path %q: %v", p, paths)
 	}
 	require.Zero(t, missingKeyTrigrams(t, ctx, db), "trigrams of contacts missing from contact_key_trigrams")
+	// The shape test (keyCandidates) left keys out, and kept others to
+	// test whose contacts were then tested one by one.
+	require.Positive(t, dropped, "the shape test left no key out")
+	require.Positive(t, keptTested, "the shape test kept no key to test")
+	require.Zero(t, missingKeyShapes(t, ctx, db), "shapes of contacts missing from contact_key_shapes")
+}
+
+// missingKeyShapes counts the contacts whose shape contact_key_shapes does
+// not hold for their company and name key.
+func missingKeyShapes(t *testing.T, ctx context.Context, db interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM contacts c WHERE NOT EXISTS (SELECT 1 FROM contact_key_shapes k
+		WHERE k.company_id = c.company_id AND k.name_key = c.name_key AND k.shape = contact_search_shape(c.search))`).Scan(&n))
+	return n
 }
 
 // searchPath tells which way ListContacts reads the search q (searchContacts).
 func searchPath(t *testing.T, ctx context.Context, db *pgxpool.Pool, company int64, q string) string {
 	t.Helper()
+	path, _, _ := searchKeyPath(t, ctx, db, company, q)
+	return path
+}
+
+// searchKeyPath is searchPath, and for a key search how many keys to test
+// the shape test left out (keyCandidates) and how many it kept.
+func searchKeyPath(t *testing.T, ctx context.Context, db *pgxpool.Pool, company int64, q string) (string, int64, int64) {
+	t.Helper()
 	switch {
 	case !hasTrigram(q):
-		return "short"
+		return "short", 0, 0
 	case hasDigit(q):
-		return "trigrams"
+		return "trigrams", 0, 0
 	}
 	var sure bool
-	var keys []string
+	var keys, shapeKeys, shapes []string
 	var matched []bool
 	var tested int64
 	b := &pgx.Batch{}
 	b.Queue(keyPlanner, searchThreshold)
-	b.Queue(searchKeys, company, q, likePattern(q)).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&sure, &keys, &matched, &tested)
+	b.Queue(searchKeys, company, q, likePattern(q), keySearchMaxTested).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&sure, &keys, &matched, &tested, &shapeKeys, &shapes)
 	})
 	require.NoError(t, db.SendBatch(ctx, b).Close())
+	before := tested
+	keys, _, tested = keyCandidates(q, keys, matched, tested, shapeKeys, shapes)
 	if byKeys(sure, len(keys), tested) {
-		return "keys"
+		return "keys", before - tested, tested
 	}
-	return "keys, then trigrams"
+	return "keys, then trigrams", before - tested, tested
 }
 
 // missingKeyTrigrams counts the trigrams (digits made spaces) of contacts
@@ -444,7 +479,7 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 		require.NoError(t, db.SendBatch(ctx, b).Close())
 		return plan
 	}
-	plan = keyPlan(searchKeys, company, "anna", likePattern("anna"))
+	plan = keyPlan(searchKeys, company, "anna", likePattern("anna"), keySearchMaxTested)
 	require.Contains(t, plan, "Index Only Scan using contact_key_trigrams_pkey", plan)
 	plan = keyPlan(keySearchQueries[domain.OrderNameAsc], company, false, []int64{}, likePattern("anna"), "anna",
 		[]string{"anna petrova", "annabel lee"}, []bool{true, true}, 100, 0)

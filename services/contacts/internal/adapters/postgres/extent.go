@@ -1,0 +1,247 @@
+package postgres
+
+import (
+	"hash/crc32"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// This file decides, without reading any contact, that a candidate name key
+// of a key search (searchKeys) has no contact matching the search text,
+// from the distinct shapes of its contacts' search texts
+// (contact_key_shapes, migration 0007). It is a necessary condition of a
+// match, so a key it drops has none (docs/contacts-search.md, "Ninth
+// pass"):
+//
+//   - `search LIKE '%q%'` needs q in the text, and a text without a digit
+//     that is in a contact's search text is in its shape (the shape only
+//     shortens runs of digits).
+//   - `word_similarity(q, search) >= 0.6` is the similarity of one extent
+//     (a run of consecutive trigrams) of the search text's trigram
+//     sequence: pg_trgm's iterate_word_similarity only ever computes
+//     count / (|q| + unique - count) for the trigrams from its lower to its
+//     upper bound, count being the distinct trigrams of q among them and
+//     unique all the distinct ones. Leaving out trigrams that are not q's
+//     keeps every extent's count and cannot raise its unique, so some run
+//     of the remaining trigrams reaches the same similarity or more. A
+//     query of a key search has no digit, so no trigram with a digit is
+//     q's: the trigrams of a shape without a digit are exactly the
+//     contact's trigrams without a digit, in the same order.
+//
+// So a key passes when one of its shapes holds q or has a run of trigrams
+// whose count / (|q| + unique - count) reaches the threshold, computed
+// exactly (every run, not pg_trgm's greedy walk). What the count test of
+// searchKeys cannot see is where a trigram sits: `maxxm popov` shares 8 of
+// its 12 trigrams with every `X popov` key, its `  m` and ` ma` from the
+// `mail` of the contacts' emails, two words and five other trigrams away
+// from `popov`; no run holding both reaches 0.6.
+//
+// Trigrams are made here as pg_trgm makes them (generate_trgm_only): the
+// text lower-cased, split into words of letters and digits, each padded
+// with two spaces before and one after, every three characters in a row;
+// a trigram of three bytes is itself, any other the low three bytes of its
+// legacy CRC-32 (compact_trigram). The characters this is known to agree
+// with the database on are shapeRune's; a text with any other is not
+// judged here (the key stays a candidate). TestTrigramsAsPostgreSQL checks
+// every one of them against show_trgm.
+
+// trigram is pg_trgm's three bytes of a trigram, first byte highest.
+type trigram uint32
+
+// shapeThresholdNum / shapeThresholdDen is searchThreshold (0.6) as a
+// fraction, so a run's similarity is compared without rounding:
+// count / (n + unique - count) >= 3/5. pg_trgm compares a float4 quotient
+// with the threshold, and 3/5 as a float4 is above 0.6, so a run at
+// exactly 0.6 matches there and passes here.
+const (
+	shapeThresholdNum = 3
+	shapeThresholdDen = 5
+)
+
+// shapeRune tells whether the trigrams of texts with r are made here as
+// PostgreSQL makes them (TestTrigramsAsPostgreSQL covers every such rune):
+// ASCII, Latin-1 and Latin Extended-A, Greek and Cyrillic.
+func shapeRune(r rune) bool {
+	return r < 0x180 || (r >= 0x370 && r < 0x530)
+}
+
+// wordRune is pg_trgm's word character: a letter or a digit.
+func wordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// pgLegacyCRC32 is PostgreSQL's legacy CRC-32 (pg_crc.h's
+// COMP_LEGACY_CRC32: the reflected table used most significant byte
+// first), which pg_trgm hashes a trigram of more than three bytes with.
+func pgLegacyCRC32(b []byte) uint32 {
+	crc := uint32(0xFFFFFFFF)
+	for _, c := range b {
+		crc = crc32.IEEETable[byte(crc>>24)^c] ^ (crc << 8)
+	}
+	return crc ^ 0xFFFFFFFF
+}
+
+// compactTrigram is pg_trgm's compact_trigram of three characters.
+func compactTrigram(chars []rune) trigram {
+	var buf [12]byte
+	n := 0
+	for _, r := range chars {
+		n += utf8.EncodeRune(buf[n:], r)
+	}
+	if n == 3 {
+		return trigram(buf[0])<<16 | trigram(buf[1])<<8 | trigram(buf[2])
+	}
+	// CPTRGM copies the CRC's first three bytes in memory: its low three
+	// on the little-endian machines PostgreSQL runs on here.
+	crc := pgLegacyCRC32(buf[:n])
+	return trigram(crc&0xFF)<<16 | trigram(crc>>8&0xFF)<<8 | trigram(crc>>16&0xFF)
+}
+
+// trigramsOf appends s's trigrams in pg_trgm's order (word by word), the
+// ones with an ASCII digit left out when noDigits is set, and tells
+// whether every character of s is a shapeRune.
+func trigramsOf(dst []trigram, s string, noDigits bool) ([]trigram, bool) {
+	word := make([]rune, 0, 32)
+	flush := func() {
+		if len(word) == 0 {
+			return
+		}
+		padded := make([]rune, 0, len(word)+3)
+		padded = append(padded, ' ', ' ')
+		padded = append(padded, word...)
+		padded = append(padded, ' ')
+		for i := 0; i+3 <= len(padded); i++ {
+			t := padded[i : i+3]
+			if noDigits && (isASCIIDigit(t[0]) || isASCIIDigit(t[1]) || isASCIIDigit(t[2])) {
+				continue
+			}
+			dst = append(dst, compactTrigram(t))
+		}
+		word = word[:0]
+	}
+	for _, r := range s {
+		if !shapeRune(r) {
+			return dst, false
+		}
+		if wordRune(r) {
+			word = append(word, unicode.ToLower(r))
+		} else {
+			flush()
+		}
+	}
+	flush()
+	return dst, true
+}
+
+func isASCIIDigit(r rune) bool { return r >= '0' && r <= '9' }
+
+// shapeQuery is a key search's text as the shape test needs it: its
+// distinct trigrams and the text itself for the substring test. ok is
+// false when the text has a character the trigrams are not made for here.
+type shapeQuery struct {
+	text string
+	set  map[trigram]struct{}
+	ok   bool
+}
+
+func newShapeQuery(q string) shapeQuery {
+	ts, ok := trigramsOf(nil, q, false)
+	set := make(map[trigram]struct{}, len(ts))
+	for _, t := range ts {
+		set[t] = struct{}{}
+	}
+	return shapeQuery{text: q, set: set, ok: ok && len(set) > 0}
+}
+
+// mayMatch tells whether a contact whose search text has this shape may
+// match the query: the shape holds the text, or a run of its trigrams
+// reaches the threshold. A shape the trigrams are not made for here may.
+func (q shapeQuery) mayMatch(shape string, scratch *shapeScratch) bool {
+	if !q.ok || strings.Contains(shape, q.text) {
+		return true
+	}
+	seq, ok := trigramsOf(scratch.seq[:0], shape, true)
+	scratch.seq = seq
+	if !ok {
+		return true
+	}
+	return q.runReaches(seq, scratch)
+}
+
+// shapeScratch is mayMatch's reusable memory.
+type shapeScratch struct {
+	seq   []trigram
+	found []bool
+	id    []int
+	seen  []int
+}
+
+// runReaches tells whether some run seq[a..b] has count / (n + unique -
+// count) >= the threshold, n being the query's distinct trigrams, count
+// the distinct ones of the query in the run and unique all its distinct
+// ones. Only runs that start and end on a query trigram need trying
+// (trimming others off an end keeps count and lowers unique).
+func (q shapeQuery) runReaches(seq []trigram, s *shapeScratch) bool {
+	return q.runReachesAt(seq, s, shapeThresholdNum, shapeThresholdDen)
+}
+
+// runReachesAt is runReaches at the threshold num/den.
+func (q shapeQuery) runReachesAt(seq []trigram, s *shapeScratch, num, den int) bool {
+	n := len(q.set)
+	s.found = s.found[:0]
+	s.id = s.id[:0]
+	ids := make(map[trigram]int, len(seq))
+	total := 0
+	for _, t := range seq {
+		_, f := q.set[t]
+		s.found = append(s.found, f)
+		id, ok := ids[t]
+		if !ok {
+			id = len(ids)
+			ids[t] = id
+			if f {
+				total++
+			}
+		}
+		s.id = append(s.id, id)
+	}
+	// Even every query trigram of the shape in one run with nothing else
+	// does not reach it.
+	if den*total < num*n {
+		return false
+	}
+	if cap(s.seen) < len(ids) {
+		s.seen = make([]int, len(ids))
+	}
+	seen := s.seen[:len(ids)]
+	for i := range seen {
+		seen[i] = -1
+	}
+	for a := range seq {
+		if !s.found[a] {
+			continue
+		}
+		count, other := 0, 0
+		for b := a; b < len(seq); b++ {
+			if seen[s.id[b]] != a {
+				seen[s.id[b]] = a
+				if s.found[b] {
+					count++
+				} else {
+					other++
+				}
+			}
+			// count / (n + other) >= num/den, other being unique - count.
+			if s.found[b] && den*count >= num*(n+other) {
+				return true
+			}
+			// No later trigram can bring it there: count can reach n at
+			// most, and other only grows.
+			if den*n < num*(n+other) {
+				break
+			}
+		}
+	}
+	return false
+}
