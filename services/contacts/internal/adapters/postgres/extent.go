@@ -98,10 +98,19 @@ func compactTrigram(chars []rune) trigram {
 	return trigram(crc&0xFF)<<16 | trigram(crc>>8&0xFF)<<8 | trigram(crc>>16&0xFF)
 }
 
-// trigramsOf appends s's trigrams in pg_trgm's order (word by word), the
-// ones with an ASCII digit left out when noDigits is set, and tells
-// whether every character of s is a shapeRune.
-func trigramsOf(dst []trigram, s string, noDigits bool) ([]trigram, bool) {
+// trigramsOf appends s's trigrams in pg_trgm's order (word by word) and
+// tells whether every character of s is a shapeRune. With shape set, s is
+// a shape (every run of digits one 0) and its trigrams with the 0 are
+// left out, but for those that stand for trigrams of the contact's text
+// as shapeDigitTrigram says.
+func trigramsOf(dst []trigram, s string, shape bool) ([]trigram, bool) {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
 	word := make([]rune, 0, 32)
 	flush := func() {
 		if len(word) == 0 {
@@ -113,7 +122,7 @@ func trigramsOf(dst []trigram, s string, noDigits bool) ([]trigram, bool) {
 		padded = append(padded, ' ')
 		for i := 0; i+3 <= len(padded); i++ {
 			t := padded[i : i+3]
-			if noDigits && (isASCIIDigit(t[0]) || isASCIIDigit(t[1]) || isASCIIDigit(t[2])) {
+			if shape && (isASCIIDigit(t[0]) || isASCIIDigit(t[1]) || isASCIIDigit(t[2])) && !(ascii && shapeDigitTrigram(t)) {
 				continue
 			}
 			dst = append(dst, compactTrigram(t))
@@ -135,6 +144,26 @@ func trigramsOf(dst []trigram, s string, noDigits bool) ([]trigram, bool) {
 }
 
 func isASCIIDigit(r rune) bool { return r >= '0' && r <= '9' }
+
+// shapeDigitTrigram tells whether a shape's trigram t with its 0 (one run
+// of digits of the contact's text, of m digits) stands for a distinct
+// trigram of the text, none of which is a query's (the query of a key
+// search has no digit): "ab0" for the text's "abD", "0cd" for "Dcd" (D
+// the run's first, last digit), and "b0 ", a run ending a word, for "bD "
+// (m = 1) or "bDD" (m > 1). Different such trigrams of a shape stand for
+// different trigrams of the text: each is told from the others by where
+// its digits are and by the characters that are not digits. So counting
+// them among a run's trigrams that are not the query's counts no more
+// than the text has, and a run keeps the unique trigrams the digits add
+// to it: `ivan.popov5@mail.ru` puts "ov5" and "v5 " between `popov` and
+// `mail`. "b0c" with c a letter could stand for "bDc" or "bDD", which two
+// runs may share, and is left out. Only in a shape of ASCII characters:
+// there every trigram is its three bytes, while a trigram of more bytes is
+// a hash that two different trigrams can share.
+func shapeDigitTrigram(t []rune) bool {
+	d0, d1, d2 := isASCIIDigit(t[0]), isASCIIDigit(t[1]), isASCIIDigit(t[2])
+	return (d2 && !d0 && !d1) || (d0 && !d1 && !d2) || (d1 && !d0 && t[2] == ' ')
+}
 
 // shapeQuery is a key search's text as the shape test needs it: its
 // distinct trigrams and the text itself for the substring test. ok is

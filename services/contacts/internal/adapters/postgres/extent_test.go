@@ -103,12 +103,22 @@ func TestShapeTestNeverLosesAMatch(t *testing.T) {
 		if i%11 == 0 {
 			name = l + " " + f
 		}
+		if i%13 == 0 {
+			name += fmt.Sprintf(" %d%s", rng.IntN(100), []string{"", "b", "ab"}[rng.IntN(3)])
+		}
 		var emails []domain.Email
 		for range rng.IntN(3) {
 			a, b := first[rng.IntN(len(first))], last[rng.IntN(len(last))]
 			local := []string{a + "." + b, b + "." + a, a + b, a, f + "." + l}[rng.IntN(5)]
-			if rng.IntN(2) == 0 {
-				local += fmt.Sprint(rng.IntN(100000))
+			num := fmt.Sprint(rng.IntN([]int{10, 100, 100000}[rng.IntN(3)]))
+			switch rng.IntN(4) { // numbers after, inside and before words
+			case 0, 1:
+				local += num
+			case 2:
+				local = a + num + b
+			}
+			if rng.IntN(5) == 0 {
+				local = num + local
 			}
 			emails = append(emails, domain.Email{Email: local + "@" + domains[rng.IntN(len(domains))]})
 		}
