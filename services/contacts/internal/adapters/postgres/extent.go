@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"hash/crc32"
+	"math/bits"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -83,12 +85,14 @@ func pgLegacyCRC32(b []byte) uint32 {
 }
 
 // compactTrigram is pg_trgm's compact_trigram of three characters.
-func compactTrigram(chars []rune) trigram {
-	var buf [12]byte
-	n := 0
-	for _, r := range chars {
-		n += utf8.EncodeRune(buf[n:], r)
+func compactTrigram(a, b, c rune) trigram {
+	if a < utf8.RuneSelf && b < utf8.RuneSelf && c < utf8.RuneSelf {
+		return trigram(a)<<16 | trigram(b)<<8 | trigram(c)
 	}
+	var buf [12]byte
+	n := utf8.EncodeRune(buf[:], a)
+	n += utf8.EncodeRune(buf[n:], b)
+	n += utf8.EncodeRune(buf[n:], c)
 	if n == 3 {
 		return trigram(buf[0])<<16 | trigram(buf[1])<<8 | trigram(buf[2])
 	}
@@ -101,49 +105,53 @@ func compactTrigram(chars []rune) trigram {
 // trigramsOf appends s's trigrams in pg_trgm's order (word by word) and
 // tells whether every character of s is a shapeRune. With shape set, s is
 // a shape (every run of digits one 0) and its trigrams with the 0 are
-// left out, but for those that stand for trigrams of the contact's text
-// as shapeDigitTrigram says.
-func trigramsOf(dst []trigram, s string, shape bool) ([]trigram, bool) {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	word := make([]rune, 0, 32)
-	flush := func() {
-		if len(word) == 0 {
+// left out, but, when standIns is set too and s is ASCII, for those that
+// stand for trigrams of the contact's text as shapeDigitTrigram says.
+func trigramsOf(dst []trigram, s string, shape, standIns bool) ([]trigram, bool) {
+	ascii := standIns && isASCII(s)
+	// A word is padded with two spaces before and one after: its
+	// trigrams are (p0, p1, r) for each of its characters r, then
+	// (p0, p1, ' ').
+	emit := func(a, b, c rune) {
+		if shape && (isASCIIDigit(a) || isASCIIDigit(b) || isASCIIDigit(c)) && !(ascii && shapeDigitTrigram(a, b, c)) {
 			return
 		}
-		padded := make([]rune, 0, len(word)+3)
-		padded = append(padded, ' ', ' ')
-		padded = append(padded, word...)
-		padded = append(padded, ' ')
-		for i := 0; i+3 <= len(padded); i++ {
-			t := padded[i : i+3]
-			if shape && (isASCIIDigit(t[0]) || isASCIIDigit(t[1]) || isASCIIDigit(t[2])) && !(ascii && shapeDigitTrigram(t)) {
-				continue
-			}
-			dst = append(dst, compactTrigram(t))
-		}
-		word = word[:0]
+		dst = append(dst, compactTrigram(a, b, c))
 	}
+	inWord := false
+	var p0, p1 rune
 	for _, r := range s {
 		if !shapeRune(r) {
 			return dst, false
 		}
 		if wordRune(r) {
-			word = append(word, unicode.ToLower(r))
-		} else {
-			flush()
+			if !inWord {
+				inWord, p0, p1 = true, ' ', ' '
+			}
+			r = unicode.ToLower(r)
+			emit(p0, p1, r)
+			p0, p1 = p1, r
+		} else if inWord {
+			emit(p0, p1, ' ')
+			inWord = false
 		}
 	}
-	flush()
+	if inWord {
+		emit(p0, p1, ' ')
+	}
 	return dst, true
 }
 
 func isASCIIDigit(r rune) bool { return r >= '0' && r <= '9' }
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
 
 // shapeDigitTrigram tells whether a shape's trigram t with its 0 (one run
 // of digits of the contact's text, of m digits) stands for a distinct
@@ -157,30 +165,39 @@ func isASCIIDigit(r rune) bool { return r >= '0' && r <= '9' }
 // than the text has, and a run keeps the unique trigrams the digits add
 // to it: `ivan.popov5@mail.ru` puts "ov5" and "v5 " between `popov` and
 // `mail`. "b0c" with c a letter could stand for "bDc" or "bDD", which two
-// runs may share, and is left out. Only in a shape of ASCII characters:
-// there every trigram is its three bytes, while a trigram of more bytes is
-// a hash that two different trigrams can share.
-func shapeDigitTrigram(t []rune) bool {
-	d0, d1, d2 := isASCIIDigit(t[0]), isASCIIDigit(t[1]), isASCIIDigit(t[2])
-	return (d2 && !d0 && !d1) || (d0 && !d1 && !d2) || (d1 && !d0 && t[2] == ' ')
+// runs may share, and is left out. Only in a shape of ASCII characters
+// searched for an ASCII query: there every trigram is its three bytes,
+// while a trigram of more bytes is a hash, which could equal another
+// trigram's three bytes (a digit trigram's too).
+func shapeDigitTrigram(a, b, c rune) bool {
+	d0, d1, d2 := isASCIIDigit(a), isASCIIDigit(b), isASCIIDigit(c)
+	return (d2 && !d0 && !d1) || (d0 && !d1 && !d2) || (d1 && !d0 && c == ' ')
 }
 
 // shapeQuery is a key search's text as the shape test needs it: its
-// distinct trigrams and the text itself for the substring test. ok is
-// false when the text has a character the trigrams are not made for here.
+// distinct trigrams, sorted, and the text itself for the substring test.
+// ok is false when the text has a character the trigrams are not made for
+// here, or more distinct trigrams than a run's bit set holds (64).
 type shapeQuery struct {
-	text string
-	set  map[trigram]struct{}
-	ok   bool
+	text  string
+	tris  []trigram
+	ascii bool
+	ok    bool
 }
 
 func newShapeQuery(q string) shapeQuery {
-	ts, ok := trigramsOf(nil, q, false)
-	set := make(map[trigram]struct{}, len(ts))
-	for _, t := range ts {
-		set[t] = struct{}{}
+	ts, ok := trigramsOf(nil, q, false, false)
+	slices.Sort(ts)
+	ts = slices.Compact(ts)
+	return shapeQuery{text: q, tris: ts, ascii: isASCII(q), ok: ok && len(ts) > 0 && len(ts) <= 64}
+}
+
+// index is t's place among the query's trigrams, or -1.
+func (q shapeQuery) index(t trigram) int {
+	if i, found := slices.BinarySearch(q.tris, t); found {
+		return i
 	}
-	return shapeQuery{text: q, set: set, ok: ok && len(set) > 0}
+	return -1
 }
 
 // mayMatch tells whether a contact whose search text has this shape may
@@ -190,7 +207,7 @@ func (q shapeQuery) mayMatch(shape string, scratch *shapeScratch) bool {
 	if !q.ok || strings.Contains(shape, q.text) {
 		return true
 	}
-	seq, ok := trigramsOf(scratch.seq[:0], shape, true)
+	seq, ok := trigramsOf(scratch.seq[:0], shape, true, q.ascii)
 	scratch.seq = seq
 	if !ok {
 		return true
@@ -201,9 +218,8 @@ func (q shapeQuery) mayMatch(shape string, scratch *shapeScratch) bool {
 // shapeScratch is mayMatch's reusable memory.
 type shapeScratch struct {
 	seq   []trigram
-	found []bool
-	id    []int
-	seen  []int
+	found []int8
+	other []trigram
 }
 
 // runReaches tells whether some run seq[a..b] has count / (n + unique -
@@ -217,60 +233,47 @@ func (q shapeQuery) runReaches(seq []trigram, s *shapeScratch) bool {
 
 // runReachesAt is runReaches at the threshold num/den.
 func (q shapeQuery) runReachesAt(seq []trigram, s *shapeScratch, num, den int) bool {
-	n := len(q.set)
+	n := len(q.tris)
 	s.found = s.found[:0]
-	s.id = s.id[:0]
-	ids := make(map[trigram]int, len(seq))
-	total := 0
+	var all uint64
 	for _, t := range seq {
-		_, f := q.set[t]
-		s.found = append(s.found, f)
-		id, ok := ids[t]
-		if !ok {
-			id = len(ids)
-			ids[t] = id
-			if f {
-				total++
-			}
+		i := q.index(t)
+		s.found = append(s.found, int8(i))
+		if i >= 0 {
+			all |= 1 << i
 		}
-		s.id = append(s.id, id)
 	}
 	// Even every query trigram of the shape in one run with nothing else
 	// does not reach it.
-	if den*total < num*n {
+	if den*bits.OnesCount64(all) < num*n {
 		return false
 	}
-	if cap(s.seen) < len(ids) {
-		s.seen = make([]int, len(ids))
-	}
-	seen := s.seen[:len(ids)]
-	for i := range seen {
-		seen[i] = -1
-	}
 	for a := range seq {
-		if !s.found[a] {
+		if s.found[a] < 0 {
 			continue
 		}
-		count, other := 0, 0
+		var in uint64
+		other := s.other[:0]
 		for b := a; b < len(seq); b++ {
-			if seen[s.id[b]] != a {
-				seen[s.id[b]] = a
-				if s.found[b] {
-					count++
-				} else {
-					other++
+			if i := s.found[b]; i >= 0 {
+				in |= 1 << i
+				// count / (n + other) >= num/den, other being unique - count.
+				if den*bits.OnesCount64(in) >= num*(n+len(other)) {
+					s.other = other
+					return true
+				}
+				continue
+			}
+			if !slices.Contains(other, seq[b]) {
+				other = append(other, seq[b])
+				// No later trigram can bring it there: count can reach n
+				// at most, and other only grows.
+				if den*n < num*(n+len(other)) {
+					break
 				}
 			}
-			// count / (n + other) >= num/den, other being unique - count.
-			if s.found[b] && den*count >= num*(n+other) {
-				return true
-			}
-			// No later trigram can bring it there: count can reach n at
-			// most, and other only grows.
-			if den*n < num*(n+other) {
-				break
-			}
 		}
+		s.other = other
 	}
 	return false
 }

@@ -65,7 +65,7 @@ func TestTrigramsAsPostgreSQL(t *testing.T) {
 	bad := 0
 	for i, want := range wants {
 		slices.Sort(want)
-		got, ok := trigramsOf(nil, texts[i], false)
+		got, ok := trigramsOf(nil, texts[i], false, false)
 		require.True(t, ok, "%q", texts[i])
 		if !slices.Equal(want, showTrgm(got)) {
 			bad++
@@ -226,7 +226,7 @@ func mayMatchAt(q shapeQuery, shape string, s *shapeScratch, num, den int) bool 
 	if !q.ok || strings.Contains(shape, q.text) {
 		return true
 	}
-	seq, ok := trigramsOf(nil, shape, true)
+	seq, ok := trigramsOf(nil, shape, true, q.ascii)
 	if !ok {
 		return true
 	}

@@ -481,6 +481,7 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	}
 	plan = keyPlan(searchKeys, company, "anna", likePattern("anna"), keySearchMaxTested)
 	require.Contains(t, plan, "Index Only Scan using contact_key_trigrams_pkey", plan)
+	require.Contains(t, plan, "Index Only Scan using contact_key_shapes_pkey", plan)
 	plan = keyPlan(keySearchQueries[domain.OrderNameAsc], company, false, []int64{}, likePattern("anna"), "anna",
 		[]string{"anna petrova", "annabel lee"}, []bool{true, true}, 100, 0)
 	require.Contains(t, plan, "Index Only Scan using contacts_search_keys on contacts c", plan)
