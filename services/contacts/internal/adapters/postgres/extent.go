@@ -36,8 +36,9 @@ import (
 // exactly (every run, not pg_trgm's greedy walk). What the count test of
 // searchKeys cannot see is where a trigram sits: `maxxm popov` shares 8 of
 // its 12 trigrams with every `X popov` key, its `  m` and ` ma` from the
-// `mail` of the contacts' emails, two words and five other trigrams away
-// from `popov`; no run holding both reaches 0.6.
+// `mail` of the contacts' emails (`ivan popov ivan.popov5@mail.ru`), and
+// every run holding both holds other trigrams too (`ivan`'s, `ov5`,
+// `v5 `): none reaches 0.6.
 //
 // Trigrams are made here as pg_trgm makes them (generate_trgm_only): the
 // text lower-cased, split into words of letters and digits, each padded

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -231,4 +232,11 @@ func mayMatchAt(q shapeQuery, shape string, s *shapeScratch, num, den int) bool 
 		return true
 	}
 	return q.runReachesAt(seq, s, num, den)
+}
+
+// The shape test's threshold is the search's (searchThreshold).
+func TestShapeThresholdIsTheSearchThreshold(t *testing.T) {
+	want, err := strconv.ParseFloat(searchThreshold, 64)
+	require.NoError(t, err)
+	require.InDelta(t, want, float64(shapeThresholdNum)/float64(shapeThresholdDen), 1e-12)
 }
