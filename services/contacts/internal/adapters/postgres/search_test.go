@@ -585,3 +585,67 @@ func TestKeySearchOneSnapshot(t *testing.T) {
 	require.Equal(t, "keys", searchPath(t, ctx, db, company, "zorro"))
 	require.Zero(t, missingKeyTrigrams(t, ctx, db))
 }
+
+// A key's shapes are read in the search's snapshot and written in the
+// contact write's transaction, so the shape test never leaves out the key
+// of a contact whose text has just come to match. Contacts of their own
+// name keys ("<letters> Popov") each start with an address that keeps
+// them from matching "popov maria" (their key passes the trigram count,
+// `mail` giving `  m` and ` ma`, but no run of their text reaches the
+// threshold, `ov1` and `v1 ` standing between `popov` and `mail`: the
+// shape test leaves the key out). A writer gives the address maria@mail.ru
+// to the next of them and takes it from the last, in one transaction each
+// time: exactly one contact matches, through the run `popov maria`, and
+// only the shape its write added lets its key through. Every search must
+// find exactly one. With the search's transaction READ COMMITTED instead
+// of REPEATABLE READ the keys and the page are read in two snapshots, and
+// a search finds none.
+func TestKeySearchShapesOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	r := New(db)
+	const company, n = int64(12), 95
+	ids := make([]int64, n)
+	for i := range n {
+		name := fmt.Sprintf("%c%c%c Popov", 'a'+i%26, 'a'+i/26%26, 'a'+i/676%26)
+		email := fmt.Sprintf("zz.popov%d@mail.ru", i+1)
+		if i == 0 {
+			email = "maria@mail.ru"
+		}
+		c, err := r.CreateContact(ctx, domain.Contact{CompanyID: company, Name: name, Emails: []domain.Email{{Type: "work", Email: email}}})
+		require.NoError(t, err)
+		ids[i] = c.ID
+	}
+	q := domain.SearchQuery("popov maria")
+	path, dropped, _ := searchKeyPath(t, ctx, db, company, q)
+	require.Equal(t, "keys", path)
+	require.EqualValues(t, n-1, dropped, "the keys of the contacts that do not match are left out")
+
+	done := make(chan struct{})
+	writerErr := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { writerErr <- err }()
+		for i := 1; i < n; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_, err = db.Exec(ctx, `UPDATE contacts SET search = lower(name) || ' ' || CASE WHEN id = $1 THEN 'maria@mail.ru' ELSE 'zz.popov0@mail.ru' END
+				WHERE id IN ($1, $2)`, ids[i], ids[i-1])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for i := range 200 {
+		got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: q, Limit: 10})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, total, "search %d", i)
+		require.Len(t, got, 1, "search %d", i)
+	}
+	close(done)
+	require.NoError(t, <-writerErr)
+	require.Zero(t, missingKeyShapes(t, ctx, db))
+}
