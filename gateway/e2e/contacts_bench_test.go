@@ -313,7 +313,7 @@ func loadContacts(b *testing.B, ctx context.Context, conn *pgx.Conn, company int
 	copyRows("contact_tags", []string{"contact_id", "tag_id"}, tags)
 	// VACUUM too: a table in service has been autovacuumed (visibility map
 	// set, so counts can use index-only scans).
-	_, err = conn.Exec(ctx, `VACUUM (ANALYZE) contacts, contact_phones, contact_emails, contact_tags, tags, contact_name_keys, contact_key_trigrams, contact_details`)
+	_, err = conn.Exec(ctx, `VACUUM (ANALYZE) contacts, contact_phones, contact_emails, contact_tags, tags, contact_name_keys, contact_key_trigrams, contact_key_shapes, contact_details`)
 	require.NoError(b, err)
 	d.phones, d.emails, d.tagLinks = len(phones), len(emails), len(tags)
 	return d

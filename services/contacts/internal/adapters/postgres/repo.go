@@ -189,7 +189,10 @@ const genericKeys = 8
 // (one pass of the aggregates), how many candidates do not match themselves,
 // whose contacts are tested one by one (searchContacts chooses by it),
 // and whether the text has a trigram a substring must have (without one
-// the LIKE test cannot be made here).
+// the LIKE test cannot be made here). When those are at most $4
+// (keySearchMaxTested) it also returns their shapes (contact_key_shapes,
+// migration 0007), key and shape side by side, for the test that knows
+// where the trigrams sit (keyCandidates).
 const searchKeys = `WITH q AS MATERIALIZED (
 	SELECT t.trigram, t.trigram = ANY(s.sure) AS sure, cardinality(s.sure) AS sures,
 		ceil(` + keyShare + ` * cardinality(show_trgm($2::text)) - 1e-9)::int AS share
@@ -203,9 +206,13 @@ const searchKeys = `WITH q AS MATERIALIZED (
 	GROUP BY k.name_key
 	HAVING count(*) >= (SELECT min(share) FROM q)
 	    OR count(*) FILTER (WHERE q.sure) = (SELECT min(sures) FROM q))
-	SELECT coalesce((SELECT min(sures) FROM q), 0) > 0, coalesce(a.keys, '{}'), coalesce(a.matched, '{}'), a.tested
+	SELECT coalesce((SELECT min(sures) FROM q), 0) > 0, coalesce(a.keys, '{}'), coalesce(a.matched, '{}'), a.tested,
+		coalesce(s.keys, '{}'), coalesce(s.shapes, '{}')
 	FROM (SELECT array_agg(name_key) AS keys, array_agg(matched) AS matched,
-	             count(*) FILTER (WHERE NOT matched) AS tested FROM keys) a`
+	             count(*) FILTER (WHERE NOT matched) AS tested FROM keys) a
+	LEFT JOIN LATERAL (SELECT array_agg(k.name_key) AS keys, array_agg(h.shape) AS shapes
+		FROM keys k JOIN contact_key_shapes h ON h.company_id = $1 AND h.name_key = k.name_key
+		WHERE NOT k.matched AND a.tested <= $4::int) s ON true`
 
 // keyShare is searchThreshold as a share in searchKeys: word_similarity
 // 0.6 needs 60% of the query's trigrams.
@@ -278,6 +285,41 @@ const keySearchSlack = 24
 // contact by contact (keySearchMaxTested, keySearchSlack).
 func byKeys(sure bool, keys int, tested int64) bool {
 	return sure && tested <= keySearchMaxTested && tested <= 2*(int64(keys)-tested)+keySearchSlack
+}
+
+// keyCandidates are what searchKeys found: the candidate keys, whether
+// each matches itself, and how many do not (tested), once the keys to be
+// tested that no shape of theirs lets match are left out (shapeQuery):
+// their contacts cannot match, so they are neither read nor tested, and
+// fewer keys to test keep more searches on the keys (byKeys). shapeKeys
+// and shapes are searchKeys' shapes of the keys to test, side by side.
+func keyCandidates(q string, keys []string, matched []bool, tested int64, shapeKeys, shapes []string) ([]string, []bool, int64) {
+	if len(shapes) == 0 {
+		return keys, matched, tested
+	}
+	sq := newShapeQuery(q)
+	var scratch shapeScratch
+	may := make(map[string]bool, tested)
+	for i, k := range shapeKeys {
+		if !may[k] {
+			may[k] = sq.mayMatch(shapes[i], &scratch)
+		}
+	}
+	// Only a key with shapes, none of which may match, is left out. Every
+	// contact write adds its shape in its transaction, so a key has one;
+	// one without would stay a candidate, tested contact by contact.
+	outKeys, outMatched := keys[:0:0], matched[:0:0]
+	tested = 0
+	for i, k := range keys {
+		if !matched[i] {
+			if m, read := may[k]; read && !m {
+				continue
+			}
+			tested++
+		}
+		outKeys, outMatched = append(outKeys, k), append(outMatched, matched[i])
+	}
+	return outKeys, outMatched, tested
 }
 
 // keyPlanner starts a key search's batches: generic plans (the keys are
@@ -524,18 +566,19 @@ func searchContacts(ctx context.Context, db *pgxpool.Pool, company int64, tags [
 	}
 	defer conn.Release()
 	var sure bool
-	var keys []string
+	var keys, shapeKeys, shapes []string
 	var matched []bool
 	var tested int64
 	b := &pgx.Batch{}
 	b.Queue(keyTxBegin)
 	b.Queue(keyPlanner, searchThreshold)
-	b.Queue(searchKeys, company, f.Search, likePattern(f.Search)).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&sure, &keys, &matched, &tested)
+	b.Queue(searchKeys, company, f.Search, likePattern(f.Search), keySearchMaxTested).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&sure, &keys, &matched, &tested, &shapeKeys, &shapes)
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, 0, fmt.Errorf("search keys: %w", err)
 	}
+	keys, matched, tested = keyCandidates(f.Search, keys, matched, tested, shapeKeys, shapes)
 	var selfMatched []string
 	for i, k := range keys {
 		if matched[i] {

@@ -116,7 +116,12 @@ func TestSearchRecall(t *testing.T) {
 		}
 	}
 	queries := []string{"ivan smirnov", "смирн", "pav", "pavl", "ivan", "smi", "ivx", "79", "7", "a", "xz", "a b", "%", "_", "example",
-		"anna.petrov", "john smyth", "сергей", "zzzzzz", "-", "..."}
+		"anna.petrov", "john smyth", "сергей", "zzzzzz", "-", "...",
+		// The shape test's edges (keyCandidates): typos of a first name
+		// whose last name's keys all pass the trigram count, runs across
+		// the name and the email, short and repeated words, Cyrillic.
+		"maxia popov", "ivxn popov", "olxa smith", "pavxl johnson", "popov maria", "ivanov ivan", "smith.jo",
+		"ivan ivan", "ann mo", "jones ex", "иxан попов", "мария кузнецxв", "попов мария", "anna anna"}
 	for range 10 {
 		n := names[rng.IntN(len(names))]
 		l := []rune(strings.Fields(n)[1])
@@ -135,9 +140,12 @@ func TestSearchRecall(t *testing.T) {
 		{Limit: 5, Offset: 100_000},
 	}
 	var fuzzyOnly, likeOnly, keyOnly, wholeOnly int
+	var dropped, keptTested int64
 	paths := map[string]int{}
 	for _, q := range queries {
-		paths[searchPath(t, ctx, db, company, domain.SearchQuery(q))]++
+		path, d, k := searchKeyPath(t, ctx, db, company, domain.SearchQuery(q))
+		paths[path]++
+		dropped, keptTested = dropped+d, keptTested+k
 		for _, f := range filters {
 			f.Search = domain.SearchQuery(q)
 			got, total, err := r.ListContacts(ctx, company, f)
@@ -187,31 +195,58 @@ func TestSearchRecall(t *testing.T) {
 		require.Positive(t, paths[p], "no query took the path %q: %v", p, paths)
 	}
 	require.Zero(t, missingKeyTrigrams(t, ctx, db), "trigrams of contacts missing from contact_key_trigrams")
+	// The shape test (keyCandidates) left keys out, and kept others to
+	// test whose contacts were then tested one by one.
+	require.Positive(t, dropped, "the shape test left no key out")
+	require.Positive(t, keptTested, "the shape test kept no key to test")
+	require.Zero(t, missingKeyShapes(t, ctx, db), "shapes of contacts missing from contact_key_shapes")
+}
+
+// missingKeyShapes counts the contacts whose shape contact_key_shapes does
+// not hold for their company and name key.
+func missingKeyShapes(t *testing.T, ctx context.Context, db interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM contacts c WHERE NOT EXISTS (SELECT 1 FROM contact_key_shapes k
+		WHERE k.company_id = c.company_id AND k.name_key = c.name_key AND k.shape = contact_search_shape(c.search))`).Scan(&n))
+	return n
 }
 
 // searchPath tells which way ListContacts reads the search q (searchContacts).
 func searchPath(t *testing.T, ctx context.Context, db *pgxpool.Pool, company int64, q string) string {
 	t.Helper()
+	path, _, _ := searchKeyPath(t, ctx, db, company, q)
+	return path
+}
+
+// searchKeyPath is searchPath, and for a key search how many keys to test
+// the shape test left out (keyCandidates) and how many it kept.
+func searchKeyPath(t *testing.T, ctx context.Context, db *pgxpool.Pool, company int64, q string) (string, int64, int64) {
+	t.Helper()
 	switch {
 	case !hasTrigram(q):
-		return "short"
+		return "short", 0, 0
 	case hasDigit(q):
-		return "trigrams"
+		return "trigrams", 0, 0
 	}
 	var sure bool
-	var keys []string
+	var keys, shapeKeys, shapes []string
 	var matched []bool
 	var tested int64
 	b := &pgx.Batch{}
 	b.Queue(keyPlanner, searchThreshold)
-	b.Queue(searchKeys, company, q, likePattern(q)).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&sure, &keys, &matched, &tested)
+	b.Queue(searchKeys, company, q, likePattern(q), keySearchMaxTested).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&sure, &keys, &matched, &tested, &shapeKeys, &shapes)
 	})
 	require.NoError(t, db.SendBatch(ctx, b).Close())
+	before := tested
+	keys, _, tested = keyCandidates(q, keys, matched, tested, shapeKeys, shapes)
 	if byKeys(sure, len(keys), tested) {
-		return "keys"
+		return "keys", before - tested, tested
 	}
-	return "keys, then trigrams"
+	return "keys, then trigrams", before - tested, tested
 }
 
 // missingKeyTrigrams counts the trigrams (digits made spaces) of contacts
@@ -444,8 +479,9 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 		require.NoError(t, db.SendBatch(ctx, b).Close())
 		return plan
 	}
-	plan = keyPlan(searchKeys, company, "anna", likePattern("anna"))
+	plan = keyPlan(searchKeys, company, "anna", likePattern("anna"), keySearchMaxTested)
 	require.Contains(t, plan, "Index Only Scan using contact_key_trigrams_pkey", plan)
+	require.Contains(t, plan, "Index Only Scan using contact_key_shapes_pkey", plan)
 	plan = keyPlan(keySearchQueries[domain.OrderNameAsc], company, false, []int64{}, likePattern("anna"), "anna",
 		[]string{"anna petrova", "annabel lee"}, []bool{true, true}, 100, 0)
 	require.Contains(t, plan, "Index Only Scan using contacts_search_keys on contacts c", plan)
@@ -548,4 +584,68 @@ func TestKeySearchOneSnapshot(t *testing.T) {
 	require.NoError(t, <-writerErr)
 	require.Equal(t, "keys", searchPath(t, ctx, db, company, "zorro"))
 	require.Zero(t, missingKeyTrigrams(t, ctx, db))
+}
+
+// A key's shapes are read in the search's snapshot and written in the
+// contact write's transaction, so the shape test never leaves out the key
+// of a contact whose text has just come to match. Contacts of their own
+// name keys ("<letters> Popov") each start with an address that keeps
+// them from matching "popov maria" (their key passes the trigram count,
+// `mail` giving `  m` and ` ma`, but no run of their text reaches the
+// threshold, `ov1` and `v1 ` standing between `popov` and `mail`: the
+// shape test leaves the key out). A writer gives the address maria@mail.ru
+// to the next of them and takes it from the last, in one transaction each
+// time: exactly one contact matches, through the run `popov maria`, and
+// only the shape its write added lets its key through. Every search must
+// find exactly one. With the search's transaction READ COMMITTED instead
+// of REPEATABLE READ the keys and the page are read in two snapshots, and
+// a search finds none.
+func TestKeySearchShapesOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	r := New(db)
+	const company, n = int64(12), 95
+	ids := make([]int64, n)
+	for i := range n {
+		name := fmt.Sprintf("%c%c%c Popov", 'a'+i%26, 'a'+i/26%26, 'a'+i/676%26)
+		email := fmt.Sprintf("zz.popov%d@mail.ru", i+1)
+		if i == 0 {
+			email = "maria@mail.ru"
+		}
+		c, err := r.CreateContact(ctx, domain.Contact{CompanyID: company, Name: name, Emails: []domain.Email{{Type: "work", Email: email}}})
+		require.NoError(t, err)
+		ids[i] = c.ID
+	}
+	q := domain.SearchQuery("popov maria")
+	path, dropped, _ := searchKeyPath(t, ctx, db, company, q)
+	require.Equal(t, "keys", path)
+	require.EqualValues(t, n-1, dropped, "the keys of the contacts that do not match are left out")
+
+	done := make(chan struct{})
+	writerErr := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { writerErr <- err }()
+		for i := 1; i < n; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_, err = db.Exec(ctx, `UPDATE contacts SET search = lower(name) || ' ' || CASE WHEN id = $1 THEN 'maria@mail.ru' ELSE 'zz.popov0@mail.ru' END
+				WHERE id IN ($1, $2)`, ids[i], ids[i-1])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for i := range 200 {
+		got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: q, Limit: 10})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, total, "search %d", i)
+		require.Len(t, got, 1, "search %d", i)
+	}
+	close(done)
+	require.NoError(t, <-writerErr)
+	require.Zero(t, missingKeyShapes(t, ctx, db))
 }
