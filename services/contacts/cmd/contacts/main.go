@@ -41,8 +41,17 @@ func spec(s settings) service.Spec {
 		Name:        "contacts",
 		DefaultAddr: "127.0.0.1:9104",
 		Migrations:  migrations.FS,
-		Build: func(_ context.Context, d *service.Deps) (service.Registrar, error) {
-			a := app.New(postgres.New(d.DB), limiter.New(d.Redis, "contacts:", s.ListRate), app.Config{DefaultRegion: s.DefaultRegion})
+		Build: func(ctx context.Context, d *service.Deps) (service.Registrar, error) {
+			repo := postgres.New(d.DB)
+			// Asked at the start, so no search waits for it.
+			same, err := repo.CheckTrigrams(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if !same {
+				d.Log.Warn("contacts: the database makes trigrams unlike the search's shape test (its character type); searches by name test every candidate key's contacts")
+			}
+			a := app.New(repo, limiter.New(d.Redis, "contacts:", s.ListRate), app.Config{DefaultRegion: s.DefaultRegion})
 			return registrar{grpcport.New(a)}, nil
 		},
 	}

@@ -24,6 +24,8 @@ import (
 // Repo implements app.Repository.
 type Repo struct {
 	db *pgxpool.Pool
+	// shapes: whether the database makes trigrams as the shape test does.
+	shapes trigramCheck
 }
 
 var _ app.Repository = (*Repo)(nil)
@@ -485,7 +487,7 @@ func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter)
 	var total int64
 	var err error
 	if f.Search != "" && hasTrigram(f.Search) {
-		out, total, err = searchContacts(ctx, r.db, company, tags, f)
+		out, total, err = searchContacts(ctx, r.db, &r.shapes, company, tags, f)
 	} else {
 		err = postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, listSettings, searchThreshold); err != nil {
@@ -556,9 +558,15 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 // Each batch starts with its planner settings, local to the transaction.
 // A connection left in the transaction by an error is closed, not reused
 // (pgxpool releases only idle connections to the pool).
-func searchContacts(ctx context.Context, db *pgxpool.Pool, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+func searchContacts(ctx context.Context, db *pgxpool.Pool, check *trigramCheck, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	if hasDigit(f.Search) {
 		return trigramSearchContacts(ctx, db, company, tags, f)
+	}
+	// The shapes are judged only where the database makes trigrams as
+	// the shape test does (trigramCheck).
+	sameTrigrams, err := check.agree(ctx, db)
+	if err != nil {
+		return nil, 0, fmt.Errorf("search keys: %w", err)
 	}
 	conn, err := db.Acquire(ctx)
 	if err != nil {
@@ -577,6 +585,9 @@ func searchContacts(ctx context.Context, db *pgxpool.Pool, company int64, tags [
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, 0, fmt.Errorf("search keys: %w", err)
+	}
+	if !sameTrigrams {
+		shapeKeys, shapes = nil, nil
 	}
 	keys, matched, tested = keyCandidates(f.Search, keys, matched, tested, shapeKeys, shapes)
 	var selfMatched []string
