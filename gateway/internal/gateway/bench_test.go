@@ -44,6 +44,27 @@ func (contactServer) GetContact(_ context.Context, r *contactsv1.GetContactReque
 	}, nil
 }
 
+// ListContacts answers a page of 100 contacts like the contacts
+// benchmark's (gateway/e2e, BenchmarkContacts100k): a name, a phone, half
+// of them an email.
+func (contactServer) ListContacts(_ context.Context, r *contactsv1.ListContactsRequest) (*contactsv1.ListContactsResponse, error) {
+	at := timestamppb.Now()
+	out := &contactsv1.ListContactsResponse{TotalCount: 1949}
+	for i := range 100 {
+		c := &contactsv1.Contact{
+			Id: int64(1000 + i), Name: fmt.Sprintf("Maxim Novikov %d", i),
+			Phones:    []*contactsv1.Phone{{Type: contactsv1.PhoneType(1), Phone: fmt.Sprintf("+7999%07d", i)}},
+			CreatedAt: at, UpdatedAt: at,
+		}
+		if i%2 == 0 {
+			c.Emails = []*contactsv1.Email{{Type: contactsv1.EmailType(1), Email: fmt.Sprintf("maxim.novikov%d@mail.ru", i)}}
+		}
+		out.Contacts = append(out.Contacts, c)
+	}
+	out.Count = int64(len(out.Contacts))
+	return out, nil
+}
+
 // sendServer answers SendMessage as messaging answers a text it
 // accepted: the chat and the stored message.
 type sendServer struct {
@@ -75,6 +96,13 @@ func BenchmarkGatewayCard(b *testing.B) { benchGateway(b, "/v2/companies/5") }
 
 // BenchmarkGatewayContact is BenchmarkGatewayCard for a contact.
 func BenchmarkGatewayContact(b *testing.B) { benchGateway(b, "/v2/companies/5/contacts/9") }
+
+// BenchmarkGatewayContactsPage is BenchmarkGatewayCard for a search's
+// page of 100 contacts: the answer's decoding and JSON, which a contact
+// read has one of.
+func BenchmarkGatewayContactsPage(b *testing.B) {
+	benchGateway(b, "/v2/companies/5/contacts/?limit=100&query=makim%20novikov")
+}
 
 // BenchmarkGatewaySend is BenchmarkGatewayCard for a text sent as
 // BenchmarkSendMessages (gateway/e2e) sends it: the JSON body's decoding
