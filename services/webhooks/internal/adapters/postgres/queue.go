@@ -628,7 +628,7 @@ func (q *Queue) NextDue(ctx context.Context) (time.Time, error) {
 	err := keyed(ctx, q.db, func(batch *pgx.Batch) {
 		batch.Queue(`SELECT least(
 			(SELECT min(d.next_attempt_at) FROM deliveries d
-			  WHERE d.status = 'pending' AND NOT d.first AND d.claimed_until < now() AND `+notPaused+`),
+			  WHERE d.status = 'pending' AND NOT d.first AND d.claimed_until < now() AND ` + notPaused + `),
 			(SELECT min(probe_at) FROM targets WHERE paused))`).QueryRow(func(row pgx.Row) error { return row.Scan(&due) })
 	})
 	if err != nil {
