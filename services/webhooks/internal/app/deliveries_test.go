@@ -338,3 +338,82 @@ func TestPingRacesMove(t *testing.T) {
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE subscription_id = $1 AND status = 'pending'`, sub.ID).Scan(&waiting))
 	require.Zero(t, waiting, "deliveries waiting for a deleted subscription")
 }
+
+// TestSucceededDeliveryGone: a success deletes its delivery (Queue.Record),
+// and its log keeps showing it: the succeeded row and the failed attempt
+// before it, both with the delivery's id, event and kind, newest first; a
+// redelivery by that id copies the event, lane and order its succeeded
+// row carries. Another subscription's succeeded delivery is not found
+// through this one, nor an id that never was.
+func TestSucceededDeliveryGone(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	s := app.New(postgres.New(db), anyConnection{}, app.Config{AllowPrivateTargets: true})
+	sub := func() domain.Subscription {
+		w, err := s.Create(ctx, app.CreateCmd{CompanyID: 1, ConnectionID: 10, URL: "http://127.0.0.1/" + uuid.NewString(),
+			Events: []string{"messages.create"}})
+		require.NoError(t, err)
+		return w
+	}
+	a, b := sub(), sub()
+	require.NoError(t, s.Ingest(ctx, []app.IncomingEvent{{ID: uuid.NewString(), CompanyID: 1, Type: "messages.create",
+		Payload: envelope(1, 10, "messages.create", 77), OccurredAt: time.Now()}}))
+	q := postgres.NewQueue(db, quietLog())
+	retries := []time.Duration{time.Minute}
+	record := func(a domain.Attempt, res domain.Result) {
+		t.Helper()
+		_, err := q.Record(ctx, []app.Batch{{
+			Sent:  []app.Recording{{Attempt: a, Result: res, Decision: domain.Decide(a, res, retries)}},
+			Lease: time.Minute, PauseAfter: 5, Probes: []time.Duration{time.Minute},
+		}})
+		require.NoError(t, err)
+	}
+	claimed, err := q.ClaimFirst(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 2)
+	var mine domain.Attempt
+	for _, c := range claimed {
+		if c.SubscriptionID == a.ID {
+			mine = c
+			record(c, domain.Result{Outcome: domain.Unreachable, Status: 500, Error: "answered 500", Duration: 30 * time.Millisecond})
+		} else {
+			record(c, domain.Result{Outcome: domain.Delivered, Status: 200, Duration: 10 * time.Millisecond})
+		}
+	}
+	_, err = db.Exec(ctx, `UPDATE deliveries SET next_attempt_at = now() - interval '1 hour' WHERE id = $1`, mine.ID)
+	require.NoError(t, err)
+	claimed, err = q.ClaimRetries(ctx, 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	record(claimed[0], domain.Result{Outcome: domain.Delivered, Status: 200, Duration: 20 * time.Millisecond})
+	var left int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM deliveries`).Scan(&left))
+	require.Zero(t, left, "both successes deleted their deliveries")
+
+	list, err := s.Deliveries(ctx, 1, a.ID, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []int64{mine.ID, mine.ID}, ids(list))
+	ok, retried := list[0], list[1]
+	require.Equal(t, []any{2, domain.StatusSucceeded, 200, 20}, []any{ok.Attempt, ok.Status, *ok.ResponseStatus, *ok.DurationMS})
+	require.Nil(t, ok.NextAttemptAt)
+	require.Equal(t, []any{1, domain.StatusPending, 500, "answered 500"}, []any{retried.Attempt, retried.Status,
+		*retried.ResponseStatus, *retried.Error})
+	for _, row := range list {
+		require.Equal(t, mine.EventID, row.EventID)
+		require.Equal(t, "messages.create", row.EventType)
+	}
+
+	again, err := s.Redeliver(ctx, 1, a.ID, strconv.FormatInt(mine.ID, 10))
+	require.NoError(t, err)
+	require.Equal(t, mine.EventID, again.EventID)
+	row := readDelivery(t, db, again.ID)
+	require.Equal(t, deliveryRow{EventID: mine.EventID, Subscription: a.ID, URL: a.URL, Status: "pending", Lane: 77, Seq: mine.Seq,
+		First: false, Due: row.Due}, row)
+
+	var theirs int64
+	require.NoError(t, db.QueryRow(ctx, `SELECT delivery_id FROM delivery_log WHERE subscription_id = $1`, b.ID).Scan(&theirs))
+	for _, id := range []int64{theirs, again.ID + 1000} {
+		_, err = s.Redeliver(ctx, 1, a.ID, strconv.FormatInt(id, 10))
+		requireAPIError(t, err, apierr.WebhookDeliveryNotFound, "delivery %d", id)
+	}
+}
