@@ -247,7 +247,15 @@ func (q *Queue) ClaimProbes(ctx context.Context, n int, lease time.Duration) ([]
 //
 // Each result is recorded on its delivery and appended to the deliveries
 // log by one statement, so a row exists for every attempt whose result
-// counts, and for no other.
+// counts, and for no other. A success deletes its delivery instead of
+// rewriting it (a row version and a primary key entry saved, and a dead
+// version less for every later reader of the page), and its log row
+// carries what is read of the delivery once it is gone: its event, lane
+// and order (Repo.Deliveries, Repo.Redeliver; 0010_succeeded_gone.sql).
+// Every reference to deliveries is bounded by an array of the group's
+// keys (ctids or ids), so the statement plans with hash joins: planned
+// from a table ANALYZE saw empty (it is, whenever the queue is), a join on
+// d.id = r.id alone was a walk of the whole primary key per group.
 func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt, error) {
 	var (
 		ids                 []int64
@@ -648,7 +656,8 @@ const purgeBatch = 5000
 // statement that gives it up. A finished delivery stays until twice the
 // retention after it was taken in (at least the retention after it
 // finished), and its log rows with it (the list shows a row only while
-// its delivery exists).
+// its delivery exists, or once it succeeded: a success deletes it, and its
+// rows stay until pruned).
 //
 // Log rows are pruned by age alone, at twice the retention: a row is
 // written at most the retention after its delivery was taken in, so no
