@@ -194,17 +194,8 @@ func (r *rig) emit(chat int64) int {
 	return r.n
 }
 
-// everyDelivery is every delivery as a table, those whose success deleted
-// them included: their succeeded rows in the log carry what they were
-// (Queue.Record). A delivery recorded as succeeded twice would be counted
-// twice.
-const everyDelivery = `(SELECT id, event_id, subscription_id, url, status, first, attempt, lane, seq FROM deliveries
-	UNION ALL
-	SELECT delivery_id, event_id, subscription_id, NULL, 'succeeded', false, attempt, lane, seq FROM delivery_log
-	WHERE event_id IS NOT NULL)`
-
 func (r *rig) statuses() map[string]int {
-	rows, err := r.db.Query(context.Background(), `SELECT status, count(*) FROM `+everyDelivery+` d GROUP BY status`)
+	rows, err := r.db.Query(context.Background(), `SELECT status, count(*) FROM deliveries GROUP BY status`)
 	require.NoError(r.t, err)
 	out := map[string]int{}
 	for rows.Next() {
@@ -298,7 +289,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 		require.Len(t, hits, w.attempts, p)
 		var status string
 		var attempts int
-		require.NoError(t, r.db.QueryRow(ctx, `SELECT status, attempt FROM `+everyDelivery+` d WHERE subscription_id = $1`, subs[p]).Scan(&status, &attempts))
+		require.NoError(t, r.db.QueryRow(ctx, `SELECT status, attempt FROM deliveries WHERE subscription_id = $1`, subs[p]).Scan(&status, &attempts))
 		require.Equal(t, w, want{status, attempts}, p)
 		// The log: a row per attempt, newest first, each with its own
 		// answer; the delivery's status as each left it, so pending (and
@@ -624,7 +615,7 @@ func TestRetention(t *testing.T) {
 	ctx := context.Background()
 	require.Eventually(t, func() bool {
 		var status string
-		err := r.db.QueryRow(ctx, `SELECT status FROM `+everyDelivery+` d`).Scan(&status)
+		err := r.db.QueryRow(ctx, `SELECT status FROM deliveries`).Scan(&status)
 		return err == nil && status == "failed"
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Len(t, rc.snapshot(), 1, "one attempt, its retry an hour away")
@@ -665,7 +656,7 @@ func TestSubscriptionChanges(t *testing.T) {
 	r.emit(1)
 	require.Eventually(t, func() bool {
 		var n int
-		require.NoError(t, r.db.QueryRow(ctx, `SELECT count(*) FROM `+everyDelivery+` d WHERE attempt = 1`).Scan(&n))
+		require.NoError(t, r.db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE attempt = 1`).Scan(&n))
 		return n == 2
 	}, 5*time.Second, 10*time.Millisecond, "both first attempts recorded")
 	newURL := rc.srv.URL + "/new"

@@ -296,7 +296,7 @@ func replicaBurst(t testing.TB, replicas, events, chats, workers int, delay time
 // as succeeded.
 func recordedEvents(t *testing.T, db *pgxpool.Pool) map[int]bool {
 	t.Helper()
-	rows, err := db.Query(context.Background(), `SELECT (e.payload->'event'->>'n')::int FROM `+everyDelivery+` d
+	rows, err := db.Query(context.Background(), `SELECT (e.payload->'event'->>'n')::int FROM deliveries d
 		JOIN events e ON e.id = d.event_id WHERE d.status = 'succeeded'`)
 	require.NoError(t, err)
 	ns, err := pgx.CollectRows(rows, pgx.RowTo[int])

@@ -38,16 +38,9 @@ func lockSubscription(ctx context.Context, tx pgx.Tx, company int64, id string) 
 // delivery_log (one per attempt, and the retention's) and the deliveries
 // still waiting for their first attempt, merged newest first. Each side
 // is read through its index in the list's order (delivery_log_list,
-// deliveries_log), as far as the page needs.
-//
-// A log row shows its delivery's event: the delivery's while it exists;
-// once its success deleted it (Queue.Record), the one its succeeded row
-// carries (that row's own, or found by delivery_log_succeeded for the
-// delivery's earlier rows). A row with neither, whose delivery the
-// retention purged (its rows outlive it until Queue.Expire prunes them by
-// age), is skipped before the page is counted; so every row shown can be
-// redelivered. Planned by key (keyed): the deliveries table is empty
-// whenever the queue is.
+// deliveries_log), as far as the page needs. A row whose delivery was
+// purged (its rows outlive it until Queue.Expire prunes them by age) is
+// skipped before the page is counted.
 func (r *Repo) Deliveries(ctx context.Context, company int64, subscription string, limit, offset int) ([]domain.Delivery, error) {
 	var found bool
 	if err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT FROM subscriptions WHERE company_id = $1 AND id = $2)`,
@@ -57,48 +50,38 @@ func (r *Repo) Deliveries(ctx context.Context, company int64, subscription strin
 	if !found {
 		return nil, domain.ErrNotFound
 	}
-	var out []domain.Delivery
-	err := keyed(ctx, r.db, func(batch *pgx.Batch) {
-		batch.Queue(`SELECT x.id, e.id::text, e.event_type, x.attempt, x.status, x.response_status, x.error,
-				x.duration_ms, x.created_at, x.next_attempt_at
-			FROM (
-				(SELECT l.id, l.attempt, l.status, l.response_status, l.error, l.duration_ms, l.created_at, l.next_attempt_at,
-				        l.event_id
-				 FROM (SELECT l.delivery_id AS id, l.attempt, l.status, l.response_status, l.error, l.duration_ms, l.created_at,
-				              l.next_attempt_at,
-				              coalesce(l.event_id,
-				                       (SELECT p.event_id FROM deliveries p WHERE p.id = l.delivery_id),
-				                       (SELECT g.event_id FROM delivery_log g WHERE g.delivery_id = l.delivery_id
-				                          AND g.event_id IS NOT NULL LIMIT 1)) AS event_id
-				       FROM delivery_log l WHERE l.subscription_id = $2) l
-				 WHERE l.event_id IS NOT NULL
-				 ORDER BY l.created_at DESC, l.id DESC, l.attempt DESC LIMIT $3::bigint + $4::bigint)
-				UNION ALL
-				(SELECT d.id, d.attempt, d.status, NULL, NULL, NULL, d.created_at,
-				        CASE WHEN isfinite(d.next_attempt_at) THEN d.next_attempt_at END, d.event_id
-				 FROM deliveries d WHERE d.subscription_id = $2 AND d.attempt = 0 AND d.status = 'pending'
-				 ORDER BY d.created_at DESC, d.id DESC LIMIT $3::bigint + $4::bigint)
-			) x
-			JOIN subscriptions s ON s.id = $2 AND s.company_id = $1
-			JOIN events e ON e.id = x.event_id
-			ORDER BY x.created_at DESC, x.id DESC, x.attempt DESC LIMIT $3 OFFSET $4`,
-			company, subscription, limit, offset).Query(func(rows pgx.Rows) error {
-			var err error
-			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Delivery, error) { return scanDelivery(row) })
-			return err
-		})
-	})
+	rows, err := r.db.Query(ctx, `SELECT x.id, e.id::text, e.event_type, x.attempt, x.status, x.response_status, x.error,
+			x.duration_ms, x.created_at, x.next_attempt_at
+		FROM (
+			(SELECT l.delivery_id AS id, l.attempt, l.status, l.response_status, l.error, l.duration_ms, l.created_at,
+			        l.next_attempt_at
+			 FROM delivery_log l
+			 WHERE l.subscription_id = $2 AND EXISTS (SELECT FROM deliveries p WHERE p.id = l.delivery_id)
+			 ORDER BY l.created_at DESC, l.delivery_id DESC, l.attempt DESC LIMIT $3::bigint + $4::bigint)
+			UNION ALL
+			(SELECT d.id, d.attempt, d.status, NULL, NULL, NULL, d.created_at,
+			        CASE WHEN isfinite(d.next_attempt_at) THEN d.next_attempt_at END
+			 FROM deliveries d WHERE d.subscription_id = $2 AND d.attempt = 0 AND d.status = 'pending'
+			 ORDER BY d.created_at DESC, d.id DESC LIMIT $3::bigint + $4::bigint)
+		) x
+		JOIN deliveries d ON d.id = x.id
+		JOIN subscriptions s ON s.id = d.subscription_id
+		JOIN events e ON e.id = d.event_id
+		WHERE s.company_id = $1 AND s.id = $2
+		ORDER BY x.created_at DESC, x.id DESC, x.attempt DESC LIMIT $3 OFFSET $4`, company, subscription, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Delivery, error) { return scanDelivery(row) })
+	if err != nil {
+		return nil, fmt.Errorf("read deliveries: %w", err)
 	}
 	return out, nil
 }
 
 // Redeliver implements app.DeliveriesRepository: a copy of the delivery
 // on the retry path (first = false), in the event's lane and order, to
-// the subscription's url of now. A delivery whose success deleted it is
-// read from its succeeded row in the log, which carries the event, lane
-// and order (Queue.Record). Planned by key (keyed).
+// the subscription's url of now.
 //
 // The event's received_at is renewed by the same statement: the retention
 // keeps an event three times the retention after it (Queue.Expire), which
@@ -112,16 +95,9 @@ func (r *Repo) Redeliver(ctx context.Context, company int64, subscription string
 		if _, err := lockSubscription(ctx, tx, company, subscription); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, keyedPlans); err != nil {
-			return fmt.Errorf("redeliver %d: %w", delivery, err)
-		}
 		d, err := scanDelivery(tx.QueryRow(ctx, `WITH old AS (
-				(SELECT o.event_id, o.lane, o.seq FROM deliveries o JOIN subscriptions s ON s.id = o.subscription_id
-				 WHERE s.company_id = $1 AND s.id = $2 AND o.subscription_id = $2 AND o.id = $3)
-				UNION ALL
-				(SELECT g.event_id, g.lane, g.seq FROM delivery_log g JOIN subscriptions s ON s.id = g.subscription_id
-				 WHERE s.company_id = $1 AND s.id = $2 AND g.subscription_id = $2 AND g.delivery_id = $3 AND g.event_id IS NOT NULL)
-				LIMIT 1),
+				SELECT o.event_id, o.lane, o.seq FROM deliveries o JOIN subscriptions s ON s.id = o.subscription_id
+				WHERE s.company_id = $1 AND s.id = $2 AND o.subscription_id = $2 AND o.id = $3),
 			e AS (
 				UPDATE events SET received_at = now() WHERE id = (SELECT event_id FROM old)
 				RETURNING id, event_type),

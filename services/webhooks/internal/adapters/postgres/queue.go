@@ -38,18 +38,10 @@ func NewQueue(db *pgxpool.Pool, log *slog.Logger) *Queue { return &Queue{db: db,
 // their subscription or of their v1 integration target (one primary-key
 // lookup each; a delivery whose subscription is gone is not claimed), with
 // their event's payload (eventOf). $2 is the lease in seconds.
-//
-// The rows are looked up by their ids as one array (d.id = ANY), so the
-// plan cannot start from deliveries: once ANALYZE saw the table empty (a
-// succeeded delivery is deleted, so it is whenever the queue is), a join
-// on d.id = c.id alone was planned as a scan of the whole table with c
-// looked up per row, and with sequential scans off (keyed), as a walk of
-// its whole primary key: 3,000 buffers per claim over a backlog of 3,000
-// (proctest.TestBacklogAfterQuietPeriod).
 const claimed = `
 UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
 FROM c CROSS JOIN LATERAL (` + eventOf + `) e
-WHERE d.id = ANY (ARRAY(SELECT id FROM c)) AND d.id = c.id
+WHERE d.id = c.id
   AND (EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id)
        OR EXISTS (SELECT 1 FROM integration_targets t WHERE t.id = d.subscription_id))
 RETURNING d.id, d.event_id, d.subscription_id, d.url,
@@ -151,76 +143,49 @@ func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration, held
 	return out, nil
 }
 
-// ClaimRetries implements app.Queue, with plans by key (keyed).
+// ClaimRetries implements app.Queue.
 func (q *Queue) ClaimRetries(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
-	var out []domain.Attempt
-	err := keyed(ctx, q.db, func(batch *pgx.Batch) {
-		batch.Queue(`WITH c AS (
-			SELECT d.id, d.event_id, d.event_at FROM deliveries d
-			WHERE d.status = 'pending' AND NOT d.first AND d.next_attempt_at <= now() AND d.claimed_until < now()
-			  AND `+notPaused+`
-			ORDER BY d.next_attempt_at LIMIT $1
-			FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease)).Query(func(rows pgx.Rows) error {
-			var err error
-			out, err = scanAttempts(rows, false)
-			return err
-		})
-	})
+	rows, err := q.db.Query(ctx, `WITH c AS (
+		SELECT d.id, d.event_id, d.event_at FROM deliveries d
+		WHERE d.status = 'pending' AND NOT d.first AND d.next_attempt_at <= now() AND d.claimed_until < now()
+		  AND `+notPaused+`
+		ORDER BY d.next_attempt_at LIMIT $1
+		FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease))
+	if err != nil {
+		return nil, fmt.Errorf("claim retries: %w", err)
+	}
+	out, err := scanAttempts(rows, false)
 	if err != nil {
 		return nil, fmt.Errorf("claim retries: %w", err)
 	}
 	return out, nil
 }
 
-// keyed runs the statements queue adds in one transaction sent as one
-// pipeline (one round trip), planned with sequential scans, bitmap scans,
-// hash joins and merge joins off: every row of deliveries they touch is
-// reached by a key or an index's order. A succeeded delivery is deleted
-// (Record), so whenever the queue is empty so is the table, and a plan
-// made from it (a generic plan kept by the connection, or one made before
-// the next ANALYZE) would scan it whole at every call once a backlog grew
-// (proctest.TestBacklogAfterQuietPeriod counts the rows read).
-func keyed(ctx context.Context, db *pgxpool.Pool, queue func(*pgx.Batch)) error {
-	batch := &pgx.Batch{}
-	batch.Queue(`BEGIN`)
-	batch.Queue(keyedPlans)
-	queue(batch)
-	batch.Queue(`COMMIT`)
-	return db.SendBatch(ctx, batch).Close()
-}
-
-// keyedPlans sets keyed's planning for the rest of the transaction.
-const keyedPlans = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
-	set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
-
 // ClaimProbes implements app.Queue. The URL's probe time moves past the
 // lease as it is taken, so no other replica probes it meanwhile; the
-// result sets the next one. One round trip: it runs at every claim round,
-// nearly always to find no URL due, and as a transaction of its own
-// (begin, the statement, commit) sent one statement after the other it was
-// three, more than any other claim (BenchmarkWebhooksFanout: 84 rounds
-// per 10,000 deliveries end to end); it goes as keyed's pipeline.
+// result sets the next one. One statement, so one round trip: it runs at
+// every claim round, nearly always to find no URL due, and as a
+// transaction of its own (begin, the statement, commit) it was three,
+// more than any other claim (BenchmarkWebhooksFanout: 84 rounds per
+// 10,000 deliveries end to end).
 func (q *Queue) ClaimProbes(ctx context.Context, n int, lease time.Duration) ([]domain.Attempt, error) {
 	// Each due URL's oldest waiting delivery: on the ordered path only a
 	// lane's head (an older one of its lane may still be in flight).
-	var out []domain.Attempt
-	err := keyed(ctx, q.db, func(batch *pgx.Batch) {
-		batch.Queue(`WITH due AS (
-				SELECT url FROM targets WHERE paused AND probe_at <= now() ORDER BY probe_at LIMIT $1 FOR UPDATE SKIP LOCKED),
-			moved AS (
-				UPDATE targets t SET probe_at = now() + make_interval(secs => $2) FROM due WHERE t.url = due.url
-				RETURNING t.url),
-			c AS (
-				SELECT x.id, x.event_id, x.event_at FROM moved CROSS JOIN LATERAL (
-					SELECT d.id, d.event_id, d.event_at FROM deliveries d
-					WHERE d.url = moved.url AND d.status = 'pending' AND d.claimed_until < now() AND (NOT d.first OR `+laneHead+`)
-					ORDER BY d.seq LIMIT 1
-					FOR UPDATE OF d SKIP LOCKED) x)`+claimed, n, secs(lease)).Query(func(rows pgx.Rows) error {
-			var err error
-			out, err = scanAttempts(rows, true)
-			return err
-		})
-	})
+	rows, err := q.db.Query(ctx, `WITH due AS (
+			SELECT url FROM targets WHERE paused AND probe_at <= now() ORDER BY probe_at LIMIT $1 FOR UPDATE SKIP LOCKED),
+		moved AS (
+			UPDATE targets t SET probe_at = now() + make_interval(secs => $2) FROM due WHERE t.url = due.url
+			RETURNING t.url),
+		c AS (
+			SELECT x.id, x.event_id, x.event_at FROM moved CROSS JOIN LATERAL (
+				SELECT d.id, d.event_id, d.event_at FROM deliveries d
+				WHERE d.url = moved.url AND d.status = 'pending' AND d.claimed_until < now() AND (NOT d.first OR `+laneHead+`)
+				ORDER BY d.seq LIMIT 1
+				FOR UPDATE OF d SKIP LOCKED) x)`+claimed, n, secs(lease))
+	if err != nil {
+		return nil, fmt.Errorf("claim probes: %w", err)
+	}
+	out, err := scanAttempts(rows, true)
 	if err != nil {
 		return nil, fmt.Errorf("claim probes: %w", err)
 	}
@@ -247,15 +212,7 @@ func (q *Queue) ClaimProbes(ctx context.Context, n int, lease time.Duration) ([]
 //
 // Each result is recorded on its delivery and appended to the deliveries
 // log by one statement, so a row exists for every attempt whose result
-// counts, and for no other. A success deletes its delivery instead of
-// rewriting it (a row version and a primary key entry saved, and a dead
-// version less for every later reader of the page), and its log row
-// carries what is read of the delivery once it is gone: its event, lane
-// and order (Repo.Deliveries, Repo.Redeliver; 0010_succeeded_gone.sql).
-// Every reference to deliveries is bounded by an array of the group's
-// keys (ctids or ids), so the statement plans with hash joins: planned
-// from a table ANALYZE saw empty (it is, whenever the queue is), a join on
-// d.id = r.id alone was a walk of the whole primary key per group.
+// counts, and for no other.
 func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt, error) {
 	var (
 		ids                 []int64
@@ -295,7 +252,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN`)
 	batch.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
-		set_config('enable_hashjoin', 'on', true), set_config('enable_mergejoin', 'off', true)`)
+		set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`)
 	// Each result goes to the row where its claim left it (its ctid: no
 	// lookup by key); one whose row moved since (a URL change rewrites
 	// what waits) is found by its id in the same statement. A claimed
@@ -310,57 +267,26 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 				$9::text[], $10::bigint[]) AS r(id, token, status, failures, retry_in, answer, err, duration, loc, head)),
 		at_row AS (
 			UPDATE deliveries d SET `+recorded+`
-			FROM r WHERE d.ctid = ANY (ARRAY(SELECT loc::tid FROM r WHERE head = 0 AND status <> 'succeeded'))
-			  AND r.head = 0 AND r.status <> 'succeeded' AND d.ctid = r.loc::tid AND d.id = r.id AND d.claim_token = r.token
-			RETURNING `+recordedRow+`),
-		at_row_gone AS (
-			DELETE FROM deliveries d
-			USING r WHERE d.ctid = ANY (ARRAY(SELECT loc::tid FROM r WHERE head = 0 AND status = 'succeeded'))
-			  AND r.head = 0 AND r.status = 'succeeded' AND d.ctid = r.loc::tid AND d.id = r.id AND d.claim_token = r.token
-			RETURNING `+goneRow+`),
+			FROM r WHERE r.head = 0 AND d.ctid = r.loc::tid AND d.id = r.id AND d.claim_token = r.token
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
 		moved AS (
 			UPDATE deliveries d SET `+recorded+`
-			FROM r WHERE d.id = ANY (ARRAY(SELECT id FROM r WHERE head = 0 AND status <> 'succeeded'
-			  AND id NOT IN (SELECT id FROM at_row)))
-			  AND r.head = 0 AND r.status <> 'succeeded' AND d.id = r.id AND d.claim_token = r.token
-			RETURNING `+recordedRow+`),
-		moved_gone AS (
-			DELETE FROM deliveries d
-			USING r WHERE d.id = ANY (ARRAY(SELECT id FROM r WHERE head = 0 AND status = 'succeeded'
-			  AND id NOT IN (SELECT id FROM at_row_gone)))
-			  AND r.head = 0 AND r.status = 'succeeded' AND d.id = r.id AND d.claim_token = r.token
-			RETURNING `+goneRow+`),
-		led AS (SELECT id FROM at_row UNION ALL SELECT id FROM at_row_gone UNION ALL SELECT id FROM moved
-			UNION ALL SELECT id FROM moved_gone),
+			FROM r WHERE r.head = 0 AND d.id = r.id AND d.claim_token = r.token AND r.id NOT IN (SELECT id FROM at_row)
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
+		led AS (SELECT id FROM at_row UNION ALL SELECT id FROM moved),
 		run_at_row AS (
 			UPDATE deliveries d SET `+recorded+`
-			FROM r WHERE d.ctid = ANY (ARRAY(SELECT loc::tid FROM r WHERE (head IN (SELECT id FROM led)) IS TRUE AND status <> 'succeeded'))
-			  AND r.status <> 'succeeded' AND d.ctid = r.loc::tid AND d.id = r.id AND d.status = 'pending' AND d.first
-			RETURNING `+recordedRow+`),
-		run_at_row_gone AS (
-			DELETE FROM deliveries d
-			USING r WHERE d.ctid = ANY (ARRAY(SELECT loc::tid FROM r WHERE (head IN (SELECT id FROM led)) IS TRUE AND status = 'succeeded'))
-			  AND r.status = 'succeeded' AND d.ctid = r.loc::tid AND d.id = r.id AND d.status = 'pending' AND d.first
-			RETURNING `+goneRow+`),
+			FROM r WHERE (r.head IN (SELECT id FROM led)) IS TRUE AND d.ctid = r.loc::tid AND d.id = r.id
+			  AND d.status = 'pending' AND d.first
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
 		run_moved AS (
 			UPDATE deliveries d SET `+recorded+`
-			FROM r WHERE d.id = ANY (ARRAY(SELECT id FROM r WHERE (head IN (SELECT id FROM led)) IS TRUE AND status <> 'succeeded'
-			  AND id NOT IN (SELECT id FROM run_at_row)))
-			  AND r.status <> 'succeeded' AND d.id = r.id AND d.status = 'pending' AND d.first
-			RETURNING `+recordedRow+`),
-		run_moved_gone AS (
-			DELETE FROM deliveries d
-			USING r WHERE d.id = ANY (ARRAY(SELECT id FROM r WHERE (head IN (SELECT id FROM led)) IS TRUE AND status = 'succeeded'
-			  AND id NOT IN (SELECT id FROM run_at_row_gone)))
-			  AND r.status = 'succeeded' AND d.id = r.id AND d.status = 'pending' AND d.first
-			RETURNING `+goneRow+`),
-		u AS (SELECT * FROM at_row UNION ALL SELECT * FROM at_row_gone UNION ALL SELECT * FROM moved
-			UNION ALL SELECT * FROM moved_gone UNION ALL SELECT * FROM run_at_row UNION ALL SELECT * FROM run_at_row_gone
-			UNION ALL SELECT * FROM run_moved UNION ALL SELECT * FROM run_moved_gone)
-		INSERT INTO delivery_log (delivery_id, subscription_id, attempt, status, response_status, error, duration_ms, next_attempt_at,
-			event_id, lane, seq)
-		SELECT id, subscription_id, attempt, status, answer, err, duration, CASE WHEN status = 'pending' THEN next_attempt_at END,
-			event_id, lane, seq
+			FROM r WHERE (r.head IN (SELECT id FROM led)) IS TRUE AND d.id = r.id AND d.status = 'pending' AND d.first
+			  AND r.id NOT IN (SELECT id FROM run_at_row)
+			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
+		u AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved UNION ALL SELECT * FROM run_at_row UNION ALL SELECT * FROM run_moved)
+		INSERT INTO delivery_log (delivery_id, subscription_id, attempt, status, response_status, error, duration_ms, next_attempt_at)
+		SELECT id, subscription_id, attempt, status, answer, err, duration, CASE WHEN status = 'pending' THEN next_attempt_at END
 		FROM u`,
 		ids, tokens, statuses, failures, retryIn, answers, errs, durations, rowsAt, heads).Exec(func(tag pgconn.CommandTag) error {
 		if lapsed := len(ids) - int(tag.RowsAffected()); lapsed > 0 {
@@ -374,7 +300,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	})
 	if len(uIDs) > 0 {
 		batch.Queue(`UPDATE deliveries d SET claimed_until = '-infinity', claim_token = NULL
-			FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token) WHERE d.id = ANY ($1::bigint[]) AND d.id = u.id AND d.claim_token = u.token`,
+			FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token) WHERE d.id = u.id AND d.claim_token = u.token`,
 			uIDs, uTokens)
 	}
 	var changes []healthChange
@@ -399,9 +325,6 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		}
 	}
 	if len(subs) > 0 {
-		// The chain's lookups are all by key or parameterized by their
-		// lane (LATERAL): no hash join.
-		batch.Queue(`SELECT set_config('enable_hashjoin', 'off', true)`)
 		// Each lane's next deliveries in order, from its head: the head
 		// alone is claimed (locked where the lane's index found it, leased
 		// and given a token), and the rest of the run come with it,
@@ -457,12 +380,12 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			at_row AS (
 				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
 				FROM c CROSS JOIN LATERAL (`+eventOf+`) e
-				WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM c)) AND d.ctid = c.ctid AND d.id = c.id
+				WHERE d.ctid = c.ctid AND d.id = c.id
 				RETURNING `+chainClaimed+`, c.cap),
 			moved AS (
 				UPDATE deliveries d SET claimed_until = now() + make_interval(secs => $2), claim_token = gen_random_uuid()
 				FROM c CROSS JOIN LATERAL (`+eventOf+`) e
-				WHERE d.id = ANY (ARRAY(SELECT id FROM c WHERE id NOT IN (SELECT id FROM at_row))) AND d.id = c.id
+				WHERE d.id = c.id AND c.id NOT IN (SELECT id FROM at_row)
 				RETURNING `+chainClaimed+`, c.cap),
 			led AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved)
 			SELECT id, event_id, sub, url, secret, payload, lane, seq, first, attempt, failures, token, ctid, head FROM led
@@ -508,17 +431,6 @@ const recorded = `status = r.status, first = false, failures = r.failures, attem
 	next_attempt_at = now() + make_interval(secs => r.retry_in),
 	finished_at = CASE WHEN r.status = 'pending' THEN NULL ELSE now() END,
 	claimed_until = '-infinity', claim_token = NULL`
-
-// recordedRow is what Record's log row takes of a delivery d whose result
-// (r) was written on it: the delivery keeps its event, lane and order.
-const recordedRow = `d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration,
-	NULL::uuid AS event_id, NULL::bigint AS lane, NULL::bigint AS seq`
-
-// goneRow is what Record's log row takes of a delivery d deleted by its
-// success (r): the attempt's number, and what the list and a redelivery
-// read of the delivery once it is gone (0010_succeeded_gone.sql).
-const goneRow = `d.id, d.subscription_id, d.attempt + 1, 'succeeded'::text, NULL::timestamptz, r.answer, r.err, r.duration,
-	d.event_id, d.lane, d.seq`
 
 // chainClaimed is what the chain's claim returns of a delivery d of event e
 // with its lane's secret (c), as scanAttempts reads it.
@@ -630,15 +542,13 @@ type healthChange struct {
 	probeAt  time.Time
 }
 
-// NextDue implements app.Queue, with plans by key (keyed).
+// NextDue implements app.Queue.
 func (q *Queue) NextDue(ctx context.Context) (time.Time, error) {
 	var due *time.Time
-	err := keyed(ctx, q.db, func(batch *pgx.Batch) {
-		batch.Queue(`SELECT least(
-			(SELECT min(d.next_attempt_at) FROM deliveries d
-			  WHERE d.status = 'pending' AND NOT d.first AND d.claimed_until < now() AND ` + notPaused + `),
-			(SELECT min(probe_at) FROM targets WHERE paused))`).QueryRow(func(row pgx.Row) error { return row.Scan(&due) })
-	})
+	err := q.db.QueryRow(ctx, `SELECT least(
+		(SELECT min(d.next_attempt_at) FROM deliveries d
+		  WHERE d.status = 'pending' AND NOT d.first AND d.claimed_until < now() AND `+notPaused+`),
+		(SELECT min(probe_at) FROM targets WHERE paused))`).Scan(&due)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next due: %w", err)
 	}
@@ -656,8 +566,7 @@ const purgeBatch = 5000
 // statement that gives it up. A finished delivery stays until twice the
 // retention after it was taken in (at least the retention after it
 // finished), and its log rows with it (the list shows a row only while
-// its delivery exists, or once it succeeded: a success deletes it, and its
-// rows stay until pruned).
+// its delivery exists).
 //
 // Log rows are pruned by age alone, at twice the retention: a row is
 // written at most the retention after its delivery was taken in, so no
