@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"switchboard.dev/services/webhooks/internal/app"
 	"switchboard.dev/services/webhooks/internal/domain"
@@ -24,6 +26,17 @@ var _ app.IntakeRepository = (*Repo)(nil)
 // in the same statement; the notification is sent when it commits, if it
 // planned anything. Each delivery keeps where its event was written
 // (event_at), so its claim reads the payload there (Queue's eventOf).
+//
+// The events go in with a plain INSERT first: a batch is handed over again
+// only after the relay lost an answer (a timeout, a restart), and checking
+// every event for a conflict (ON CONFLICT's speculative insertion) cost
+// about 1.5 µs per event, an eighth of the statement, to find nothing. A
+// batch holding an event stored already fails on events' primary key,
+// rolls back whole, and is taken in again with ON CONFLICT DO NOTHING,
+// which plans nothing twice (TestIngestAgainPlansNothingTwice). The
+// primary key decides either way, so two replicas taking the same batch at
+// once store it once: the second waits for the first's row, then fails
+// and goes the second way.
 func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets []domain.IntegrationTarget) error {
 	n := len(events)
 	if n == 0 {
@@ -50,8 +63,27 @@ func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets 
 		tCompanies, tConnections = append(tCompanies, t.CompanyID), append(tConnections, t.ConnectionID)
 		tIntegrations, tURLs = append(tIntegrations, t.IntegrationID), append(tURLs, t.URL)
 	}
+	args := []any{ids, companies, connections, chats, types, payloads, occurred,
+		iCompanies, iIDs, iSecrets,
+		tCompanies, tConnections, tIntegrations, tURLs, domain.IntegrationEventTypes,
+		DeliveriesChannel}
 	var planned int64
-	err := r.db.QueryRow(ctx, `WITH integrations AS (
+	err := r.db.QueryRow(ctx, ingestFresh, args...).Scan(&planned)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "events_pkey" {
+		err = r.db.QueryRow(ctx, ingestAgain, args...).Scan(&planned)
+	}
+	if err != nil {
+		return fmt.Errorf("store %d events from %s: %w", n, ids[0], err)
+	}
+	return nil
+}
+
+// ingest is IngestEvents' statement, with what it does with an event
+// stored already: nothing (onConflict "ON CONFLICT (id) DO NOTHING"), or
+// fail (""), so the whole batch rolls back.
+func ingest(onConflict string) string {
+	return `WITH integrations AS (
 			-- A v1 integration's delivery id is made once and kept with
 			-- the secret that signs its deliveries.
 			INSERT INTO integration_targets (id, company_id, integration_id, secret)
@@ -66,7 +98,7 @@ func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets 
 			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[])
 				WITH ORDINALITY AS u(id, company_id, connection_id, chat_id, event_type, payload, occurred_at, n)
 			ORDER BY u.n
-			ON CONFLICT (id) DO NOTHING
+			` + onConflict + `
 			RETURNING id, company_id, connection_id, chat_id, event_type, seq, ctid),
 		-- The subscriptions of the batch's connections, locked once each
 		-- (not once per event joined to them): a URL change moves what
@@ -97,16 +129,13 @@ func (r *Repo) IngestEvents(ctx context.Context, events []domain.Event, targets 
 			SELECT (SELECT count(*) FROM subs) + (SELECT count(*) FROM integs) AS n),
 		notified AS (
 			SELECT pg_notify($16, '') FROM planned WHERE n > 0)
-		SELECT planned.n FROM planned LEFT JOIN notified ON true`,
-		ids, companies, connections, chats, types, payloads, occurred,
-		iCompanies, iIDs, iSecrets,
-		tCompanies, tConnections, tIntegrations, tURLs, domain.IntegrationEventTypes,
-		DeliveriesChannel).Scan(&planned)
-	if err != nil {
-		return fmt.Errorf("store %d events from %s: %w", n, ids[0], err)
-	}
-	return nil
+		SELECT planned.n FROM planned LEFT JOIN notified ON true`
 }
+
+var (
+	ingestFresh = ingest("")
+	ingestAgain = ingest("ON CONFLICT (id) DO NOTHING")
+)
 
 // DeliveriesChannel is the notification a transaction that queues
 // deliveries sends when it commits, so every replica's engine claims at

@@ -445,3 +445,43 @@ func TestClaimFirstPassesOverHeldLanes(t *testing.T) {
 	require.Len(t, heads, 1, "the lane passed over is taken once not held")
 	require.Equal(t, app.Lane{Subscription: s1, Lane: 1}, app.Lane{Subscription: heads[0].SubscriptionID, Lane: heads[0].Lane})
 }
+
+// TestIngestAgainPlansNothingTwice: a batch handed over again, whole or in
+// part and mixed with new events, stores each event once and plans one
+// delivery per event and subscription, however often it comes; so does a
+// batch naming an event twice. The intake's first statement has no
+// conflict handling (IngestEvents): without its second way, the second
+// call fails.
+func TestIngestAgainPlansNothingTwice(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	repo := postgres.New(db)
+	sub := subscription(t, db, "https://ok.example/hook")
+	chat := int64(3)
+	event := func(n int) domain.Event {
+		return domain.Event{ID: uuid.NewString(), CompanyID: 1, ConnectionID: 1, ChatID: &chat, Type: "messages.create",
+			Payload: fmt.Appendf(nil, `{"n":%d}`, n), OccurredAt: time.Now()}
+	}
+	a := []domain.Event{event(1), event(2), event(3)}
+	require.NoError(t, repo.IngestEvents(ctx, a, nil))
+	require.NoError(t, repo.IngestEvents(ctx, a, nil))
+	fresh := event(4)
+	require.NoError(t, repo.IngestEvents(ctx, []domain.Event{a[1], fresh, a[2]}, nil))
+	twice := event(5)
+	require.NoError(t, repo.IngestEvents(ctx, []domain.Event{twice, twice}, nil))
+
+	rows, err := db.Query(ctx, `SELECT e.id::text, count(d.id) FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
+		AND d.subscription_id = $1 GROUP BY e.id, e.seq ORDER BY e.seq`, sub)
+	require.NoError(t, err)
+	type planned struct {
+		Event      string
+		Deliveries int
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[planned])
+	require.NoError(t, err)
+	require.Equal(t, []planned{{a[0].ID, 1}, {a[1].ID, 1}, {a[2].ID, 1}, {fresh.ID, 1}, {twice.ID, 1}}, got)
+	var inOrder bool
+	require.NoError(t, db.QueryRow(ctx, `SELECT bool_and(d.seq = e.seq) AND count(DISTINCT d.seq) = 5 FROM deliveries d
+		JOIN events e ON e.id = d.event_id`).Scan(&inOrder))
+	require.True(t, inOrder, "each delivery in its event's order")
+}
