@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,6 +30,7 @@ const UserAgent = "Switchboard-Webhooks/1"
 // Sender implements app.Sender.
 type Sender struct {
 	client *http.Client
+	keys   keys
 }
 
 var _ app.Sender = (*Sender)(nil)
@@ -71,11 +74,12 @@ func (s *Sender) send(ctx context.Context, a domain.Attempt) domain.Result {
 	if err != nil {
 		return domain.Result{Outcome: domain.Refused, Error: err.Error(), Cause: domain.CauseRequest}
 	}
-	ts := time.Now().Unix()
-	sig, err := domain.Signature(a.Secret, id, ts, a.Payload)
+	key, err := s.keys.get(a.Secret)
 	if err != nil {
 		return domain.Result{Outcome: domain.Refused, Error: err.Error(), Cause: domain.CauseRequest}
 	}
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	sig := key.Sign(id, ts, a.Payload)
 	// The client's Timeout bounds the request, the answer's body included
 	// (netguard.HTTPClient): a deadline of our own on ctx would be a second
 	// context and timer per request for the same bound.
@@ -83,11 +87,16 @@ func (s *Sender) send(ctx context.Context, a domain.Attempt) domain.Result {
 	if err != nil {
 		return domain.Result{Outcome: domain.Refused, Error: "bad url: " + err.Error(), Cause: domain.CauseRequest}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", UserAgent)
-	req.Header.Set("webhook-id", id)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("webhook-signature", sig)
+	// The header's keys written in canonical form (as Header.Set would
+	// make them, which allocates for each of the webhook-* names) and
+	// their values in one slice.
+	v := make([]string, 5)
+	v[0], v[1], v[2], v[3], v[4] = "application/json", UserAgent, id, ts, sig
+	req.Header["Content-Type"] = v[0:1:1]
+	req.Header["User-Agent"] = v[1:2:2]
+	req.Header["Webhook-Id"] = v[2:3:3]
+	req.Header["Webhook-Timestamp"] = v[3:4:4]
+	req.Header["Webhook-Signature"] = v[4:5:5]
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return classify(err)
@@ -107,6 +116,37 @@ func (s *Sender) send(ctx context.Context, a domain.Attempt) domain.Result {
 		r.Outcome, r.Error = domain.Unreachable, fmt.Sprintf("answered %d", resp.StatusCode)
 	}
 	return r
+}
+
+// maxKeys bounds the decoded secrets a sender keeps: past it they are
+// all let go and decoded again as requests need them.
+const maxKeys = 4096
+
+// keys holds each secret's decoded signing key, so a request neither
+// decodes its subscription's secret nor keys an HMAC. They are found by
+// the secret itself, not by subscription: a rotated secret is another
+// entry, so no request can be signed with a secret its subscription no
+// longer has, and no invalidation is needed; the old entry stays until
+// the bound lets all go.
+type keys struct {
+	m sync.Map // secret -> *domain.SigningKey
+	n atomic.Int64
+}
+
+func (k *keys) get(secret string) (*domain.SigningKey, error) {
+	if v, ok := k.m.Load(secret); ok {
+		return v.(*domain.SigningKey), nil
+	}
+	key, err := domain.NewSigningKey(secret)
+	if err != nil {
+		return nil, err
+	}
+	if k.n.Add(1) > maxKeys {
+		k.m.Clear()
+		k.n.Store(1)
+	}
+	k.m.Store(secret, key)
+	return key, nil
 }
 
 // classify sorts a failed request: a name that does not resolve (no

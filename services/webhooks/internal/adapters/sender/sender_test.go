@@ -2,9 +2,11 @@ package sender
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,4 +106,84 @@ func TestFailureCauses(t *testing.T) {
 	t.Cleanup(busy.Close)
 	r = send(busy.URL, 2*time.Second)
 	require.Equal(t, domain.Result{Outcome: domain.Unreachable, Status: 503, Error: "answered 503", Duration: r.Duration}, r)
+}
+
+// TestSigningFollowsRotation: the sender keeps each secret's decoded key,
+// and a subscription whose secret is rotated signs its next request with
+// the new secret (keys are found by the secret, not the subscription);
+// the receiver checks every request's headers against the secret it
+// holds, the Standard Webhooks way.
+func TestSigningFollowsRotation(t *testing.T) {
+	var current atomic.Value
+	type seen struct{ id, ts, sig, ua, ct string }
+	got := make(chan seen, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		ts, _ := strconv.ParseInt(r.Header.Get("webhook-timestamp"), 10, 64)
+		want, err := domain.Signature(current.Load().(string), r.Header.Get("webhook-id"), ts, body)
+		if err != nil || r.Header.Get("webhook-signature") != want {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		got <- seen{r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature"), r.Header.Get("User-Agent"), r.Header.Get("Content-Type")}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	s := New(Options{Timeout: 2 * time.Second, AllowPrivate: true})
+	eventID := uuid.NewString()
+	send := func(secret string) domain.Result {
+		return s.Send(context.Background(), domain.Attempt{EventID: eventID, SubscriptionID: "sub_1", URL: srv.URL, Secret: secret, Payload: []byte(`{"n":1}`)})
+	}
+	first, err := domain.NewSecret()
+	require.NoError(t, err)
+	second, err := domain.NewSecret()
+	require.NoError(t, err)
+
+	current.Store(first)
+	for range 2 { // the second from the kept key
+		require.Equal(t, domain.Delivered, send(first).Outcome)
+		h := <-got
+		wantID, err := domain.WebhookID(eventID)
+		require.NoError(t, err)
+		require.Equal(t, wantID, h.id)
+		require.Equal(t, UserAgent, h.ua)
+		require.Equal(t, "application/json", h.ct)
+	}
+	current.Store(second) // rotated
+	require.Equal(t, domain.Delivered, send(second).Outcome)
+	<-got
+	// A request still carrying the old secret is signed with it, not with
+	// a key kept for the subscription: the receiver, holding the new one,
+	// refuses it.
+	require.Equal(t, domain.Refused, send(first).Outcome)
+	// A secret that is not base64 is refused before any request.
+	r := send("whsec_not base64!")
+	require.Equal(t, domain.Refused, r.Outcome)
+	require.Equal(t, domain.CauseRequest, r.Cause)
+}
+
+// TestKeysBounded: past maxKeys secrets the sender lets its keys go and
+// decodes them again, so rotations do not grow it without end.
+func TestKeysBounded(t *testing.T) {
+	var k keys
+	first, err := domain.NewSecret()
+	require.NoError(t, err)
+	a, err := k.get(first)
+	require.NoError(t, err)
+	again, err := k.get(first)
+	require.NoError(t, err)
+	require.Same(t, a, again, "a secret's key is kept")
+	for range maxKeys {
+		s, err := domain.NewSecret()
+		require.NoError(t, err)
+		_, err = k.get(s)
+		require.NoError(t, err)
+	}
+	n := 0
+	k.m.Range(func(any, any) bool { n++; return true })
+	require.LessOrEqual(t, n, maxKeys)
+	require.LessOrEqual(t, k.n.Load(), int64(maxKeys))
+	b, err := k.get(first)
+	require.NoError(t, err)
+	require.NotSame(t, a, b, "let go past the bound and decoded again")
 }
