@@ -53,7 +53,8 @@ const defaultConnectTimeout = 5 * time.Second
 // recycled after an hour, idle ones closed after 30 minutes) suit a service
 // well; Open adds a connect timeout when the DSN has none and sets
 // application_name to the binary's name, so pg_stat_activity shows which
-// service holds which connection.
+// service holds which connection; each connection encodes a Go string
+// bound to a uuid parameter in binary (uuid.go).
 func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	return open(ctx, dsn, 0)
 }
@@ -72,6 +73,7 @@ func open(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, error
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = filepath.Base(os.Args[0])
 	}
+	cfg.AfterConnect = afterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open pool: %w", err)
