@@ -194,7 +194,12 @@ const genericKeys = 8
 // the LIKE test cannot be made here). When those are at most $4
 // (keySearchMaxTested) it also returns their shapes (contact_key_shapes,
 // migration 0007), key and shape side by side, for the test that knows
-// where the trigrams sit (keyCandidates).
+// where the trigrams sit (keyCandidates). Each key's shapes are read by
+// their own descent of the primary key (an ARRAY subquery per key): as a
+// join, the generic plan, expecting hundreds of keys, merged the keys with
+// every shape of the company in key order, 5,000-12,000 rows (0.5-1.4 ms)
+// for the few dozen keys' shapes a search needs (docs/contacts-search.md,
+// "Tenth pass").
 const searchKeys = `WITH q AS MATERIALIZED (
 	SELECT t.trigram, t.trigram = ANY(s.sure) AS sure, cardinality(s.sure) AS sures,
 		ceil(` + keyShare + ` * cardinality(show_trgm($2::text)) - 1e-9)::int AS share
@@ -213,7 +218,8 @@ const searchKeys = `WITH q AS MATERIALIZED (
 	FROM (SELECT array_agg(name_key) AS keys, array_agg(matched) AS matched,
 	             count(*) FILTER (WHERE NOT matched) AS tested FROM keys) a
 	LEFT JOIN LATERAL (SELECT array_agg(k.name_key) AS keys, array_agg(h.shape) AS shapes
-		FROM keys k JOIN contact_key_shapes h ON h.company_id = $1 AND h.name_key = k.name_key
+		FROM keys k, unnest(ARRAY(SELECT h.shape FROM contact_key_shapes h
+			WHERE h.company_id = $1 AND h.name_key = k.name_key)) AS h(shape)
 		WHERE NOT k.matched AND a.tested <= $4::int) s ON true`
 
 // keyShare is searchThreshold as a share in searchKeys: word_similarity
