@@ -689,3 +689,70 @@ func TestKeySearchShapesOneSnapshot(t *testing.T) {
 	require.NoError(t, <-writerErr)
 	require.Zero(t, missingKeyShapes(t, ctx, db))
 }
+
+// TestSearchBeforeAtNeverAddsAMatch holds keySearchFrom's first test to
+// PostgreSQL: a text's part before its first `@` (searchBeforeAt) ends
+// before a character that is not a word's, so its trigrams are the first
+// of the text's, and whatever word_similarity reaches on it, it reaches on
+// the whole text. Over texts like contacts' (local parts ending in
+// letters, digits or a cut word, Latin and Cyrillic, phones after) and
+// queries of runs of their words, cut or with a typo, no pair matches on
+// the prefix and not on the whole text, and the prefix settles some. The
+// same prefix cut one character earlier, inside the word before the `@`,
+// does add matches (`popo` in `popov`): the check can fail.
+func TestSearchBeforeAtNeverAddsAMatch(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	rng := rand.New(rand.NewPCG(32, 10))
+	first := []string{"ivan", "maria", "popo", "anna", "иван", "jo", "ekaterina", "мария"}
+	last := []string{"popov", "popova", "smith", "petrov", "ivanov", "попов", "mo", "smirnova"}
+	domains := []string{"mail.ru", "example.com", "gmail.com", "почта.рф", "popov.org"}
+	var texts []string
+	for range 400 {
+		f, l := first[rng.IntN(len(first))], last[rng.IntN(len(last))]
+		locals := []string{f + "." + l, f + "." + l + fmt.Sprint(rng.IntN(100)), l, f + "_" + string([]rune(l)[:len([]rune(l))-1]),
+			fmt.Sprint(rng.IntN(100)) + l, f + l}
+		text := f + " " + l + " " + locals[rng.IntN(len(locals))] + "@" + domains[rng.IntN(len(domains))]
+		if rng.IntN(2) == 0 {
+			text += fmt.Sprintf(" 79%09d", rng.IntN(1_000_000_000))
+		}
+		texts = append(texts, text)
+	}
+	var queries []string
+	for len(queries) < 400 {
+		words := strings.FieldsFunc(texts[rng.IntN(len(texts))], func(r rune) bool {
+			return r == ' ' || r == '.' || r == '@' || r == '_' || (r >= '0' && r <= '9')
+		})
+		i := rng.IntN(len(words))
+		run := words[i:min(len(words), i+1+rng.IntN(2))]
+		q := []rune(strings.Join(run, " "))
+		switch rng.IntN(3) {
+		case 0: // cut
+			q = q[:max(2, len(q)-1-rng.IntN(2))]
+		case 1: // a typo
+			q[rng.IntN(len(q))] = 'x'
+		}
+		queries = append(queries, string(q))
+	}
+	count := func(prefix string) (added, settled int64) {
+		tx, err := db.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx)
+		_, err = tx.Exec(ctx, `SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, searchThreshold)
+		require.NoError(t, err)
+		require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pre AND NOT whole), count(*) FILTER (WHERE pre)
+			FROM (SELECT `+prefix+` %> q.q AS pre, c.search %> q.q AS whole
+			      FROM unnest($1::text[]) AS c(search), unnest($2::text[]) AS q(q)
+			      WHERE strpos(c.search, '@') > 1) x`, texts, queries).Scan(&added, &settled))
+		return added, settled
+	}
+	added, settled := count(searchBeforeAt)
+	require.Zero(t, added, "pairs matching on the text before the @ and not on the whole text")
+	require.Positive(t, settled, "the text before the @ settled no pair")
+	earlier := strings.Replace(searchBeforeAt, "'@') - 1)", "'@') - 2)", 1)
+	require.NotEqual(t, searchBeforeAt, earlier)
+	wrong, _ := count(earlier)
+	require.Positive(t, wrong, "a prefix cut inside a word added no match: the check cannot fail")
+	t.Logf("%d texts × %d queries: %d pairs settled on the text before the @; cut a character earlier, %d matches added",
+		len(texts), len(queries), settled, wrong)
+}
