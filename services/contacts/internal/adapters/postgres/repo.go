@@ -254,7 +254,7 @@ const keyShare = "0.6"
 // shorter than the text (no domain, no phones): 4.3 µs against 6.5 for
 // those it settles, which for the typos whose tested keys' contacts match
 // through the name and the email's first word (a typo of a short last
-// name: every `ekaterina X` contact with an address matches `ekaterina
+// name: the `ekaterina X…ov` contacts with an address match `ekaterina
 // mxkarov`) is nearly all of them (docs/contacts-search.md, "Tenth pass").
 const keySearchFrom = `
 	FROM unnest($6::text[], $7::bool[]) AS k(name_key, matched)
