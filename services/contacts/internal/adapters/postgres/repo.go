@@ -194,7 +194,12 @@ const genericKeys = 8
 // the LIKE test cannot be made here). When those are at most $4
 // (keySearchMaxTested) it also returns their shapes (contact_key_shapes,
 // migration 0007), key and shape side by side, for the test that knows
-// where the trigrams sit (keyCandidates).
+// where the trigrams sit (keyCandidates). Each key's shapes are read by
+// their own descent of the primary key (an ARRAY subquery per key): as a
+// join, the generic plan, expecting hundreds of keys, merged the keys with
+// every shape of the company in key order, 5,000-12,000 rows (0.5-1.4 ms)
+// for the few dozen keys' shapes a search needs (docs/contacts-search.md,
+// "Tenth pass").
 const searchKeys = `WITH q AS MATERIALIZED (
 	SELECT t.trigram, t.trigram = ANY(s.sure) AS sure, cardinality(s.sure) AS sures,
 		ceil(` + keyShare + ` * cardinality(show_trgm($2::text)) - 1e-9)::int AS share
@@ -213,7 +218,8 @@ const searchKeys = `WITH q AS MATERIALIZED (
 	FROM (SELECT array_agg(name_key) AS keys, array_agg(matched) AS matched,
 	             count(*) FILTER (WHERE NOT matched) AS tested FROM keys) a
 	LEFT JOIN LATERAL (SELECT array_agg(k.name_key) AS keys, array_agg(h.shape) AS shapes
-		FROM keys k JOIN contact_key_shapes h ON h.company_id = $1 AND h.name_key = k.name_key
+		FROM keys k, unnest(ARRAY(SELECT h.shape FROM contact_key_shapes h
+			WHERE h.company_id = $1 AND h.name_key = k.name_key)) AS h(shape)
 		WHERE NOT k.matched AND a.tested <= $4::int) s ON true`
 
 // keyShare is searchThreshold as a share in searchKeys: word_similarity
@@ -237,7 +243,19 @@ const keyShare = "0.6"
 // (name_key is a prefix of search ending between words). The key did not
 // match, so neither does such a contact. A cheap ltrim takes the place of
 // ~3-5 µs of word_similarity for each (docs/contacts-search.md, "Eighth
-// pass"); the substring test stays, as cheap.
+// pass"); the substring test stays, as cheap. The others are first tested
+// on their text before its first `@` (the name and the first email's local
+// part), then, if that does not match, on the whole text. That prefix ends
+// before a character that is not a word's, so its trigrams are the first
+// of the whole text's, and word_similarity, walking them in order and
+// stopping at the threshold, reaches it on the whole text wherever it
+// does on the prefix (the argument that makes name_key a prefix to test,
+// searchWhere): the answer is the whole text's. The prefix is a third
+// shorter than the text (no domain, no phones): 4.3 µs against 6.5 for
+// those it settles, which for the typos whose tested keys' contacts match
+// through the name and the email's first word (a typo of a short last
+// name: the `ekaterina X…ov` contacts with an address match `ekaterina
+// mxkarov`) is nearly all of them (docs/contacts-search.md, "Tenth pass").
 const keySearchFrom = `
 	FROM unnest($6::text[], $7::bool[]) AS k(name_key, matched)
 	JOIN contacts c ON c.company_id = $1 AND c.name_key = k.name_key
@@ -245,7 +263,15 @@ const keySearchFrom = `
 	  AND (cardinality($3::bigint[]) = 0 OR EXISTS (
 	        SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag_id = ANY($3::bigint[])))
 	  AND (k.matched OR c.search LIKE $4::text
-	       OR (ltrim(substr(c.search, length(c.name_key) + 1), ' 0123456789') <> '' AND c.search %> $5::text))`
+	       OR (ltrim(substr(c.search, length(c.name_key) + 1), ' 0123456789') <> ''
+	           AND ((strpos(c.search, '@') > 1 AND ` + searchBeforeAt + ` %> $5::text)
+	                OR c.search %> $5::text)))`
+
+// searchBeforeAt is a contact's search text before its first `@`, when it
+// has one: a prefix of the text ending before a character that is not a
+// word's, so its trigrams are the first of the text's (keySearchFrom;
+// TestSearchBeforeAtNeverAddsAMatch holds PostgreSQL to that).
+const searchBeforeAt = `left(c.search, strpos(c.search, '@') - 1)`
 
 // keySearchQueries are searchQueries through the name keys
 // (keySearchFrom): the page, its count and its details.

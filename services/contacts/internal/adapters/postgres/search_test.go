@@ -121,7 +121,11 @@ func TestSearchRecall(t *testing.T) {
 		// whose last name's keys all pass the trigram count, runs across
 		// the name and the email, short and repeated words, Cyrillic.
 		"maxia popov", "ivxn popov", "olxa smith", "pavxl johnson", "popov maria", "ivanov ivan", "smith.jo",
-		"ivan ivan", "ann mo", "jones ex", "иxан попов", "мария кузнецxв", "попов мария", "anna anna"}
+		"ivan ivan", "ann mo", "jones ex", "иxан попов", "мария кузнецxв", "попов мария", "anna anna",
+		// A tested key's contacts that match only through the email's
+		// domain, past the `@` before which keySearchFrom tests first
+		// (`ivan popov ivan.popov12@example.com`: `popov12@example`).
+		"popov exampl", "smith exampl", "nikitin exampl"}
 	for range 10 {
 		n := names[rng.IntN(len(names))]
 		l := []rune(strings.Fields(n)[1])
@@ -531,6 +535,42 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	require.Equal(t, [2]int64{0, 2}, [2]int64{generic, custom}, "the search of many keys or tags: generic and custom plans")
 }
 
+// searchKeys, as the service runs it (a generic plan, keyPlanner), reads
+// each key to test's shapes by a descent of contact_key_shapes' primary key
+// of its own. As a join, with companies of thousands of shapes the generic
+// plan expected hundreds of keys and merged them with every shape of the
+// company in key order (5,000-12,000 rows, 0.5-1.4 ms a search in the
+// benchmark, docs/contacts-search.md "Tenth pass"); this data makes that
+// plan (the test fails with the join).
+func TestKeyShapesReadPerKey(t *testing.T) {
+	ctx := context.Background()
+	db, err := pgxpool.New(ctx, pgtest.NewDSN(t, migrations.FS))
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	_, err = db.Exec(ctx, `INSERT INTO contacts (company_id, name, search)
+		SELECT 1 + i % 2, 'Anna Name' || i, 'anna name' || i || ' anna.name' || i || '@mail' || (i % 7) || '.ru'
+		FROM generate_series(1, 8000) i`)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `VACUUM ANALYZE contacts, contact_key_trigrams, contact_key_shapes`)
+	require.NoError(t, err)
+	var plan string
+	b := &pgx.Batch{}
+	b.Queue(keyPlanner, searchThreshold)
+	b.Queue(`PREPARE keys(bigint, text, text, int) AS ` + searchKeys)
+	b.Queue(`EXPLAIN (COSTS OFF) EXECUTE keys(1, 'anna namx', '%anna namx%', 100)`).Query(func(rows pgx.Rows) error {
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		plan = strings.Join(lines, "\n")
+		return err
+	})
+	b.Queue(`DEALLOCATE keys`)
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+	require.Contains(t, plan, "Index Only Scan using contact_key_shapes_pkey", plan)
+	// company_id = $1: a generic plan.
+	require.Contains(t, plan, "Index Cond: ((company_id = $1) AND (name_key = k.name_key))", plan)
+	require.NotContains(t, plan, "Merge Join", plan)
+	require.NotContains(t, plan, "Hash Join", plan)
+}
+
 // A key search reads its candidate keys and its page in one snapshot
 // (searchContacts' REPEATABLE READ transaction). A writer renames, in one
 // transaction each time, the one contact called "Zorro <n>" to a name that
@@ -648,4 +688,71 @@ func TestKeySearchShapesOneSnapshot(t *testing.T) {
 	close(done)
 	require.NoError(t, <-writerErr)
 	require.Zero(t, missingKeyShapes(t, ctx, db))
+}
+
+// TestSearchBeforeAtNeverAddsAMatch holds keySearchFrom's first test to
+// PostgreSQL: a text's part before its first `@` (searchBeforeAt) ends
+// before a character that is not a word's, so its trigrams are the first
+// of the text's, and whatever word_similarity reaches on it, it reaches on
+// the whole text. Over texts like contacts' (local parts ending in
+// letters, digits or a cut word, Latin and Cyrillic, phones after) and
+// queries of runs of their words, cut or with a typo, no pair matches on
+// the prefix and not on the whole text, and the prefix settles some. The
+// same prefix cut one character earlier, inside the word before the `@`,
+// does add matches (`popo` in `popov`): the check can fail.
+func TestSearchBeforeAtNeverAddsAMatch(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	rng := rand.New(rand.NewPCG(32, 10))
+	first := []string{"ivan", "maria", "popo", "anna", "иван", "jo", "ekaterina", "мария"}
+	last := []string{"popov", "popova", "smith", "petrov", "ivanov", "попов", "mo", "smirnova"}
+	domains := []string{"mail.ru", "example.com", "gmail.com", "почта.рф", "popov.org"}
+	var texts []string
+	for range 400 {
+		f, l := first[rng.IntN(len(first))], last[rng.IntN(len(last))]
+		locals := []string{f + "." + l, f + "." + l + fmt.Sprint(rng.IntN(100)), l, f + "_" + string([]rune(l)[:len([]rune(l))-1]),
+			fmt.Sprint(rng.IntN(100)) + l, f + l}
+		text := f + " " + l + " " + locals[rng.IntN(len(locals))] + "@" + domains[rng.IntN(len(domains))]
+		if rng.IntN(2) == 0 {
+			text += fmt.Sprintf(" 79%09d", rng.IntN(1_000_000_000))
+		}
+		texts = append(texts, text)
+	}
+	var queries []string
+	for len(queries) < 400 {
+		words := strings.FieldsFunc(texts[rng.IntN(len(texts))], func(r rune) bool {
+			return r == ' ' || r == '.' || r == '@' || r == '_' || (r >= '0' && r <= '9')
+		})
+		i := rng.IntN(len(words))
+		run := words[i:min(len(words), i+1+rng.IntN(2))]
+		q := []rune(strings.Join(run, " "))
+		switch rng.IntN(3) {
+		case 0: // cut
+			q = q[:max(2, len(q)-1-rng.IntN(2))]
+		case 1: // a typo
+			q[rng.IntN(len(q))] = 'x'
+		}
+		queries = append(queries, string(q))
+	}
+	count := func(prefix string) (added, settled int64) {
+		tx, err := db.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx)
+		_, err = tx.Exec(ctx, `SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, searchThreshold)
+		require.NoError(t, err)
+		require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pre AND NOT whole), count(*) FILTER (WHERE pre)
+			FROM (SELECT `+prefix+` %> q.q AS pre, c.search %> q.q AS whole
+			      FROM unnest($1::text[]) AS c(search), unnest($2::text[]) AS q(q)
+			      WHERE strpos(c.search, '@') > 1) x`, texts, queries).Scan(&added, &settled))
+		return added, settled
+	}
+	added, settled := count(searchBeforeAt)
+	require.Zero(t, added, "pairs matching on the text before the @ and not on the whole text")
+	require.Positive(t, settled, "the text before the @ settled no pair")
+	earlier := strings.Replace(searchBeforeAt, "'@') - 1)", "'@') - 2)", 1)
+	require.NotEqual(t, searchBeforeAt, earlier)
+	wrong, _ := count(earlier)
+	require.Positive(t, wrong, "a prefix cut inside a word added no match: the check cannot fail")
+	t.Logf("%d texts × %d queries: %d pairs settled on the text before the @; cut a character earlier, %d matches added",
+		len(texts), len(queries), settled, wrong)
 }
