@@ -56,9 +56,11 @@ func (encodeStringUUID) Encode(value any, buf []byte) ([]byte, error) {
 
 var errNotUUID = errors.New("not a uuid in its usual text form")
 
-// registerUUID puts the codec in a connection's type map, for uuid and
-// uuid[] (whose elements are encoded by the element type's codec).
-func registerUUID(m *pgtype.Map) {
+// RegisterTypes puts the codec in a connection's type map, for uuid and
+// uuid[] (whose elements are encoded by the element type's codec). Open
+// does it for every connection; a pool built otherwise (a benchmark's
+// own, with a tracer) calls it from its AfterConnect.
+func RegisterTypes(m *pgtype.Map) {
 	uuid := &pgtype.Type{Name: "uuid", OID: pgtype.UUIDOID, Codec: stringUUIDCodec{}}
 	m.RegisterType(uuid)
 	m.RegisterType(&pgtype.Type{Name: "_uuid", OID: pgtype.UUIDArrayOID, Codec: &pgtype.ArrayCodec{ElementType: uuid}})
@@ -67,6 +69,6 @@ func registerUUID(m *pgtype.Map) {
 // afterConnect prepares each new connection of a pool (pgxpool's
 // AfterConnect).
 func afterConnect(_ context.Context, c *pgx.Conn) error {
-	registerUUID(c.TypeMap())
+	RegisterTypes(c.TypeMap())
 	return nil
 }

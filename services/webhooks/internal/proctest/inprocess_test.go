@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 
+	"switchboard.dev/pkg/postgres"
 	webhooksv1 "switchboard.dev/proto/switchboard/webhooks/v1"
 	pgadapter "switchboard.dev/services/webhooks/internal/adapters/postgres"
 	"switchboard.dev/services/webhooks/internal/adapters/sender"
@@ -73,7 +74,12 @@ func startInProcess(b *testing.B, dsn string, workers int) engineUnderTest {
 		pcfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
 			fmt.Fprintln(os.Stderr, "auto_explain", time.Now().Format("15:04:05.000"), n.Message)
 		}
-		pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+	}
+	// The service's pool comes from postgres.Open; this one is built here
+	// for its tracer, so it registers Open's types itself.
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		postgres.RegisterTypes(c.TypeMap())
+		if ms := os.Getenv(explainEnv); ms != "" {
 			if _, err := c.Exec(ctx, `LOAD 'auto_explain'; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on;
 				SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice`); err != nil {
 				return err
@@ -81,6 +87,7 @@ func startInProcess(b *testing.B, dsn string, workers int) engineUnderTest {
 			_, err := c.Exec(ctx, `SELECT set_config('auto_explain.log_min_duration', $1, false)`, ms)
 			return err
 		}
+		return nil
 	}
 	db, err := pgxpool.NewWithConfig(ctx, pcfg)
 	require.NoError(b, err)

@@ -95,7 +95,7 @@ func ingest(onConflict string) string {
 		stored AS (
 			INSERT INTO events (id, company_id, connection_id, chat_id, event_type, payload, occurred_at)
 			SELECT u.id, u.company_id, u.connection_id, u.chat_id, u.event_type, u.payload::json, u.occurred_at
-			FROM unnest($1::text[]::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[])
+			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[])
 				WITH ORDINALITY AS u(id, company_id, connection_id, chat_id, event_type, payload, occurred_at, n)
 			ORDER BY u.n
 			` + onConflict + `

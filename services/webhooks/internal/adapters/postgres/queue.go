@@ -128,7 +128,7 @@ func (q *Queue) ClaimFirst(ctx context.Context, n int, lease time.Duration, held
 	batch.Queue(`WITH c AS (
 		SELECT d.id, d.event_id, d.event_at FROM deliveries d
 		WHERE d.status = 'pending' AND d.first AND d.seq > 0 AND d.claimed_until < now()
-		  AND (d.subscription_id, d.lane) NOT IN (SELECT u.s, u.l FROM unnest($3::text[]::uuid[], $4::bigint[]) AS u(s, l))
+		  AND (d.subscription_id, d.lane) NOT IN (SELECT u.s, u.l FROM unnest($3::uuid[], $4::bigint[]) AS u(s, l))
 		  AND `+laneHead+` AND `+notPaused+`
 		ORDER BY d.seq LIMIT $1
 		FOR UPDATE OF d SKIP LOCKED)`+claimed, n, secs(lease), subs, lanes).Query(func(rows pgx.Rows) error {
@@ -263,7 +263,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	// an expression, so it is a hashed subplan: as a join, r was scanned
 	// once per head recorded.)
 	batch.Queue(`WITH r AS (
-			SELECT * FROM unnest($1::bigint[], $2::text[]::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[],
+			SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::int[], $7::text[], $8::int[],
 				$9::text[], $10::bigint[]) AS r(id, token, status, failures, retry_in, answer, err, duration, loc, head)),
 		at_row AS (
 			UPDATE deliveries d SET `+recorded+`
@@ -300,7 +300,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 	})
 	if len(uIDs) > 0 {
 		batch.Queue(`UPDATE deliveries d SET claimed_until = '-infinity', claim_token = NULL
-			FROM unnest($1::bigint[], $2::text[]::uuid[]) AS u(id, token) WHERE d.id = u.id AND d.claim_token = u.token`,
+			FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token) WHERE d.id = u.id AND d.claim_token = u.token`,
 			uIDs, uTokens)
 	}
 	var changes []healthChange
@@ -363,7 +363,7 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 		batch.Queue(`WITH w AS MATERIALIZED (
 				SELECT u.sub, u.lane, u.cap, u.after, coalesce((SELECT s.secret FROM subscriptions s WHERE s.id = u.sub),
 					(SELECT t.secret FROM integration_targets t WHERE t.id = u.sub)) AS secret
-				FROM unnest($1::text[]::uuid[], $3::bigint[], $4::int[], $5::bigint[]) AS u(sub, lane, cap, after)),
+				FROM unnest($1::uuid[], $3::bigint[], $4::int[], $5::bigint[]) AS u(sub, lane, cap, after)),
 			h AS (
 				SELECT x.id, x.ctid, x.event_id, x.event_at, w.cap, w.secret
 				FROM w CROSS JOIN LATERAL (
