@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -65,6 +67,9 @@ type readKind struct {
 	service string
 	path    func(i int) string
 	call    func(ctx context.Context, conn *grpc.ClientConn, i int) error
+	// bare is the same path through the bare proxy (internal/bareproxy),
+	// for the reads it serves; nil for the others.
+	bare bool
 }
 
 // readRun is one timed run of one kind over one transport.
@@ -248,7 +253,7 @@ func BenchmarkReads(b *testing.B) {
 	}
 	kinds := []readKind{
 		{
-			name: "contact", service: "contacts",
+			name: "contact", service: "contacts", bare: true,
 			path: func(i int) string { return cpath(c, "/contacts/%d", contacts[i%len(contacts)]) },
 			call: func(ctx context.Context, conn *grpc.ClientConn, i int) error {
 				_, err := contactsv1.NewContactsServiceClient(conn).GetContact(withKey(ctx),
@@ -257,7 +262,7 @@ func BenchmarkReads(b *testing.B) {
 			},
 		},
 		{
-			name: "company_card", service: "identity",
+			name: "company_card", service: "identity", bare: true,
 			path: func(int) string { return cpath(c, "") },
 			call: func(ctx context.Context, conn *grpc.ClientConn, _ int) error {
 				_, err := identityv1.NewIdentityServiceClient(conn).GetCompany(withKey(ctx),
@@ -308,6 +313,14 @@ func BenchmarkReads(b *testing.B) {
 			return loadRun(b, d, func(_, i int) error { return readGet(httpClient, stack.BaseURL+k.path(i), c.Key) })
 		})
 	}
+	bareURL, barePid := startBareProxy(b)
+	bareRun := func(k readKind, d time.Duration) readRun {
+		sp := procs[k.service]
+		sp.gateway = barePid
+		return withStackCPU(b, sp, func() readRun {
+			return loadRun(b, d, func(_, i int) error { return readGet(httpClient, bareURL+k.path(i), c.Key) })
+		})
+	}
 	grpcRun := func(k readKind, d time.Duration) readRun {
 		conns := grpcConns[k.service]
 		return withStackCPU(b, procs[k.service], func() readRun {
@@ -320,6 +333,9 @@ func BenchmarkReads(b *testing.B) {
 	for _, k := range kinds {
 		httpRun(k, time.Second)
 		grpcRun(k, time.Second)
+		if k.bare {
+			bareRun(k, time.Second)
+		}
 	}
 	if stack.PprofAddrs != nil {
 		fmt.Printf("pprof: %v\n", stack.PprofAddrs)
@@ -345,7 +361,10 @@ func BenchmarkReads(b *testing.B) {
 			for _, t := range []struct {
 				suffix string
 				run    func(readKind, time.Duration) readRun
-			}{{"http", httpRun}, {"grpc", grpcRun}} {
+			}{{"http", httpRun}, {"grpc", grpcRun}, {"bare", bareRun}} {
+				if t.suffix == "bare" && !k.bare {
+					continue
+				}
 				name := k.name + "_" + t.suffix
 				fmt.Printf("round %d: %s for %v\n", round+1, name, duration)
 				pending = append(pending, struct {
@@ -373,9 +392,12 @@ func BenchmarkReads(b *testing.B) {
 	fmt.Fprintf(&out, "%-18s %10s %8s %8s %8s %8s  %-13s  %s\n", "read", "req/s", "p50 ms", "p95 ms", "p99 ms", "ratio", "per round",
 		"CPU µs per request: "+strings.Join(cpuParts[:], " / ")+"; the gateway's system calls per request: reads / writes")
 	for _, k := range kinds {
-		for _, suffix := range []string{"http", "grpc"} {
+		for _, suffix := range []string{"http", "grpc", "bare"} {
 			name := k.name + "_" + suffix
 			s := results[name]
+			if s == nil {
+				continue
+			}
 			var lat []time.Duration
 			var rates []float64
 			var cpu [4]float64
@@ -415,6 +437,23 @@ func BenchmarkReads(b *testing.B) {
 		share := mean(hs) / mean(gs)
 		fmt.Fprintf(&out, " %s %.2f (%s)", k.name, share, joinFloats(rounds))
 		b.ReportMetric(share, k.name+"_http_per_grpc")
+	}
+	out.WriteString("\n")
+	// The floor: the same reads through the bare proxy, a proxy of the same
+	// two libraries doing nothing else (its CPU is in the rows' gateway
+	// column), and the gateway's rate against it.
+	fmt.Fprintf(&out, "bare proxy ÷ gRPC, and the gateway ÷ the bare proxy:")
+	for _, k := range kinds {
+		if !k.bare {
+			continue
+		}
+		h, g, bp := results[k.name+"_http"], results[k.name+"_grpc"], results[k.name+"_bare"]
+		var hs, gs, bs []float64
+		for i := range bp.runs {
+			hs, gs, bs = append(hs, h.runs[i].rate), append(gs, g.runs[i].rate), append(bs, bp.runs[i].rate)
+		}
+		fmt.Fprintf(&out, " %s %.2f and %.2f", k.name, mean(bs)/mean(gs), mean(hs)/mean(bs))
+		b.ReportMetric(mean(bs)/mean(gs), k.name+"_bare_per_grpc")
 	}
 	out.WriteString("\n")
 	b.ReportMetric(mean(tps), "pgbench_tps")
@@ -536,6 +575,31 @@ func pgbenchSelect(b *testing.B, dsn string, d time.Duration) (warm, whole float
 	}
 	require.NotEmpty(b, after, "no progress after the warm-up:\n%s", out)
 	return mean(after), whole
+}
+
+// startBareProxy builds and starts internal/bareproxy against the stack's
+// identity and contacts, and answers its base URL and pid; it is stopped
+// when the benchmark ends.
+func startBareProxy(b *testing.B) (string, int) {
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(b.TempDir(), "bareproxy")
+	build := exec.Command("go", "build", "-o", bin, "./internal/bareproxy")
+	build.Dir = filepath.Dir(file)
+	out, err := build.CombinedOutput()
+	require.NoError(b, err, "%s", out)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "BAREPROXY_IDENTITY="+stack.Addrs["identity"], "BAREPROXY_CONTACTS="+stack.Addrs["contacts"])
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(b, err)
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(b, err)
+	return "http://" + strings.TrimSpace(addr), cmd.Process.Pid
 }
 
 // readGet is one GET answered 200 and read to the end; the body is not
