@@ -214,15 +214,23 @@ func (q *Queue) ClaimProbes(ctx context.Context, n int, lease time.Duration) ([]
 // log by one statement, so a row exists for every attempt whose result
 // counts, and for no other.
 func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt, error) {
+	// The group's columns sized once (a group holds up to 64 runs of up to
+	// 32), not grown by appending.
+	n := 0
+	for _, b := range bs {
+		n += len(b.Sent)
+	}
 	var (
-		ids                 []int64
-		tokens, statuses    []string
-		failures, durations []int32
-		retryIn             []float64
-		answers             []int32  // 0: no answer (NULL in the log)
-		errs                []string // "": no error (NULL in the log)
-		uIDs, heads         []int64
-		uTokens, rowsAt     []string
+		ids                 = make([]int64, 0, n)
+		tokens, statuses    = make([]string, 0, n), make([]string, 0, n)
+		failures, durations = make([]int32, 0, n), make([]int32, 0, n)
+		retryIn             = make([]float64, 0, n)
+		answers             = make([]int32, 0, n)  // 0: no answer (NULL in the log)
+		errs                = make([]string, 0, n) // "": no error (NULL in the log)
+		heads               = make([]int64, 0, n)
+		rowsAt              = make([]string, 0, n)
+		uIDs                []int64
+		uTokens             []string
 	)
 	for _, b := range bs {
 		for _, rec := range b.Sent {
