@@ -214,15 +214,23 @@ func (q *Queue) ClaimProbes(ctx context.Context, n int, lease time.Duration) ([]
 // log by one statement, so a row exists for every attempt whose result
 // counts, and for no other.
 func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt, error) {
+	// The group's columns sized once (a group holds up to 64 runs of up to
+	// 32), not grown by appending.
+	n := 0
+	for _, b := range bs {
+		n += len(b.Sent)
+	}
 	var (
-		ids                 []int64
-		tokens, statuses    []string
-		failures, durations []int32
-		retryIn             []float64
-		answers             []*int32
-		errs                []*string
-		uIDs, heads         []int64
-		uTokens, rowsAt     []string
+		ids                 = make([]int64, 0, n)
+		tokens, statuses    = make([]string, 0, n), make([]string, 0, n)
+		failures, durations = make([]int32, 0, n), make([]int32, 0, n)
+		retryIn             = make([]float64, 0, n)
+		answers             = make([]int32, 0, n)  // 0: no answer (NULL in the log)
+		errs                = make([]string, 0, n) // "": no error (NULL in the log)
+		heads               = make([]int64, 0, n)
+		rowsAt              = make([]string, 0, n)
+		uIDs                []int64
+		uTokens             []string
 	)
 	for _, b := range bs {
 		for _, rec := range b.Sent {
@@ -231,15 +239,10 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			rowsAt, heads = append(rowsAt, cmp.Or(a.Row, noRow)), append(heads, a.Head)
 			failures, retryIn = append(failures, int32(d.Failures)), append(retryIn, secs(d.RetryIn))
 			durations = append(durations, int32(r.Duration.Milliseconds()))
-			var answer *int32
-			if r.Status != 0 {
-				answer = &[]int32{int32(r.Status)}[0]
-			}
-			var msg *string
-			if r.Error != "" {
-				msg = &r.Error
-			}
-			answers, errs = append(answers, answer), append(errs, msg)
+			// Plain arrays, the missing answer or error as 0 or "" (NULLIF
+			// in the statement): pgx encodes []int32 and []string directly,
+			// and arrays of pointers by reflection, element by element.
+			answers, errs = append(answers, int32(r.Status)), append(errs, r.Error)
 		}
 		for _, a := range b.Unsent {
 			// The rest of a run hold no lease of their own: nothing to
@@ -286,7 +289,8 @@ func (q *Queue) Record(ctx context.Context, bs []app.Batch) ([][]domain.Attempt,
 			RETURNING d.id, d.subscription_id, d.attempt, d.status, d.next_attempt_at, r.answer, r.err, r.duration),
 		u AS (SELECT * FROM at_row UNION ALL SELECT * FROM moved UNION ALL SELECT * FROM run_at_row UNION ALL SELECT * FROM run_moved)
 		INSERT INTO delivery_log (delivery_id, subscription_id, attempt, status, response_status, error, duration_ms, next_attempt_at)
-		SELECT id, subscription_id, attempt, status, answer, err, duration, CASE WHEN status = 'pending' THEN next_attempt_at END
+		SELECT id, subscription_id, attempt, status, nullif(answer, 0), nullif(err, ''), duration,
+			CASE WHEN status = 'pending' THEN next_attempt_at END
 		FROM u`,
 		ids, tokens, statuses, failures, retryIn, answers, errs, durations, rowsAt, heads).Exec(func(tag pgconn.CommandTag) error {
 		if lapsed := len(ids) - int(tag.RowsAffected()); lapsed > 0 {

@@ -485,3 +485,50 @@ func TestIngestAgainPlansNothingTwice(t *testing.T) {
 		JOIN events e ON e.id = d.event_id`).Scan(&inOrder))
 	require.True(t, inOrder, "each delivery in its event's order")
 }
+
+// TestRecordLogsWhatWasNot: the log keeps an attempt without an answer
+// with no response_status, and one without an error with no error (NULL,
+// as the list shows them: null), though the recording passes them as 0
+// and "" in plain arrays.
+func TestRecordLogsWhatWasNot(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	q := postgres.NewQueue(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := subscription(t, db, "https://log.example/hook")
+	queued(t, db, s, 1, 1)
+	queued(t, db, s, 2, 1)
+	queued(t, db, s, 3, 1)
+	heads, err := q.ClaimFirst(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, heads, 3)
+	byLane := map[int64]domain.Attempt{}
+	for _, h := range heads {
+		byLane[h.Lane] = h
+	}
+	_, err = q.Record(ctx, []app.Batch{
+		batch(0, nil, sent(byLane[1], domain.Result{Outcome: domain.Delivered, Status: 204, Duration: time.Millisecond})),
+		batch(0, nil, sent(byLane[2], domain.Result{Outcome: domain.Unreachable, Error: "dial tcp: connection refused",
+			Cause: domain.CauseRefused, Duration: 2 * time.Millisecond})),
+		batch(0, nil, sent(byLane[3], domain.Result{Outcome: domain.Unreachable, Status: 502, Error: "answered 502",
+			Duration: 3 * time.Millisecond})),
+	})
+	require.NoError(t, err)
+	type logged struct {
+		Answer *int32
+		Error  *string
+	}
+	got := map[int64]logged{}
+	for lane, a := range byLane {
+		var l logged
+		require.NoError(t, db.QueryRow(ctx, `SELECT response_status, error FROM delivery_log WHERE delivery_id = $1`, a.ID).
+			Scan(&l.Answer, &l.Error))
+		got[lane] = l
+	}
+	answer := func(n int32) *int32 { return &n }
+	text := func(s string) *string { return &s }
+	require.Equal(t, map[int64]logged{
+		1: {Answer: answer(204)},
+		2: {Error: text("dial tcp: connection refused")},
+		3: {Answer: answer(502), Error: text("answered 502")},
+	}, got)
+}
