@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -94,6 +95,7 @@ func BenchmarkContacts100k(b *testing.B) {
 		total         int64
 		indexes       string
 		slowest       []benchSample
+		samples       []benchSample
 	}
 	var table []row
 	var phoneP95 time.Duration
@@ -138,7 +140,7 @@ func BenchmarkContacts100k(b *testing.B) {
 			return // not selected by -bench
 		}
 		table = append(table, row{k.name, percentile(lat, 50), percentile(lat, 95), percentile(lat, 99), total,
-			scanDelta(before, indexScans(b, ctx, conn)), slowest(samples)})
+			scanDelta(before, indexScans(b, ctx, conn)), slowest(samples), samples})
 	}
 	for _, k := range kinds {
 		measure(k)
@@ -205,6 +207,19 @@ func BenchmarkContacts100k(b *testing.B) {
 
 	// Printed, not logged: a benchmark with sub-benchmarks drops its own log.
 	fmt.Print("\n" + out.String())
+
+	// Every request of every kind, in order, for replaying them against the
+	// kept database (KEEP_INFRA=1): kind, milliseconds, total_count, query.
+	if path := os.Getenv("SWITCHBOARD_BENCH_REQUESTS"); path != "" {
+		var all strings.Builder
+		for _, r := range table {
+			for _, s := range r.samples {
+				q, _ := url.ParseQuery(strings.TrimPrefix(s.query, "?"))
+				fmt.Fprintf(&all, "%s\t%.3f\t%d\t%s\n", r.kind, ms(s.took), s.total, cmp.Or(q.Get("query"), q.Get("phone")))
+			}
+		}
+		require.NoError(b, os.WriteFile(path, []byte(all.String()), 0o644))
+	}
 }
 
 // benchSample is one measured request: its query string, latency and the

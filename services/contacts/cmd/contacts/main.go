@@ -42,7 +42,15 @@ func spec(s settings) service.Spec {
 		DefaultAddr: "127.0.0.1:9104",
 		Migrations:  migrations.FS,
 		Build: func(ctx context.Context, d *service.Deps) (service.Registrar, error) {
-			repo := postgres.New(d.DB)
+			// The repository's own pool, d.DB's settings with each
+			// connection warmed and opened ahead of need (OpenPool). It
+			// closes with the process: closing it when the tasks stop
+			// would fail requests the gRPC server is still draining.
+			db, err := postgres.OpenPool(ctx, d.DB)
+			if err != nil {
+				return nil, err
+			}
+			repo := postgres.New(db)
 			// Asked at the start, so no search waits for it.
 			same, err := repo.CheckTrigrams(ctx)
 			if err != nil {

@@ -362,6 +362,11 @@ const keyPlanner = `SELECT concat(
 	set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
 	set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true))`
 
+// bitmapScansOn undoes keyPlanner's enable_bitmapscan for a key search
+// that takes the trigram index after all (searchContacts): searchPlanner
+// leaves it as it finds it.
+const bitmapScansOn = `SELECT set_config('enable_bitmapscan', 'on', true)`
+
 // keyTx starts and ends a search's transaction: one snapshot for its keys
 // and its page (searchContacts), read only.
 const (
@@ -502,6 +507,17 @@ func likePattern(s string) string {
 
 // ListContacts implements app.Repository.
 func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter) ([]domain.Contact, int64, error) {
+	return listOn(ctx, r.db, &r.shapes, company, f)
+}
+
+// conns is where a list runs: the pool, or one connection (warm).
+type conns interface {
+	querier
+	postgres.TxBeginner
+}
+
+// listOn is ListContacts on db.
+func listOn(ctx context.Context, db conns, check *trigramCheck, company int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	if _, ok := orderBy[f.Order]; !ok {
 		return nil, 0, fmt.Errorf("list contacts: unknown order %d", f.Order)
 	}
@@ -513,9 +529,9 @@ func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter)
 	var total int64
 	var err error
 	if f.Search != "" && hasTrigram(f.Search) {
-		out, total, err = searchContacts(ctx, r.db, &r.shapes, company, tags, f)
+		out, total, err = searchContacts(ctx, db, check, company, tags, f)
 	} else {
-		err = postgres.WithTx(ctx, r.db, func(tx pgx.Tx) error {
+		err = postgres.WithTx(ctx, db, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, listSettings, searchThreshold); err != nil {
 				return err
 			}
@@ -584,7 +600,7 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 // Each batch starts with its planner settings, local to the transaction.
 // A connection left in the transaction by an error is closed, not reused
 // (pgxpool releases only idle connections to the pool).
-func searchContacts(ctx context.Context, db *pgxpool.Pool, check *trigramCheck, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+func searchContacts(ctx context.Context, db conns, check *trigramCheck, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	if hasDigit(f.Search) {
 		return trigramSearchContacts(ctx, db, company, tags, f)
 	}
@@ -594,11 +610,11 @@ func searchContacts(ctx context.Context, db *pgxpool.Pool, check *trigramCheck, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("search keys: %w", err)
 	}
-	conn, err := db.Acquire(ctx)
+	conn, release, err := oneConn(ctx, db)
 	if err != nil {
 		return nil, 0, fmt.Errorf("search contacts: %w", err)
 	}
-	defer conn.Release()
+	defer release()
 	var sure bool
 	var keys, shapeKeys, shapes []string
 	var matched []bool
@@ -642,7 +658,7 @@ func searchContacts(ctx context.Context, db *pgxpool.Pool, check *trigramCheck, 
 			plans, queries = genericPlans, genericSearchQueries
 		}
 		b.Queue(searchPlanner, searchThreshold, plans)
-		b.Queue(`SELECT set_config('enable_bitmapscan', 'on', true)`)
+		b.Queue(bitmapScansOn)
 		b.Queue(queries[f.Order], company, f.WithGroups, tags, like, f.Search, selfMatched, f.Limit, f.Offset).Query(page)
 	}
 	b.Queue(keyTxEnd)
@@ -674,7 +690,7 @@ func searchContacts(ctx context.Context, db *pgxpool.Pool, check *trigramCheck, 
 // missing from the array leaves its contacts to the `search %>` arm.
 // The page's statement runs with its generic plan (genericSearchQueries)
 // when the keys are few and no tags filter it, else with a custom plan.
-func trigramSearchContacts(ctx context.Context, db *pgxpool.Pool, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+func trigramSearchContacts(ctx context.Context, db querier, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	var keys []string
 	b := plannedBatch(genericPlans)
 	b.Queue(searchNameKeys, company, f.Search).QueryRow(func(row pgx.Row) error { return row.Scan(&keys) })
@@ -705,6 +721,20 @@ func trigramSearchContacts(ctx context.Context, db *pgxpool.Pool, company int64,
 		}
 	}
 	return out, total, nil
+}
+
+// oneConn is a connection of db for statements that must share one (a
+// transaction begun in a batch): one taken from the pool, or db itself.
+func oneConn(ctx context.Context, db querier) (querier, func(), error) {
+	p, ok := db.(*pgxpool.Pool)
+	if !ok {
+		return db, func() {}, nil
+	}
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, c.Release, nil
 }
 
 // scanPageContact scans a search page's row (withPageDetails), the count
