@@ -37,7 +37,7 @@ type Config struct {
 
 // Open opens the pool described by c. See [Open].
 func (c Config) Open(ctx context.Context) (*pgxpool.Pool, error) {
-	return open(ctx, c.DSN, c.MaxConns)
+	return open(ctx, c.DSN, c.MaxConns, nil)
 }
 
 // defaultConnectTimeout bounds one connection attempt when the DSN sets no
@@ -56,10 +56,25 @@ const defaultConnectTimeout = 5 * time.Second
 // service holds which connection; each connection encodes a Go string
 // bound to a uuid parameter in binary (uuid.go).
 func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
-	return open(ctx, dsn, 0)
+	return open(ctx, dsn, 0, nil)
 }
 
-func open(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, error) {
+// Warm readies a new connection before its first use: a service's
+// statements prepared and their plans made, say.
+type Warm func(ctx context.Context, c *pgx.Conn) error
+
+// OpenWarm is Open with warm run on every new connection before the pool
+// hands it out, and every connection of the pool opened ahead of need
+// (MinConns = MaxConns): pgxpool then opens and replaces connections (it
+// retires each after an hour) from its background health check, so no
+// request waits for a connection being opened and warmed, nor runs on a
+// cold one. A warm that fails fails the connection, and so the start. A
+// nil warm is Open.
+func OpenWarm(ctx context.Context, dsn string, warm Warm) (*pgxpool.Pool, error) {
+	return open(ctx, dsn, 0, warm)
+}
+
+func open(ctx context.Context, dsn string, maxConns int32, warm Warm) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse DSN: %w", err)
@@ -74,6 +89,15 @@ func open(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, error
 		cfg.ConnConfig.RuntimeParams["application_name"] = filepath.Base(os.Args[0])
 	}
 	cfg.AfterConnect = afterConnect
+	if warm != nil {
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			if err := afterConnect(ctx, c); err != nil {
+				return err
+			}
+			return warm(ctx, c)
+		}
+		cfg.MinConns = cfg.MaxConns
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open pool: %w", err)

@@ -7,12 +7,15 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	env "github.com/caarlos0/env/v11"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -261,19 +264,62 @@ func TestEnsureDatabase(t *testing.T) {
 // unknown settings, which stopped a service at start).
 func TestPoolParametersInDSN(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDSN(t, nil)
-	switch {
-	case strings.Contains(dsn, "://") && strings.Contains(dsn, "?"):
-		dsn += "&pool_max_conns=7"
-	case strings.Contains(dsn, "://"):
-		dsn += "?pool_max_conns=7"
-	default:
-		dsn += " pool_max_conns=7"
-	}
+	dsn := withParameter(pgtest.NewDSN(t, nil), "pool_max_conns=7")
 	c := ctx(t)
 	require.NoError(t, postgres.Migrate(c, dsn, migrations))
 	pool, err := postgres.Open(c, dsn)
 	require.NoError(t, err)
 	defer pool.Close()
 	assert.EqualValues(t, 7, pool.Config().MaxConns)
+}
+
+// TestOpenWarm: warm runs on every connection before the pool hands it
+// out (a connection taken at once already holds what warm left: a prepared
+// statement), every connection is opened ahead of need, the uuid codec is
+// still registered, and a warm that fails fails the start.
+func TestOpenWarm(t *testing.T) {
+	t.Parallel()
+	dsn := withParameter(pgtest.NewDSN(t, nil), "pool_max_conns=3")
+	c := ctx(t)
+	var warmed atomic.Int32
+	pool, err := postgres.OpenWarm(c, dsn, func(ctx context.Context, conn *pgx.Conn) error {
+		warmed.Add(1)
+		_, err := conn.Prepare(ctx, "warm", "SELECT 1")
+		return err
+	})
+	require.NoError(t, err)
+	defer pool.Close()
+	assert.EqualValues(t, 3, pool.Config().MinConns, "every connection opened ahead of need")
+	require.Eventually(t, func() bool { return pool.Stat().TotalConns() == 3 }, 10*time.Second, 10*time.Millisecond)
+	conns := make([]*pgxpool.Conn, 3)
+	for i := range conns {
+		conns[i], err = pool.Acquire(c)
+		require.NoError(t, err)
+		var prepared bool
+		require.NoError(t, conns[i].QueryRow(c, `SELECT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'warm')`).Scan(&prepared))
+		assert.True(t, prepared, "connection %d warmed before its first use", i)
+		uuid, ok := conns[i].Conn().TypeMap().TypeForOID(pgtype.UUIDOID)
+		require.True(t, ok)
+		_, pgxs := uuid.Codec.(pgtype.UUIDCodec)
+		assert.False(t, pgxs, "the uuid codec is the pool's own")
+	}
+	for _, conn := range conns {
+		conn.Release()
+	}
+	assert.GreaterOrEqual(t, warmed.Load(), int32(3))
+
+	_, err = postgres.OpenWarm(c, dsn, func(context.Context, *pgx.Conn) error { return errors.New("cold") })
+	require.ErrorContains(t, err, "cold")
+}
+
+// withParameter adds a key=value parameter to a DSN of either form.
+func withParameter(dsn, kv string) string {
+	switch {
+	case strings.Contains(dsn, "://") && strings.Contains(dsn, "?"):
+		return dsn + "&" + kv
+	case strings.Contains(dsn, "://"):
+		return dsn + "?" + kv
+	default:
+		return dsn + " " + kv
+	}
 }

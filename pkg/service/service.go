@@ -75,6 +75,10 @@ type Spec struct {
 	DefaultAddr string
 	// Migrations of the service's database (NNNN_name.sql).
 	Migrations fs.FS
+	// WarmConn, when set, readies each new connection of the service's
+	// pool before its first use, and the pool keeps all its connections
+	// open (postgres.OpenWarm).
+	WarmConn postgres.Warm
 	// Build wires the service's own parts on the shared deps.
 	Build func(ctx context.Context, d *Deps) (Registrar, error)
 }
@@ -113,7 +117,7 @@ func Run(ctx context.Context, spec Spec, environ map[string]string, stdout io.Wr
 	if err := postgres.Migrate(ctx, d.Config.DatabaseURL, spec.Migrations); err != nil {
 		return err
 	}
-	if d.DB, err = postgres.Open(ctx, d.Config.DatabaseURL); err != nil {
+	if d.DB, err = postgres.OpenWarm(ctx, d.Config.DatabaseURL, spec.WarmConn); err != nil {
 		return err
 	}
 	defer d.DB.Close()

@@ -41,16 +41,11 @@ func spec(s settings) service.Spec {
 		Name:        "contacts",
 		DefaultAddr: "127.0.0.1:9104",
 		Migrations:  migrations.FS,
+		// Every list statement prepared and planned on each connection
+		// before its first request (postgres.Warm).
+		WarmConn: postgres.Warm,
 		Build: func(ctx context.Context, d *service.Deps) (service.Registrar, error) {
-			// The repository's own pool, d.DB's settings with each
-			// connection warmed and opened ahead of need (OpenPool). It
-			// closes with the process: closing it when the tasks stop
-			// would fail requests the gRPC server is still draining.
-			db, err := postgres.OpenPool(ctx, d.DB)
-			if err != nil {
-				return nil, err
-			}
-			repo := postgres.New(db)
+			repo := postgres.New(d.DB)
 			// Asked at the start, so no search waits for it.
 			same, err := repo.CheckTrigrams(ctx)
 			if err != nil {

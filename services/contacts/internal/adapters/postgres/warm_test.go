@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"switchboard.dev/pkg/pgtest"
+	"switchboard.dev/pkg/postgres"
 	"switchboard.dev/services/contacts/internal/domain"
 	"switchboard.dev/services/contacts/migrations"
 )
@@ -31,7 +32,8 @@ func preparedState(t *testing.T, ctx context.Context, q querier) map[string][2]i
 	return out
 }
 
-// TestPoolConnectionsWarm: every connection of OpenPool's pool is open
+// TestPoolConnectionsWarm: every connection of the service's pool (Warm
+// given to postgres.OpenWarm, as the service template does) is open
 // before any request and has prepared, before its first request, every
 // statement a list of any kind runs, with the generic plans those that
 // use one keep: requests of every path and order (a typo searched by its
@@ -53,7 +55,7 @@ func TestPoolConnectionsWarm(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	db, err := OpenPool(ctx, shared)
+	db, err := postgres.OpenWarm(ctx, shared.Config().ConnString(), Warm)
 	require.NoError(t, err)
 	t.Cleanup(db.Close)
 	require.Equal(t, db.Config().MaxConns, db.Config().MinConns, "every connection opened ahead of need")
