@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"switchboard.dev/gateway/internal/bareproxy"
+	"switchboard.dev/pkg/server"
 	contactsv1 "switchboard.dev/proto/switchboard/contacts/v1"
 	identityv1 "switchboard.dev/proto/switchboard/identity/v1"
 	messagingv1 "switchboard.dev/proto/switchboard/messaging/v1"
@@ -148,7 +149,10 @@ func benchBare(b *testing.B, path string) {
 // the user agent added) through the gateway to the stub services.
 func benchGatewayRequest(b *testing.B, newRequest func() *http.Request) {
 	benchHandler(b, func(addr string) (http.Handler, func()) {
-		g, err := New(context.Background(), Config{IdentityAddr: addr, ContactsAddr: addr, MessagingAddr: addr}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		// The access log as the command writes it (AccessLogTo), to a
+		// discarding writer.
+		g, err := New(context.Background(), Config{IdentityAddr: addr, ContactsAddr: addr, MessagingAddr: addr},
+			slog.New(slog.NewJSONHandler(io.Discard, nil)), AccessLogTo(io.Discard, "gateway"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -167,7 +171,9 @@ func benchHandler(b *testing.B, newHandler func(addr string) (http.Handler, func
 	if err != nil {
 		b.Fatal(err)
 	}
-	gs := grpc.NewServer()
+	// The services' fixed windows (server.New): left dynamic, the stub's
+	// side would send a PING per call or two, which no service does.
+	gs := grpc.NewServer(grpc.InitialWindowSize(server.StreamWindow), grpc.InitialConnWindowSize(server.ConnWindow))
 	identityv1.RegisterIdentityServiceServer(gs, cardServer{})
 	contactsv1.RegisterContactsServiceServer(gs, contactServer{})
 	messagingv1.RegisterMessagesServiceServer(gs, sendServer{})
