@@ -231,7 +231,7 @@ func newGateway(ctx context.Context, cfg Config, log *slog.Logger, matched runti
 		g.Close()
 		return nil, err
 	}
-	root := httpapi.Handler(router, files.OwnsBody)
+	root := httpapi.HandlerWithContext(router, routeHolder, files.OwnsBody)
 	g.handler = telemetry.HTTPHandler(accessLog(log, o.lines, root), "gateway",
 		func(r *http.Request) string { return r.Method + " " + r.URL.Path })
 	return g, nil
@@ -268,9 +268,12 @@ func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(`{"status":"ok"}`))
 }
 
+// statusRecorder keeps the answer's status and the route the request
+// took (routeHolder) for the access log's line and the metrics.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	route  string
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -283,10 +286,11 @@ func (s *statusRecorder) WriteHeader(code int) {
 func accessLog(log *slog.Logger, lines *accessLines, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		r, route := withRoute(r)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK, route: "unmatched"}
+		// next is the API's handler: routeHolder puts rec's route in the
+		// context of the request it copies anyway.
 		next.ServeHTTP(rec, r)
-		observe(r.Method, *route, rec.status, time.Since(start).Seconds())
+		observe(r.Method, rec.route, rec.status, time.Since(start).Seconds())
 		ms := float64(time.Since(start).Microseconds()) / 1000
 		if lines != nil {
 			lines.write(r.Context(), time.Now(), r, rec.status, ms)

@@ -97,6 +97,15 @@ func tooLarge() *apierr.Error {
 //     only JSON bodies, whatever the Content-Type says (a malformed one is
 //     dropped).
 func Handler(mux http.Handler, ownBody ...func(*http.Request) bool) http.Handler {
+	return HandlerWithContext(mux, nil, ownBody...)
+}
+
+// HandlerWithContext is Handler with with's context: with, when not nil,
+// adds to the request's context what the caller's own layer needs there
+// (it is given the ResponseWriter Handler was called with). Handler copies
+// the request once anyway, so a layer outside it need not copy it again
+// for one context value (a copy of the request is 320 bytes).
+func HandlerWithContext(mux http.Handler, with func(context.Context, http.ResponseWriter) context.Context, ownBody ...func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !cleanPath(r.URL.Path) {
 			WriteError(w, apierr.NotFound.E())
@@ -114,6 +123,9 @@ func Handler(mux http.Handler, ownBody ...func(*http.Request) bool) http.Handler
 		// may change.
 		var rec *sentRecord
 		ctx := r.Context()
+		if with != nil {
+			ctx = with(ctx, w)
+		}
 		if !own {
 			rec = &sentRecord{rawQuery: r.URL.RawQuery}
 			ctx = context.WithValue(ctx, sentKey{}, rec)
