@@ -52,31 +52,19 @@ func scanEnvelope(p []byte) (k envelopeKeys, ok bool) {
 	if !json.Valid(p) {
 		return k, false
 	}
-	var seen [3]bool
-	ok = eachKey(p, func(key, val []byte) bool {
-		switch f := field(key, "company_id", "event_type", "event"); f {
-		case -1:
-			return true
-		case -2:
-			return false
+	seen, ok := eachField(p, []string{"company_id", "event_type", "event"}, func(f int, val []byte) bool {
+		switch f {
+		case 0:
+			n, ok := integer(val)
+			k.CompanyID = n
+			return ok
+		case 1:
+			s, ok := plainString(val)
+			k.EventType = s
+			return ok
 		default:
-			if seen[f] {
-				return false
-			}
-			seen[f] = true
-			switch f {
-			case 0:
-				n, ok := integer(val)
-				k.CompanyID = n
-				return ok
-			case 1:
-				s, ok := plainString(val)
-				k.EventType = s
-				return ok
-			default:
-				k.Event = val
-				return scanEvent(val, &k)
-			}
+			k.Event = val
+			return scanEvent(val, &k)
 		}
 	})
 	return k, ok && seen[2]
@@ -84,9 +72,29 @@ func scanEnvelope(p []byte) (k envelopeKeys, ok bool) {
 
 // scanEvent reads the connection and chat of an event (an object).
 func scanEvent(event []byte, k *envelopeKeys) bool {
-	var seen [2]bool
-	return eachKey(event, func(key, val []byte) bool {
-		switch f := field(key, "connection_id", "chat_id"); f {
+	_, ok := eachField(event, []string{"connection_id", "chat_id"}, func(f int, val []byte) bool {
+		if f == 1 && string(val) == "null" {
+			k.ChatID = nil
+			return true
+		}
+		n, ok := integer(val)
+		if f == 0 {
+			k.ConnectionID = n
+		} else {
+			k.ChatID = &n
+		}
+		return ok
+	})
+	return ok
+}
+
+// eachField calls fn with the index among names (at most four) and the
+// value of each of obj's keys that is one of them, and answers which were
+// seen; ok is false, for encoding/json to decide, at a key it could take
+// for one of the names (field) or at one named twice, and when fn is.
+func eachField(obj []byte, names []string, fn func(f int, val []byte) bool) (seen [4]bool, ok bool) {
+	ok = eachKey(obj, func(key, val []byte) bool {
+		switch f := field(key, names...); f {
 		case -1:
 			return true
 		case -2:
@@ -96,19 +104,10 @@ func scanEvent(event []byte, k *envelopeKeys) bool {
 				return false
 			}
 			seen[f] = true
-			if f == 1 && string(val) == "null" {
-				k.ChatID = nil
-				return true
-			}
-			n, ok := integer(val)
-			if f == 0 {
-				k.ConnectionID = n
-			} else {
-				k.ChatID = &n
-			}
-			return ok
+			return fn(f, val)
 		}
 	})
+	return seen, ok
 }
 
 // field is the index of key among names, -1 for a key that is none of
