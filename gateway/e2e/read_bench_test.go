@@ -67,8 +67,8 @@ type readKind struct {
 	service string
 	path    func(i int) string
 	call    func(ctx context.Context, conn *grpc.ClientConn, i int) error
-	// bare is the same path through the bare proxy (internal/bareproxy),
-	// for the reads it serves; nil for the others.
+	// bare says the bare proxy (internal/bareproxy) serves the same path,
+	// so the read is measured through it too: the card and the contact.
 	bare bool
 }
 
