@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -256,16 +257,37 @@ const keyShare = "0.6"
 // through the name and the email's first word (a typo of a short last
 // name: the `ekaterina X…ov` contacts with an address match `ekaterina
 // mxkarov`) is nearly all of them (docs/contacts-search.md, "Tenth pass").
+// Before either test, two cheaper ones settle most of the rest
+// (docs/contacts-search.md, "Twelfth pass"): a contact whose base (its
+// text before the `@` without the number at its end, searchBase) is one
+// of the bases that match both ways (keySearchBases) matches, and one
+// whose shape is among its key's that cannot match ($13[lo:hi],
+// keyCandidates) does not. Each costs ~0.2 and ~1 µs where the tests cost
+// 3-10; a contact neither settles is tested as before.
 const keySearchFrom = `
-	FROM unnest($6::text[], $7::bool[]) AS k(name_key, matched)
+	FROM unnest($6::text[], $7::bool[], $11::int[], $12::int[]) AS k(name_key, matched, lo, hi)
 	JOIN contacts c ON c.company_id = $1 AND c.name_key = k.name_key
 	WHERE ($2::bool OR NOT c.is_group)
 	  AND (cardinality($3::bigint[]) = 0 OR EXISTS (
 	        SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag_id = ANY($3::bigint[])))
 	  AND (k.matched OR c.search LIKE $4::text
 	       OR (ltrim(substr(c.search, length(c.name_key) + 1), ' 0123456789') <> ''
-	           AND ((strpos(c.search, '@') > 1 AND ` + searchBeforeAt + ` %> $5::text)
-	                OR c.search %> $5::text)))`
+	           AND ((strpos(c.search, '@') > 1 AND ` + searchBase + ` = ANY(ARRAY(SELECT b FROM bases)))
+	                OR ((k.lo > k.hi OR contact_search_shape(c.search) <> ALL(($13::text[])[k.lo:k.hi]))
+	                    AND ((strpos(c.search, '@') > 1 AND ` + searchBeforeAt + ` %> $5::text)
+	                         OR c.search %> $5::text)))))`
+
+// searchBase is a contact's text before its first `@` without its
+// trailing ASCII digits (the number most addresses end in): keySearchBases.
+const searchBase = `rtrim(split_part(c.search, '@', 1), '0123456789')`
+
+// keySearchBases are the bases ($10, from the shapes of the keys to test:
+// memoBases) whose every text before the `@` matches: the base itself and
+// the base followed by digits, which word_similarity answers as the base
+// followed by one `0` (memoBases says why). A contact whose base is one of
+// them matches without word_similarity on its own text.
+const keySearchBases = `bases AS MATERIALIZED (
+	SELECT b FROM unnest($10::text[]) AS b WHERE b %> $5::text AND b || '0' %> $5::text)`
 
 // searchBeforeAt is a contact's search text before its first `@`, when it
 // has one: a prefix of the text ending before a character that is not a
@@ -278,7 +300,8 @@ const searchBeforeAt = `left(c.search, strpos(c.search, '@') - 1)`
 var keySearchQueries = func() map[domain.Order]string {
 	out := make(map[domain.Order]string, len(orderBy))
 	for o, by := range orderBy {
-		out[o] = withPageDetails(`SELECT `+contactCols+`, count(*) OVER () AS total`+keySearchFrom+by+` LIMIT $8 OFFSET $9`, by)
+		out[o] = strings.Replace(withPageDetails(`SELECT `+contactCols+`, count(*) OVER () AS total`+keySearchFrom+by+` LIMIT $8 OFFSET $9`, by),
+			`WITH `, `WITH `+keySearchBases+`, `, 1)
 	}
 	return out
 }()
@@ -319,36 +342,127 @@ func byKeys(sure bool, keys int, tested int64) bool {
 // each matches itself, and how many do not (tested), once the keys to be
 // tested that no shape of theirs lets match are left out (shapeQuery):
 // their contacts cannot match, so they are neither read nor tested, and
-// fewer keys to test keep more searches on the keys (byKeys). shapeKeys
-// and shapes are searchKeys' shapes of the keys to test, side by side.
-func keyCandidates(q string, keys []string, matched []bool, tested int64, shapeKeys, shapes []string) ([]string, []bool, int64) {
+// fewer keys to test keep more searches on the keys (byKeys). Of the keys
+// kept, the shapes that cannot match are kept too: a contact with one of
+// them is not tested (keySearchFrom; in the benchmark, 80% of the tested
+// contacts that do not match, each of which cost two word_similarity
+// tests). shapeKeys and shapes are searchKeys' shapes of the keys to
+// test, side by side.
+func keyCandidates(q string, keys []string, matched []bool, tested int64, shapeKeys, shapes []string) keySet {
+	out := keySet{keys: keys, matched: matched, tested: tested,
+		lo: make([]int32, len(keys)), hi: make([]int32, len(keys)), cannot: []string{}}
 	if len(shapes) == 0 {
-		return keys, matched, tested
+		return out
 	}
 	sq := newShapeQuery(q)
 	var scratch shapeScratch
 	may := make(map[string]bool, tested)
+	cannot := make(map[string][]string, tested)
 	for i, k := range shapeKeys {
-		if !may[k] {
-			may[k] = sq.mayMatch(shapes[i], &scratch)
+		if sq.mayMatch(shapes[i], &scratch) {
+			may[k] = true
+			continue
 		}
+		if _, read := may[k]; !read {
+			may[k] = false
+		}
+		cannot[k] = append(cannot[k], shapes[i])
 	}
 	// Only a key with shapes, none of which may match, is left out. Every
 	// contact write adds its shape in its transaction, so a key has one;
 	// one without would stay a candidate, tested contact by contact.
-	outKeys, outMatched := keys[:0:0], matched[:0:0]
-	tested = 0
+	out.keys, out.matched, out.lo, out.hi, out.tested = keys[:0:0], matched[:0:0], out.lo[:0], out.hi[:0], 0
 	for i, k := range keys {
+		lo := int32(len(out.cannot)) + 1
 		if !matched[i] {
 			if m, read := may[k]; read && !m {
 				continue
 			}
-			tested++
+			out.tested++
+			out.cannot = append(out.cannot, cannot[k]...)
 		}
-		outKeys, outMatched = append(outKeys, k), append(outMatched, matched[i])
+		out.keys, out.matched = append(out.keys, k), append(out.matched, matched[i])
+		out.lo, out.hi = append(out.lo, lo), append(out.hi, int32(len(out.cannot)))
 	}
-	return outKeys, outMatched, tested
+	return out
 }
+
+// keySet is keyCandidates' answer: the keys, whether each matches itself,
+// how many do not (tested), and each key's shapes that cannot match:
+// cannot[lo-1:hi], which SQL slices as cannot[lo:hi] (empty when lo > hi).
+type keySet struct {
+	keys    []string
+	matched []bool
+	tested  int64
+	lo, hi  []int32
+	cannot  []string
+}
+
+// memoBases are the bases (searchBase) of the texts before the `@` of the
+// contacts of the keys to test, where their shapes (searchKeys) tell them
+// exactly: a shape's text before its `@` with at most one `0`, at its end,
+// stands for contacts whose text there is the rest (the base) or the base
+// followed by a run of digits. The latter answers word_similarity as the
+// base followed by one `0` does: the run's trigrams all have a digit, and
+// a key search's text has none (hasDigit), so none is the text's; they
+// come after every other trigram of the text before the `@`, and
+// pg_trgm's walk (iterate_word_similarity) only weighs an extent when it
+// reaches one of the text's trigrams, so nothing after the last of those
+// changes its answer (TestSearchBaseAnswersAsItsTexts). That holds where
+// the trigrams with a digit are the digits themselves: the two characters
+// before the run must be ASCII, since pg_trgm hashes a trigram with a
+// multibyte character into three bytes that could be any trigram's. So a
+// base matching both ways (keySearchBases) settles each of its contacts
+// with two tests for all of them, where each was tested on its own (~3.2
+// µs). The bases are only worth it when they are few against the
+// contacts they settle: one per key to test in the benchmark's data
+// (`ekaterina.makarov` and a number), one per contact where every address
+// differs; past memoBasesPerKey a key the search tests contacts one by
+// one as before.
+func memoBases(keys []string, matched []bool, shapeKeys, shapes []string) []string {
+	testing := make(map[string]bool, len(keys))
+	n := 0
+	for i, k := range keys {
+		if !matched[i] {
+			testing[k] = true
+			n++
+		}
+	}
+	seen := make(map[string]bool)
+	out := []string{}
+	for i, shape := range shapes {
+		if b, ok := shapeBase(shape); ok && testing[shapeKeys[i]] && !seen[b] {
+			seen[b] = true
+			out = append(out, b)
+		}
+	}
+	if len(out) > memoBasesPerKey*n {
+		return []string{}
+	}
+	return out
+}
+
+// shapeBase is the base of the texts before the `@` a shape stands for,
+// when they have one (memoBases): the shape's text before its `@` holds
+// no digit but maybe one `0` at its end, and the two characters before
+// that end are ASCII.
+func shapeBase(shape string) (string, bool) {
+	at := strings.IndexByte(shape, '@')
+	if at < 1 {
+		return "", false
+	}
+	b := strings.TrimSuffix(shape[:at], "0")
+	if b == "" || strings.ContainsAny(b, "0123456789") || b[len(b)-1] >= utf8.RuneSelf ||
+		(len(b) > 1 && b[len(b)-2] >= utf8.RuneSelf) {
+		return "", false
+	}
+	return b, true
+}
+
+// memoBasesPerKey is how many bases a key to test may have on average for
+// a key search to test them (memoBases): each costs two word_similarity
+// tests, and settles its contacts with an address.
+const memoBasesPerKey = 2
 
 // keyPlanner starts a key search's batches: generic plans (the keys are
 // parameters, read by index, never hashed), the threshold, and no
@@ -628,10 +742,15 @@ func searchContacts(ctx context.Context, db conns, check *trigramCheck, company 
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, 0, fmt.Errorf("search keys: %w", err)
 	}
+	// The bases need no trigram of Go's (memoBases): the shapes, judged or
+	// not.
+	judged, judgedKeys := shapes, shapeKeys
 	if !sameTrigrams {
-		shapeKeys, shapes = nil, nil
+		judgedKeys, judged = nil, nil
 	}
-	keys, matched, tested = keyCandidates(f.Search, keys, matched, tested, shapeKeys, shapes)
+	set := keyCandidates(f.Search, keys, matched, tested, judgedKeys, judged)
+	keys, matched, tested = set.keys, set.matched, set.tested
+	bases := memoBases(keys, matched, shapeKeys, shapes)
 	var selfMatched []string
 	for i, k := range keys {
 		if matched[i] {
@@ -651,7 +770,7 @@ func searchContacts(ctx context.Context, db conns, check *trigramCheck, company 
 	}
 	b = &pgx.Batch{}
 	if byKeys(sure, len(keys), tested) {
-		b.Queue(keySearchQueries[f.Order], company, f.WithGroups, tags, like, f.Search, keys, matched, f.Limit, f.Offset).Query(page)
+		b.Queue(keySearchQueries[f.Order], company, f.WithGroups, tags, like, f.Search, keys, matched, f.Limit, f.Offset, bases, set.lo, set.hi, set.cannot).Query(page)
 	} else {
 		plans, queries := customPlans, searchQueries
 		if len(selfMatched) <= genericKeys && len(tags) == 0 {

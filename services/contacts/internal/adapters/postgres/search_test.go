@@ -246,7 +246,8 @@ func searchKeyPath(t *testing.T, ctx context.Context, db *pgxpool.Pool, company 
 	})
 	require.NoError(t, db.SendBatch(ctx, b).Close())
 	before := tested
-	keys, _, tested = keyCandidates(q, keys, matched, tested, shapeKeys, shapes)
+	set := keyCandidates(q, keys, matched, tested, shapeKeys, shapes)
+	keys, tested = set.keys, set.tested
 	if byKeys(sure, len(keys), tested) {
 		return "keys", before - tested, tested
 	}
@@ -487,7 +488,7 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 	require.Contains(t, plan, "Index Only Scan using contact_key_trigrams_pkey", plan)
 	require.Contains(t, plan, "Index Only Scan using contact_key_shapes_pkey", plan)
 	plan = keyPlan(keySearchQueries[domain.OrderNameAsc], company, false, []int64{}, likePattern("anna"), "anna",
-		[]string{"anna petrova", "annabel lee"}, []bool{true, true}, 100, 0)
+		[]string{"anna petrova", "annabel lee"}, []bool{true, true}, 100, 0, []string{}, []int32{1, 1}, []int32{0, 0}, []string{})
 	require.Contains(t, plan, "Index Only Scan using contacts_search_keys on contacts c", plan)
 	require.NotContains(t, plan, "Seq Scan", plan)
 	require.NotContains(t, plan, "Bitmap", plan)
