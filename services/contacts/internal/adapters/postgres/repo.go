@@ -349,9 +349,9 @@ func byKeys(sure bool, keys int, tested int64) bool {
 // tests). shapeKeys and shapes are searchKeys' shapes of the keys to
 // test, side by side.
 func keyCandidates(q string, keys []string, matched []bool, tested int64, shapeKeys, shapes []string) keySet {
-	out := keySet{keys: keys, matched: matched, tested: tested,
-		lo: make([]int32, len(keys)), hi: make([]int32, len(keys)), cannot: []string{}}
+	out := keySet{keys: keys, matched: matched, tested: tested, cannot: []string{}}
 	if len(shapes) == 0 {
+		out.lo, out.hi = noShapes(len(keys))
 		return out
 	}
 	sq := newShapeQuery(q)
@@ -371,7 +371,8 @@ func keyCandidates(q string, keys []string, matched []bool, tested int64, shapeK
 	// Only a key with shapes, none of which may match, is left out. Every
 	// contact write adds its shape in its transaction, so a key has one;
 	// one without would stay a candidate, tested contact by contact.
-	out.keys, out.matched, out.lo, out.hi, out.tested = keys[:0:0], matched[:0:0], out.lo[:0], out.hi[:0], 0
+	out.keys, out.matched, out.tested = keys[:0:0], matched[:0:0], 0
+	out.lo, out.hi = make([]int32, 0, len(keys)), make([]int32, 0, len(keys))
 	for i, k := range keys {
 		lo := int32(len(out.cannot)) + 1
 		if !matched[i] {
@@ -398,6 +399,16 @@ type keySet struct {
 	cannot  []string
 }
 
+// noShapes are the slice bounds of n keys without shapes that cannot
+// match (keySet): each empty, so no contact's shape is made.
+func noShapes(n int) (lo, hi []int32) {
+	lo, hi = make([]int32, n), make([]int32, n)
+	for i := range lo {
+		lo[i] = 1
+	}
+	return lo, hi
+}
+
 // memoBases are the bases (searchBase) of the texts before the `@` of the
 // contacts of the keys to test, where their shapes (searchKeys) tell them
 // exactly: a shape's text before its `@` with at most one `0`, at its end,
@@ -420,23 +431,21 @@ type keySet struct {
 // differs; past memoBasesPerKey a key the search tests contacts one by
 // one as before.
 func memoBases(keys []string, matched []bool, shapeKeys, shapes []string) []string {
-	testing := make(map[string]bool, len(keys))
-	n := 0
+	toTest := make(map[string]bool, len(keys))
 	for i, k := range keys {
 		if !matched[i] {
-			testing[k] = true
-			n++
+			toTest[k] = true
 		}
 	}
 	seen := make(map[string]bool)
 	out := []string{}
 	for i, shape := range shapes {
-		if b, ok := shapeBase(shape); ok && testing[shapeKeys[i]] && !seen[b] {
+		if b, ok := shapeBase(shape); ok && toTest[shapeKeys[i]] && !seen[b] {
 			seen[b] = true
 			out = append(out, b)
 		}
 	}
-	if len(out) > memoBasesPerKey*n {
+	if len(out) > memoBasesPerKey*len(toTest) {
 		return []string{}
 	}
 	return out

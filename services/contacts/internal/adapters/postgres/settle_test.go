@@ -186,9 +186,9 @@ func TestKeySearchSettlesByBasesAndShapes(t *testing.T) {
 			}
 			return ids, total, calls(tx) - before
 		}
-		none := make([]int32, len(set.keys))
+		lo, hi := noShapes(len(set.keys))
 		idsWith, totalWith, callsWith := page(bases, set.lo, set.hi, set.cannot)
-		idsWithout, totalWithout, callsWithout := page([]string{}, none, none, []string{})
+		idsWithout, totalWithout, callsWithout := page([]string{}, lo, hi, []string{})
 		require.Equal(t, idsWithout, idsWith, q)
 		require.Equal(t, totalWithout, totalWith, q)
 		require.NoError(t, tx.Rollback(ctx))
