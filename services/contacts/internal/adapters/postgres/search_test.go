@@ -736,15 +736,10 @@ func TestSearchBeforeAtNeverAddsAMatch(t *testing.T) {
 		queries = append(queries, string(q))
 	}
 	count := func(prefix string) (added, settled int64) {
-		tx, err := db.Begin(ctx)
-		require.NoError(t, err)
-		defer tx.Rollback(ctx)
-		_, err = tx.Exec(ctx, `SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, searchThreshold)
-		require.NoError(t, err)
-		require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pre AND NOT whole), count(*) FILTER (WHERE pre)
+		atThreshold(t, ctx, db, `SELECT count(*) FILTER (WHERE pre AND NOT whole), count(*) FILTER (WHERE pre)
 			FROM (SELECT `+prefix+` %> q.q AS pre, c.search %> q.q AS whole
 			      FROM unnest($1::text[]) AS c(search), unnest($2::text[]) AS q(q)
-			      WHERE strpos(c.search, '@') > 1) x`, texts, queries).Scan(&added, &settled))
+			      WHERE strpos(c.search, '@') > 1) x`, []any{texts, queries}, &added, &settled)
 		return added, settled
 	}
 	added, settled := count(searchBeforeAt)

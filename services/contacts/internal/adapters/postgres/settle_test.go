@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"switchboard.dev/pkg/pgtest"
@@ -81,16 +82,11 @@ func TestSearchBaseAnswersAsItsTexts(t *testing.T) {
 	// The pairs whose base is settled (both tests) must match with every
 	// run; and each run must answer as the base and one `0`.
 	count := func(run string) (differ, settled int64) {
-		tx, err := db.Begin(ctx)
-		require.NoError(t, err)
-		defer tx.Rollback(ctx)
-		_, err = tx.Exec(ctx, `SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, searchThreshold)
-		require.NoError(t, err)
-		require.NoError(t, tx.QueryRow(ctx, `SELECT
+		atThreshold(t, ctx, db, `SELECT
 				count(*) FILTER (WHERE (b || r.r) %> q.q IS DISTINCT FROM (b || $3) %> q.q),
 				count(*) FILTER (WHERE b %> q.q AND (b || '0') %> q.q)
 			FROM unnest($1::text[]) AS b, unnest($2::text[]) AS q(q), unnest($4::text[]) AS r(r)`,
-			bases, queries, run, runs).Scan(&differ, &settled))
+			[]any{bases, queries, run, runs}, &differ, &settled)
 		return differ, settled
 	}
 	differ, settled := count("0")
@@ -203,4 +199,16 @@ func TestKeySearchSettlesByBasesAndShapes(t *testing.T) {
 	require.Less(t, with*3, without, "word_similarity calls with the bases and the shapes against without")
 	t.Logf("%d key searches with keys to test: %d word_similarity calls, %d without the bases (%d) and the shapes (%d)",
 		searched, with, without, settledBases, cannot)
+}
+
+// atThreshold scans the one row of sql in a transaction of its own with
+// the search's word_similarity threshold pinned, as every search runs.
+func atThreshold(t *testing.T, ctx context.Context, db *pgxpool.Pool, sql string, args []any, dest ...any) {
+	t.Helper()
+	tx, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, searchThreshold)
+	require.NoError(t, err)
+	require.NoError(t, tx.QueryRow(ctx, sql, args...).Scan(dest...))
 }
