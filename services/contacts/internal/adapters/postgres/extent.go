@@ -216,6 +216,43 @@ func (q shapeQuery) mayMatch(shape string, scratch *shapeScratch) bool {
 	return q.runReaches(seq, scratch)
 }
 
+// runMissesQuery tells whether no trigram a run of digits after base can
+// make (memoBases) is one of the query's: those of the base's last
+// character and each digit, after the character before it (or the
+// word's padding) and before another digit or the word's end. With
+// ASCII characters around the digits each is its own three bytes, never
+// a query's (the query has no digit); with others it is a hash, which
+// could be. 120 trigrams, made as PostgreSQL makes them (compactTrigram).
+func (q shapeQuery) runMissesQuery(base string) bool {
+	if !q.ok {
+		return false
+	}
+	y, n := utf8.DecodeLastRuneInString(base)
+	x, _ := utf8.DecodeLastRuneInString(base[:len(base)-n])
+	if !shapeRune(y) || (len(base) > n && !shapeRune(x)) {
+		return false
+	}
+	if !wordRune(y) {
+		return true // the digits are a word of their own: ASCII trigrams
+	}
+	y = unicode.ToLower(y)
+	if len(base) == n || !wordRune(x) {
+		x = ' '
+	}
+	x = unicode.ToLower(x)
+	for d := '0'; d <= '9'; d++ {
+		if q.index(compactTrigram(x, y, d)) >= 0 || q.index(compactTrigram(y, d, ' ')) >= 0 {
+			return false
+		}
+		for e := '0'; e <= '9'; e++ {
+			if q.index(compactTrigram(y, d, e)) >= 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // shapeScratch is mayMatch's reusable memory.
 type shapeScratch struct {
 	seq   []trigram

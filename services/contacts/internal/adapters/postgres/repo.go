@@ -420,17 +420,20 @@ func noShapes(n int) (lo, hi []int32) {
 // pg_trgm's walk (iterate_word_similarity) only weighs an extent when it
 // reaches one of the text's trigrams, so nothing after the last of those
 // changes its answer (TestSearchBaseAnswersAsItsTexts). That holds where
-// the trigrams with a digit are the digits themselves: the two characters
-// before the run must be ASCII, since pg_trgm hashes a trigram with a
-// multibyte character into three bytes that could be any trigram's. So a
-// base matching both ways (keySearchBases) settles each of its contacts
-// with two tests for all of them, where each was tested on its own (~3.2
-// µs). The bases are only worth it when they are few against the
-// contacts they settle: one per key to test in the benchmark's data
+// the trigrams with a digit are the digits themselves, as they are when
+// the two characters before the run are ASCII. Where they are not,
+// pg_trgm hashes such a trigram into three bytes that could equal any
+// trigram, so the base is taken only when none of the trigrams its run
+// can make is one of the text's (sq.runMissesQuery; sq is nil where Go
+// does not make trigrams as the database does, trigramCheck). So a base
+// matching both ways (keySearchBases) settles each of its contacts with
+// two tests for all of them, where each was tested on its own (~3.2 µs).
+// The bases are only worth it when they are few against the contacts
+// they settle: one per key to test in the benchmark's data
 // (`ekaterina.makarov` and a number), one per contact where every address
 // differs; past memoBasesPerKey a key the search tests contacts one by
 // one as before.
-func memoBases(keys []string, matched []bool, shapeKeys, shapes []string) []string {
+func memoBases(sq *shapeQuery, keys []string, matched []bool, shapeKeys, shapes []string) []string {
 	toTest := make(map[string]bool, len(keys))
 	for i, k := range keys {
 		if !matched[i] {
@@ -440,8 +443,12 @@ func memoBases(keys []string, matched []bool, shapeKeys, shapes []string) []stri
 	seen := make(map[string]bool)
 	out := []string{}
 	for i, shape := range shapes {
-		if b, ok := shapeBase(shape); ok && toTest[shapeKeys[i]] && !seen[b] {
-			seen[b] = true
+		b, ascii, ok := shapeBase(shape)
+		if !ok || !toTest[shapeKeys[i]] || seen[b] {
+			continue
+		}
+		seen[b] = true
+		if ascii || (sq != nil && sq.runMissesQuery(b)) {
 			out = append(out, b)
 		}
 	}
@@ -453,19 +460,18 @@ func memoBases(keys []string, matched []bool, shapeKeys, shapes []string) []stri
 
 // shapeBase is the base of the texts before the `@` a shape stands for,
 // when they have one (memoBases): the shape's text before its `@` holds
-// no digit but maybe one `0` at its end, and the two characters before
-// that end are ASCII.
-func shapeBase(shape string) (string, bool) {
+// no digit but maybe one `0` at its end. ascii tells whether the two
+// characters before that end are ASCII.
+func shapeBase(shape string) (b string, ascii, ok bool) {
 	at := strings.IndexByte(shape, '@')
 	if at < 1 {
-		return "", false
+		return "", false, false
 	}
-	b := strings.TrimSuffix(shape[:at], "0")
-	if b == "" || strings.ContainsAny(b, "0123456789") || b[len(b)-1] >= utf8.RuneSelf ||
-		(len(b) > 1 && b[len(b)-2] >= utf8.RuneSelf) {
-		return "", false
+	b = strings.TrimSuffix(shape[:at], "0")
+	if b == "" || strings.ContainsAny(b, "0123456789") {
+		return "", false, false
 	}
-	return b, true
+	return b, b[len(b)-1] < utf8.RuneSelf && (len(b) == 1 || b[len(b)-2] < utf8.RuneSelf), true
 }
 
 // memoBasesPerKey is how many bases a key to test may have on average for
@@ -759,7 +765,12 @@ func searchContacts(ctx context.Context, db conns, check *trigramCheck, company 
 	}
 	set := keyCandidates(f.Search, keys, matched, tested, judgedKeys, judged)
 	keys, matched, tested = set.keys, set.matched, set.tested
-	bases := memoBases(keys, matched, shapeKeys, shapes)
+	var sq *shapeQuery
+	if sameTrigrams {
+		q := newShapeQuery(f.Search)
+		sq = &q
+	}
+	bases := memoBases(sq, keys, matched, shapeKeys, shapes)
 	var selfMatched []string
 	for i, k := range keys {
 		if matched[i] {

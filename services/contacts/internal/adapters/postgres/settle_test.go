@@ -19,48 +19,57 @@ import (
 
 // TestSearchBaseAnswersAsItsTexts: for every base memoBases takes, and
 // queries without a digit at the edges of a match (typos, parts, runs
-// across the name and the address), PostgreSQL answers a text before the
-// `@` that is the base followed by a run of digits exactly as it answers
-// the base followed by one `0` (keySearchBases' second test), whatever
-// the run's length; the base alone is its own first test. memoBases
-// leaves out a base whose last two characters are not ASCII, and a shape
-// with a digit before its end. The test also requires that bases settle
-// pairs (the memo is worth having) and that the run dropped instead of
-// made one `0` changes answers (the check can fail: the base's last
-// trigram, `ov ` for `…petrov`, is one a query can have).
+// across the name and the address, Latin and Cyrillic), PostgreSQL
+// answers a text before the `@` that is the base followed by a run of
+// digits exactly as it answers the base followed by one `0`
+// (keySearchBases' second test), whatever the run's length; the base
+// alone is its own first test. A base ending in ASCII is taken for every
+// query; one ending otherwise for the queries none of whose trigrams its
+// run can make (runMissesQuery). shapeBase leaves out a shape without an
+// address or with a digit before its end. The test also requires that
+// bases settle pairs (the memo is worth having) and that the run dropped
+// instead of made one `0` changes answers (the check can fail: the
+// base's last trigram, `ov ` for `…petrov`, is one a query can have).
 func TestSearchBaseAnswersAsItsTexts(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t, migrations.FS)
 	rng := rand.New(rand.NewPCG(44, 1))
-	first := []string{"ivan", "maria", "ekaterina", "jo", "anna", "al", "иван", "мария", "li"}
-	last := []string{"petrov", "makarov", "popova", "smith", "ng", "mo", "попов", "ivanov", "orlov"}
+	first := []string{"ivan", "maria", "ekaterina", "jo", "anna", "al", "иван", "мария", "li", "ёж"}
+	last := []string{"petrov", "makarov", "popova", "smith", "ng", "mo", "попов", "ivanov", "orlov", "фёдоров", "я"}
 	seps := []string{".", "_", "", "-", "."}
 	var shapes []string
 	for range 300 {
 		f, l := first[rng.IntN(len(first))], last[rng.IntN(len(last))]
-		local := []string{f + seps[rng.IntN(len(seps))] + l, l, f + l, string([]rune(f)[:1]) + l, l + "." + f}[rng.IntN(5)]
+		local := []string{f + seps[rng.IntN(len(seps))] + l, l, f + l, string([]rune(f)[:1]) + l, l + "." + f, l + "."}[rng.IntN(6)]
 		if rng.IntN(2) == 0 {
 			local += "0"
 		}
 		shapes = append(shapes, f+" "+l+" "+local+"@mail.ru")
 	}
 	var bases []string
+	nonASCII := 0
 	for _, shape := range shapes {
-		if b, ok := shapeBase(shape); ok && !slices.Contains(bases, b) {
+		if b, ascii, ok := shapeBase(shape); ok && !slices.Contains(bases, b) {
 			bases = append(bases, b)
+			if !ascii {
+				nonASCII++
+			}
 		}
 	}
 	require.Greater(t, len(bases), 50)
-	// What shapeBase must leave out: no address, a non-ASCII end, a digit
-	// inside.
-	for _, shape := range []string{"ivan popov", "иван попов иван.попов0@mail.ru", "ivan popov ivan.попов@mail.ru",
-		"ivan popov ivan0popov0@mail.ru", "@mail.ru"} {
-		_, ok := shapeBase(shape)
+	require.Greater(t, nonASCII, 10)
+	// What shapeBase leaves out: no address, a digit inside; and which
+	// ends it calls ASCII.
+	for _, shape := range []string{"ivan popov", "ivan popov ivan0popov0@mail.ru", "@mail.ru"} {
+		_, _, ok := shapeBase(shape)
 		require.False(t, ok, shape)
 	}
-	b, ok := shapeBase("ivan popov i.popov0@mail.ru 0")
-	require.True(t, ok)
-	require.Equal(t, "ivan popov i.popov", b)
+	for shape, want := range map[string]bool{"ivan popov i.popov0@mail.ru 0": true, "иван попов иван.попов0@mail.ru": false,
+		"ivan popov ivan.попоv@mail.ru": false, "ivan popov ivan.попов.@mail.ru": false, "я@mail.ru": false, "j@mail.ru": true} {
+		_, ascii, ok := shapeBase(shape)
+		require.True(t, ok, shape)
+		require.Equal(t, want, ascii, shape)
+	}
 
 	var queries []string
 	for len(queries) < 300 {
@@ -77,16 +86,29 @@ func TestSearchBaseAnswersAsItsTexts(t *testing.T) {
 			queries = append(queries, string(q))
 		}
 	}
+	// The pairs memoBases would take: every base of an ASCII end, the
+	// others where their run makes none of the query's trigrams.
+	var pairBases, pairQueries []string
+	for _, q := range queries {
+		sq := newShapeQuery(q)
+		for _, b := range bases {
+			_, ascii, _ := shapeBase(b + "@x")
+			if ascii || sq.runMissesQuery(b) {
+				pairBases, pairQueries = append(pairBases, b), append(pairQueries, q)
+			}
+		}
+	}
+	require.Greater(t, len(pairBases), len(queries)*(len(bases)-nonASCII))
 	runs := []string{"0", "7", "42", "123456", "05", "999999999"}
 
-	// The pairs whose base is settled (both tests) must match with every
-	// run; and each run must answer as the base and one `0`.
+	// Each run must answer as the base and one `0`; the pairs whose base
+	// is settled (both tests) then match with every run.
 	count := func(run string) (differ, settled int64) {
 		atThreshold(t, ctx, db, `SELECT
-				count(*) FILTER (WHERE (b || r.r) %> q.q IS DISTINCT FROM (b || $3) %> q.q),
-				count(*) FILTER (WHERE b %> q.q AND (b || '0') %> q.q)
-			FROM unnest($1::text[]) AS b, unnest($2::text[]) AS q(q), unnest($4::text[]) AS r(r)`,
-			[]any{bases, queries, run, runs}, &differ, &settled)
+				count(*) FILTER (WHERE (p.b || r.r) %> p.q IS DISTINCT FROM (p.b || $3) %> p.q),
+				count(*) FILTER (WHERE p.b %> p.q AND (p.b || '0') %> p.q)
+			FROM unnest($1::text[], $2::text[]) AS p(b, q), unnest($4::text[]) AS r(r)`,
+			[]any{pairBases, pairQueries, run, runs}, &differ, &settled)
 		return differ, settled
 	}
 	differ, settled := count("0")
@@ -94,8 +116,61 @@ func TestSearchBaseAnswersAsItsTexts(t *testing.T) {
 	require.Positive(t, settled, "no base settled a pair")
 	dropped, _ := count("")
 	require.Positive(t, dropped, "the run dropped changed no answer: the check cannot fail")
-	t.Logf("%d bases × %d queries × %d runs: no difference; %d settled; with the run dropped, %d answers differ",
-		len(bases), len(queries), len(runs), settled, dropped)
+	t.Logf("%d bases (%d not ending in ASCII) × %d queries: %d pairs taken × %d runs, no difference; %d settled; with the run dropped, %d answers differ",
+		len(bases), nonASCII, len(queries), len(pairBases), len(runs), settled, dropped)
+}
+
+// TestRunMissesQueryFindsAHash: a base ending in two Cyrillic letters,
+// whose run's trigrams pg_trgm hashes, and a query without a digit that
+// has one of those hashes among its own trigrams (found by trying the
+// bases' last two letters against three-letter Latin words): runMissesQuery
+// refuses the pair, and PostgreSQL agrees that the query and the base
+// with that run share a trigram the base alone does not have. With
+// another query it takes the base.
+func TestRunMissesQueryFindsAHash(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	// Latin words' trigrams are their own three bytes, which a hash can
+	// equal (hashes of the same layout of bytes hardly collide: the CRC
+	// is linear).
+	cyrillic, latin := []rune("абвгдежзийклмнопрстуфхцчшщъыьэюя"), []rune("abcdefghijklmnopqrstuvwxyz")
+	words := map[trigram]string{}
+	for _, a := range latin {
+		for _, b := range latin {
+			for _, c := range latin {
+				words[compactTrigram(a, b, c)] = string([]rune{a, b, c})
+			}
+		}
+	}
+	var base, word, run string
+search:
+	for _, x := range cyrillic {
+		for _, y := range cyrillic {
+			for d := '0'; d <= '9'; d++ {
+				for e, tail := range map[trigram]string{compactTrigram(x, y, d): string(d), compactTrigram(y, d, ' '): string(d)} {
+					if w, hit := words[e]; hit {
+						base, word, run = "ivan "+string([]rune{x, y}), w, tail
+						break search
+					}
+				}
+				for e := '0'; e <= '9'; e++ {
+					if w, hit := words[compactTrigram(y, d, e)]; hit {
+						base, word, run = "ivan "+string([]rune{x, y}), w, string([]rune{d, e})
+						break search
+					}
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, word, "no three-letter word shares a hash with a run's trigrams")
+	require.False(t, newShapeQuery("ivan "+word).runMissesQuery(base), "%q after %q", run, base)
+	require.True(t, newShapeQuery("ivan popov").runMissesQuery(base))
+	var shared bool
+	require.NoError(t, db.QueryRow(ctx, `SELECT EXISTS (
+			SELECT 1 FROM unnest(show_trgm($1)) AS q(t) JOIN unnest(show_trgm($2)) AS r(t) USING (t)
+			WHERE t NOT IN (SELECT unnest(show_trgm($3))))`, "ivan "+word, base+run, base).Scan(&shared))
+	require.True(t, shared, "PostgreSQL's trigrams of %q and of %q share none", "ivan "+word, base+run)
+	t.Logf("%q shares a trigram with %q", "ivan "+word, base+run)
 }
 
 // TestKeySearchSettlesByBasesAndShapes: a key search settles the contacts
@@ -167,7 +242,8 @@ func TestKeySearchSettlesByBasesAndShapes(t *testing.T) {
 			require.NoError(t, tx.Rollback(ctx))
 			continue
 		}
-		bases := memoBases(set.keys, set.matched, shapeKeys, shapes)
+		sq := newShapeQuery(q)
+		bases := memoBases(&sq, set.keys, set.matched, shapeKeys, shapes)
 		page := func(bases []string, lo, hi []int32, cannot []string) ([]int64, int64, int64) {
 			before := calls(tx)
 			rows, err := tx.Query(ctx, keySearchQueries[domain.OrderIDAsc], company, false, []int64{}, likePattern(q), q,
