@@ -348,13 +348,12 @@ func byKeys(sure bool, keys int, tested int64) bool {
 // contacts that do not match, each of which cost two word_similarity
 // tests). shapeKeys and shapes are searchKeys' shapes of the keys to
 // test, side by side.
-func keyCandidates(q string, keys []string, matched []bool, tested int64, shapeKeys, shapes []string) keySet {
+func keyCandidates(sq shapeQuery, keys []string, matched []bool, tested int64, shapeKeys, shapes []string) keySet {
 	out := keySet{keys: keys, matched: matched, tested: tested, cannot: []string{}}
 	if len(shapes) == 0 {
 		out.lo, out.hi = noShapes(len(keys))
 		return out
 	}
-	sq := newShapeQuery(q)
 	var scratch shapeScratch
 	may := make(map[string]bool, tested)
 	cannot := make(map[string][]string, tested)
@@ -763,14 +762,14 @@ func searchContacts(ctx context.Context, db conns, check *trigramCheck, company 
 	if !sameTrigrams {
 		judgedKeys, judged = nil, nil
 	}
-	set := keyCandidates(f.Search, keys, matched, tested, judgedKeys, judged)
+	sq := newShapeQuery(f.Search)
+	set := keyCandidates(sq, keys, matched, tested, judgedKeys, judged)
 	keys, matched, tested = set.keys, set.matched, set.tested
-	var sq *shapeQuery
-	if sameTrigrams {
-		q := newShapeQuery(f.Search)
-		sq = &q
+	judge := &sq
+	if !sameTrigrams {
+		judge = nil
 	}
-	bases := memoBases(sq, keys, matched, shapeKeys, shapes)
+	bases := memoBases(judge, keys, matched, shapeKeys, shapes)
 	var selfMatched []string
 	for i, k := range keys {
 		if matched[i] {

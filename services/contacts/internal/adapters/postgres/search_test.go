@@ -246,7 +246,7 @@ func searchKeyPath(t *testing.T, ctx context.Context, db *pgxpool.Pool, company 
 	})
 	require.NoError(t, db.SendBatch(ctx, b).Close())
 	before := tested
-	set := keyCandidates(q, keys, matched, tested, shapeKeys, shapes)
+	set := keyCandidates(newShapeQuery(q), keys, matched, tested, shapeKeys, shapes)
 	keys, tested = set.keys, set.tested
 	if byKeys(sure, len(keys), tested) {
 		return "keys", before - tested, tested

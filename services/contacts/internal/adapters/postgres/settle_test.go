@@ -237,12 +237,12 @@ func TestKeySearchSettlesByBasesAndShapes(t *testing.T) {
 		var tested int64
 		require.NoError(t, tx.QueryRow(ctx, searchKeys, company, q, likePattern(q), keySearchMaxTested).
 			Scan(&sure, &keys, &matched, &tested, &shapeKeys, &shapes))
-		set := keyCandidates(q, keys, matched, tested, shapeKeys, shapes)
+		sq := newShapeQuery(q)
+		set := keyCandidates(sq, keys, matched, tested, shapeKeys, shapes)
 		if !byKeys(sure, len(set.keys), set.tested) || set.tested == 0 {
 			require.NoError(t, tx.Rollback(ctx))
 			continue
 		}
-		sq := newShapeQuery(q)
 		bases := memoBases(&sq, set.keys, set.matched, shapeKeys, shapes)
 		page := func(bases []string, lo, hi []int32, cannot []string) ([]int64, int64, int64) {
 			before := calls(tx)
