@@ -54,6 +54,9 @@ func spec(s settings) service.Spec {
 			if !same {
 				d.Log.Warn("contacts: the database makes trigrams unlike the search's shape test (its character type); searches by name test every candidate key's contacts")
 			}
+			// Loads the lists of trigrams the searches of a company need
+			// not read (postgres.commonTrigrams), as they ask for them.
+			d.Background("common trigrams", func(ctx context.Context) error { return repo.LoadCommonTrigrams(ctx, d.Log) })
 			a := app.New(repo, limiter.New(d.Redis, "contacts:", s.ListRate), app.Config{DefaultRegion: s.DefaultRegion})
 			return registrar{grpcport.New(a)}, nil
 		},

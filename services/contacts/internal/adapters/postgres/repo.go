@@ -27,12 +27,14 @@ type Repo struct {
 	db *pgxpool.Pool
 	// shapes: whether the database makes trigrams as the shape test does.
 	shapes trigramCheck
+	// common: each company's trigrams that searchKeys need not read.
+	common *commonTrigrams
 }
 
 var _ app.Repository = (*Repo)(nil)
 
 // New uses the pool of the contacts database.
-func New(db *pgxpool.Pool) *Repo { return &Repo{db: db} }
+func New(db *pgxpool.Pool) *Repo { return &Repo{db: db, common: newCommonTrigrams()} }
 
 type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
@@ -201,19 +203,38 @@ const genericKeys = 8
 // every shape of the company in key order, 5,000-12,000 rows (0.5-1.4 ms)
 // for the few dozen keys' shapes a search needs (docs/contacts-search.md,
 // "Tenth pass").
-const searchKeys = `WITH q AS MATERIALIZED (
+//
+// $5 are trigrams in nearly every key of the company (commonTrigrams: the
+// email domains' `mai`, ` co` and the like), whose rows are most of what a
+// text with one of them reads. Each of them the text has is counted as
+// present in every key instead of being read ("assumed"), which can only
+// make more keys candidates, never fewer, so $5 may be stale or wrong
+// without changing an answer: a key without such a trigram may now pass a
+// test it failed, and is then dropped by the shape test or tested contact
+// by contact like any candidate. So that every candidate still has a row
+// read (a key with none would be left out of the aggregate), fewer are
+// assumed than the count needs, and fewer of the sure ones than there are:
+// the first in $5's order (the commonest first, loadCommon).
+const searchKeys = `WITH q0 AS MATERIALIZED (
 	SELECT t.trigram, t.trigram = ANY(s.sure) AS sure, cardinality(s.sure) AS sures,
-		ceil(` + keyShare + ` * cardinality(show_trgm($2::text)) - 1e-9)::int AS share
+		ceil(` + keyShare + ` * cardinality(show_trgm($2::text)) - 1e-9)::int AS share,
+		coalesce(t.trigram = ANY($5::text[]), false) AS common
 	FROM (SELECT ARRAY(SELECT unnest(show_trgm($2::text))
 		INTERSECT SELECT unnest(show_trgm('x' || $2::text || 'x'))
 		INTERSECT SELECT unnest(show_trgm('y' || $2::text || 'y'))) AS sure) s,
 		unnest(show_trgm($2::text)) AS t(trigram)),
+	q AS MATERIALIZED (
+	SELECT trigram, sure, sures, share, common
+		AND row_number() OVER (PARTITION BY common ORDER BY array_position($5::text[], trigram)) < share
+		AND (NOT sure OR row_number() OVER (PARTITION BY common, sure ORDER BY array_position($5::text[], trigram)) < sures) AS assumed
+	FROM q0),
 	keys AS MATERIALIZED (
 	SELECT k.name_key, (k.name_key LIKE $3::text OR k.name_key %> $2::text) AS matched
 	FROM q JOIN contact_key_trigrams k ON k.company_id = $1 AND k.trigram = q.trigram
+	WHERE NOT q.assumed
 	GROUP BY k.name_key
-	HAVING count(*) >= (SELECT min(share) FROM q)
-	    OR count(*) FILTER (WHERE q.sure) = (SELECT min(sures) FROM q))
+	HAVING count(*) >= (SELECT min(share) - count(*) FILTER (WHERE assumed) FROM q)
+	    OR count(*) FILTER (WHERE q.sure) = (SELECT min(sures) - count(*) FILTER (WHERE assumed AND sure) FROM q))
 	SELECT coalesce((SELECT min(sures) FROM q), 0) > 0, coalesce(a.keys, '{}'), coalesce(a.matched, '{}'), a.tested,
 		coalesce(s.keys, '{}'), coalesce(s.shapes, '{}')
 	FROM (SELECT array_agg(name_key) AS keys, array_agg(matched) AS matched,
@@ -635,7 +656,7 @@ func likePattern(s string) string {
 
 // ListContacts implements app.Repository.
 func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter) ([]domain.Contact, int64, error) {
-	return listOn(ctx, r.db, &r.shapes, company, f)
+	return listOn(ctx, r.db, &r.shapes, r.common, company, f)
 }
 
 // conns is where a list runs: the pool, or one connection (warm).
@@ -644,8 +665,8 @@ type conns interface {
 	postgres.TxBeginner
 }
 
-// listOn is ListContacts on db.
-func listOn(ctx context.Context, db conns, check *trigramCheck, company int64, f domain.Filter) ([]domain.Contact, int64, error) {
+// listOn is ListContacts on db; common may be nil (no trigram assumed).
+func listOn(ctx context.Context, db conns, check *trigramCheck, common *commonTrigrams, company int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	if _, ok := orderBy[f.Order]; !ok {
 		return nil, 0, fmt.Errorf("list contacts: unknown order %d", f.Order)
 	}
@@ -657,7 +678,7 @@ func listOn(ctx context.Context, db conns, check *trigramCheck, company int64, f
 	var total int64
 	var err error
 	if f.Search != "" && hasTrigram(f.Search) {
-		out, total, err = searchContacts(ctx, db, check, company, tags, f)
+		out, total, err = searchContacts(ctx, db, check, common, company, tags, f)
 	} else {
 		err = postgres.WithTx(ctx, db, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, listSettings, searchThreshold); err != nil {
@@ -728,10 +749,11 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 // Each batch starts with its planner settings, local to the transaction.
 // A connection left in the transaction by an error is closed, not reused
 // (pgxpool releases only idle connections to the pool).
-func searchContacts(ctx context.Context, db conns, check *trigramCheck, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+func searchContacts(ctx context.Context, db conns, check *trigramCheck, common *commonTrigrams, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	if hasDigit(f.Search) {
 		return trigramSearchContacts(ctx, db, company, tags, f)
 	}
+	assumed := common.get(company)
 	// The shapes are judged only where the database makes trigrams as
 	// the shape test does (trigramCheck).
 	sameTrigrams, err := check.agree(ctx, db)
@@ -750,7 +772,7 @@ func searchContacts(ctx context.Context, db conns, check *trigramCheck, company 
 	b := &pgx.Batch{}
 	b.Queue(keyTxBegin)
 	b.Queue(keyPlanner, searchThreshold)
-	b.Queue(searchKeys, company, f.Search, likePattern(f.Search), keySearchMaxTested).QueryRow(func(row pgx.Row) error {
+	b.Queue(searchKeys, company, f.Search, likePattern(f.Search), keySearchMaxTested, assumed).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&sure, &keys, &matched, &tested, &shapeKeys, &shapes)
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {

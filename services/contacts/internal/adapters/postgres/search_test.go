@@ -125,7 +125,11 @@ func TestSearchRecall(t *testing.T) {
 		// A tested key's contacts that match only through the email's
 		// domain, past the `@` before which keySearchFrom tests first
 		// (`ivan popov ivan.popov12@example.com`: `popov12@example`).
-		"popov exampl", "smith exampl", "nikitin exampl"}
+		"popov exampl", "smith exampl", "nikitin exampl",
+		// Substrings inside a word, whose only trigrams every match has
+		// are the sure ones: one of them is always read, never assumed
+		// (searchKeys).
+		"xampl", "mirno", "ихайл"}
 	for range 10 {
 		n := names[rng.IntN(len(names))]
 		l := []rune(strings.Fields(n)[1])
@@ -133,6 +137,28 @@ func TestSearchRecall(t *testing.T) {
 		e := emails[rng.IntN(len(emails))]
 		queries = append(queries, typo(n), strings.ToUpper(n), string(l[:len(l)-2]), d[1:4]+" "+d[4:6]+"-"+d[6:8], d[3:9], e[2:12])
 	}
+
+	// The trigrams searchKeys may count as present in every key
+	// (commonTrigrams) change what a search reads, never what it answers:
+	// every list is also read with those in half the company's keys
+	// (wrong for the other half), and with every trigram of every query.
+	half, every := New(db), New(db)
+	var halfList, everyList []string
+	require.NoError(t, db.QueryRow(ctx, `SELECT array_agg(trigram) FROM contact_key_trigrams WHERE company_id = $1
+		GROUP BY trigram HAVING count(*) * 2 >= (SELECT count(*) FROM contact_name_keys WHERE company_id = $1)`, company).Scan(&halfList))
+	searched := make([]string, len(queries))
+	for i, q := range queries {
+		searched[i] = domain.SearchQuery(q)
+	}
+	// The trigrams inside a query's words first, so that they are the
+	// first assumed (the sure ones: searchKeys).
+	require.NoError(t, db.QueryRow(ctx, `SELECT array_agg(t ORDER BY inner_ DESC, t) FROM (
+		SELECT t, bool_or(t = ANY(show_trgm('x' || q || 'x'))) AS inner_ FROM unnest($1::text[]) q, unnest(show_trgm(q)) t GROUP BY t) s`,
+		searched).Scan(&everyList))
+	require.NotEmpty(t, halfList)
+	half.common.set(company, halfList, nil)
+	every.common.set(company, everyList, nil)
+	repos := []*Repo{r, half, every}
 
 	filters := []domain.Filter{
 		{Limit: 100},
@@ -152,20 +178,22 @@ func TestSearchRecall(t *testing.T) {
 		dropped, keptTested = dropped+d, keptTested+k
 		for _, f := range filters {
 			f.Search = domain.SearchQuery(q)
-			got, total, err := r.ListContacts(ctx, company, f)
-			require.NoError(t, err)
 			var want []int64
 			var wantTotal int64
 			require.NoError(t, pgxTx(ctx, db, func(tx pgx.Tx) {
 				want, wantTotal = legacyList(t, ctx, tx, company, f)
 			}))
-			gotIDs := []int64{}
-			for _, c := range got {
-				gotIDs = append(gotIDs, c.ID)
-				require.Equal(t, company, c.CompanyID, "query %q", q)
+			for i, r := range repos {
+				got, total, err := r.ListContacts(ctx, company, f)
+				require.NoError(t, err)
+				gotIDs := []int64{}
+				for _, c := range got {
+					gotIDs = append(gotIDs, c.ID)
+					require.Equal(t, company, c.CompanyID, "query %q", q)
+				}
+				require.Equal(t, want, gotIDs, "query %q, filter %+v, common trigrams %d", q, f, i)
+				require.Equal(t, wantTotal, total, "query %q, filter %+v, common trigrams %d", q, f, i)
 			}
-			require.Equal(t, want, gotIDs, "query %q, filter %+v", q, f)
-			require.Equal(t, wantTotal, total, "query %q, filter %+v", q, f)
 		}
 		// Which arm found what: the test must cover each. byKey: by the
 		// name key (word_similarity on the name alone), not by substring;
@@ -241,7 +269,7 @@ func searchKeyPath(t *testing.T, ctx context.Context, db *pgxpool.Pool, company 
 	var tested int64
 	b := &pgx.Batch{}
 	b.Queue(keyPlanner, searchThreshold)
-	b.Queue(searchKeys, company, q, likePattern(q), keySearchMaxTested).QueryRow(func(row pgx.Row) error {
+	b.Queue(searchKeys, company, q, likePattern(q), keySearchMaxTested, []string{}).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&sure, &keys, &matched, &tested, &shapeKeys, &shapes)
 	})
 	require.NoError(t, db.SendBatch(ctx, b).Close())
@@ -484,7 +512,7 @@ func TestSearchSettingsLastTheirBatch(t *testing.T) {
 		require.NoError(t, db.SendBatch(ctx, b).Close())
 		return plan
 	}
-	plan = keyPlan(searchKeys, company, "anna", likePattern("anna"), keySearchMaxTested)
+	plan = keyPlan(searchKeys, company, "anna", likePattern("anna"), keySearchMaxTested, []string{})
 	require.Contains(t, plan, "Index Only Scan using contact_key_trigrams_pkey", plan)
 	require.Contains(t, plan, "Index Only Scan using contact_key_shapes_pkey", plan)
 	plan = keyPlan(keySearchQueries[domain.OrderNameAsc], company, false, []int64{}, likePattern("anna"), "anna",
@@ -557,8 +585,8 @@ func TestKeyShapesReadPerKey(t *testing.T) {
 	var plan string
 	b := &pgx.Batch{}
 	b.Queue(keyPlanner, searchThreshold)
-	b.Queue(`PREPARE keys(bigint, text, text, int) AS ` + searchKeys)
-	b.Queue(`EXPLAIN (COSTS OFF) EXECUTE keys(1, 'anna namx', '%anna namx%', 100)`).Query(func(rows pgx.Rows) error {
+	b.Queue(`PREPARE keys(bigint, text, text, int, text[]) AS ` + searchKeys)
+	b.Queue(`EXPLAIN (COSTS OFF) EXECUTE keys(1, 'anna namx', '%anna namx%', 100, '{}')`).Query(func(rows pgx.Rows) error {
 		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		plan = strings.Join(lines, "\n")
 		return err

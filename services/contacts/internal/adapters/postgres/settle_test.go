@@ -235,7 +235,7 @@ func TestKeySearchSettlesByBasesAndShapes(t *testing.T) {
 		var keys, shapeKeys, shapes []string
 		var matched []bool
 		var tested int64
-		require.NoError(t, tx.QueryRow(ctx, searchKeys, company, q, likePattern(q), keySearchMaxTested).
+		require.NoError(t, tx.QueryRow(ctx, searchKeys, company, q, likePattern(q), keySearchMaxTested, []string{}).
 			Scan(&sure, &keys, &matched, &tested, &shapeKeys, &shapes))
 		sq := newShapeQuery(q)
 		set := keyCandidates(sq, keys, matched, tested, shapeKeys, shapes)

@@ -48,7 +48,7 @@ var warmCheck = func() *trigramCheck {
 func Warm(ctx context.Context, c *pgx.Conn) error {
 	for o := range orderBy {
 		for _, q := range warmTexts {
-			if _, _, err := listOn(ctx, c, warmCheck, warmCompany, domain.Filter{Order: o, Search: q, Limit: 1, Offset: 1}); err != nil {
+			if _, _, err := listOn(ctx, c, warmCheck, nil, warmCompany, domain.Filter{Order: o, Search: q, Limit: 1, Offset: 1}); err != nil {
 				return fmt.Errorf("warm %q: %w", q, err)
 			}
 		}

@@ -83,7 +83,7 @@ func TestPoolConnectionsWarm(t *testing.T) {
 			{Search: "ivan", Offset: 500}, {Search: "916 000", Offset: 500}, {Offset: 500},
 		} {
 			f.Order, f.Limit = o, 10
-			_, _, err := listOn(ctx, conn, &check, company, f)
+			_, _, err := listOn(ctx, conn, &check, nil, company, f)
 			require.NoError(t, err, "%+v", f)
 		}
 	}
