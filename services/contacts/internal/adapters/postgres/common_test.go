@@ -42,6 +42,18 @@ func commonContacts(t *testing.T, ctx context.Context, db *pgxpool.Pool, company
 	return names
 }
 
+// withTypo is s with one letter inside a word, not its first, made `x`.
+func withTypo(rng *rand.Rand, s string) string {
+	rs := []rune(s)
+	for {
+		i := 1 + rng.IntN(len(rs)-1)
+		if rs[i] != ' ' && rs[i-1] != ' ' {
+			rs[i] = 'x'
+			return string(rs)
+		}
+	}
+}
+
 // keyTrigramRows is how many rows of contact_key_trigrams searchKeys reads
 // for q with assumed as its common trigrams (EXPLAIN ANALYZE), and what it
 // answers: its candidate keys, and those the shape test keeps
@@ -127,15 +139,7 @@ func TestCommonTrigramsSpareRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 1))
 	var with, without, extra int64
 	for range 60 {
-		rs := []rune(strings.ToLower(names[rng.IntN(len(names))]))
-		for {
-			i := 1 + rng.IntN(len(rs)-1)
-			if rs[i] != ' ' && rs[i-1] != ' ' {
-				rs[i] = 'x'
-				break
-			}
-		}
-		q := string(rs)
+		q := withTypo(rng, strings.ToLower(names[rng.IntN(len(names))]))
 		rowsWith, keysWith, keptWith := keyTrigramRows(t, ctx, db, company, q, list)
 		rowsWithout, keysWithout, keptWithout := keyTrigramRows(t, ctx, db, company, q, []string{})
 		// More candidates (keys without a trigram assumed), never fewer;

@@ -105,16 +105,6 @@ func TestSearchRecall(t *testing.T) {
 	_, err = db.Exec(ctx, `ANALYZE contacts, contact_tags`)
 	require.NoError(t, err)
 
-	typo := func(s string) string {
-		rs := []rune(s)
-		for {
-			i := 1 + rng.IntN(len(rs)-1)
-			if rs[i] != ' ' && rs[i-1] != ' ' {
-				rs[i] = 'x'
-				return string(rs)
-			}
-		}
-	}
 	queries := []string{"ivan smirnov", "смирн", "pav", "pavl", "ivan", "smi", "ivx", "79", "7", "a", "xz", "a b", "%", "_", "example",
 		"anna.petrov", "john smyth", "сергей", "zzzzzz", "-", "...",
 		// The shape test's edges (keyCandidates): typos of a first name
@@ -135,7 +125,7 @@ func TestSearchRecall(t *testing.T) {
 		l := []rune(strings.Fields(n)[1])
 		d := strings.TrimPrefix(phones[rng.IntN(len(phones))], "+7")
 		e := emails[rng.IntN(len(emails))]
-		queries = append(queries, typo(n), strings.ToUpper(n), string(l[:len(l)-2]), d[1:4]+" "+d[4:6]+"-"+d[6:8], d[3:9], e[2:12])
+		queries = append(queries, withTypo(rng, n), strings.ToUpper(n), string(l[:len(l)-2]), d[1:4]+" "+d[4:6]+"-"+d[6:8], d[3:9], e[2:12])
 	}
 
 	// The trigrams searchKeys may count as present in every key

@@ -216,15 +216,7 @@ func TestKeySearchSettlesByBasesAndShapes(t *testing.T) {
 	}
 	var searched, with, without, settledBases, cannot int64
 	for range 150 {
-		rs := []rune(strings.ToLower(names[rng.IntN(len(names))]))
-		for {
-			i := 1 + rng.IntN(len(rs)-1)
-			if rs[i] != ' ' && rs[i-1] != ' ' {
-				rs[i] = 'x'
-				break
-			}
-		}
-		q := string(rs)
+		q := withTypo(rng, strings.ToLower(names[rng.IntN(len(names))]))
 		tx, err := db.Begin(ctx)
 		require.NoError(t, err)
 		_, err = tx.Exec(ctx, `SET LOCAL track_functions = 'all'`)
