@@ -258,6 +258,8 @@ type shapeScratch struct {
 	seq   []trigram
 	found []int8
 	other []trigram
+	// after[a] are the query trigrams of seq[a:], as runReachesAt's bits.
+	after []uint64
 }
 
 // runReaches tells whether some run seq[a..b] has count / (n + unique -
@@ -286,7 +288,21 @@ func (q shapeQuery) runReachesAt(seq []trigram, s *shapeScratch, num, den int) b
 	if den*bits.OnesCount64(all) < num*n {
 		return false
 	}
+	// after[a]: the query trigrams a run from a can still take in.
+	s.after = slices.Grow(s.after[:0], len(seq)+1)[:len(seq)+1]
+	s.after[len(seq)] = 0
+	for a := len(seq) - 1; a >= 0; a-- {
+		s.after[a] = s.after[a+1]
+		if i := s.found[a]; i >= 0 {
+			s.after[a] |= 1 << i
+		}
+	}
 	for a := range seq {
+		// No run from here on has query trigrams enough, even with
+		// nothing else in it; later starts have fewer.
+		if den*bits.OnesCount64(s.after[a]) < num*n {
+			break
+		}
 		if s.found[a] < 0 {
 			continue
 		}
@@ -304,9 +320,10 @@ func (q shapeQuery) runReachesAt(seq []trigram, s *shapeScratch, num, den int) b
 			}
 			if !slices.Contains(other, seq[b]) {
 				other = append(other, seq[b])
-				// No later trigram can bring it there: count can reach n
-				// at most, and other only grows.
-				if den*n < num*(n+len(other)) {
+				// No later trigram can bring it there: count can reach
+				// what is in the run and after it at most, and other
+				// only grows.
+				if den*bits.OnesCount64(in|s.after[b]) < num*(n+len(other)) {
 					break
 				}
 			}
