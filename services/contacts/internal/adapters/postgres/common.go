@@ -21,9 +21,9 @@ import (
 // make more keys candidates, never fewer (searchKeys), so a list that is
 // stale, wrong or missing changes what a search costs, not what it
 // answers. So it needs no invalidation: a company's list is made again
-// when it is commonTTL old, by the one loader of the process (Load), while
-// searches go on with the old one, and a search that finds none goes
-// without. Replicas each keep their own.
+// when it is commonTTL old, by the one loader of the process
+// (LoadCommonTrigrams), while searches go on with the old one, and a
+// search that finds none goes without. Replicas each keep their own.
 type commonTrigrams struct {
 	mu    sync.Mutex
 	lists map[int64]*commonList

@@ -778,19 +778,15 @@ func searchContacts(ctx context.Context, db conns, check *trigramCheck, common *
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, 0, fmt.Errorf("search keys: %w", err)
 	}
-	// The bases need no trigram of Go's (memoBases): the shapes, judged or
-	// not.
-	judged, judgedKeys := shapes, shapeKeys
-	if !sameTrigrams {
-		judgedKeys, judged = nil, nil
-	}
+	// Where Go's trigrams are not the database's no shape is judged, and
+	// only the bases that need no trigram of Go's are taken (memoBases).
 	sq := newShapeQuery(f.Search)
+	judge, judgedKeys, judged := &sq, shapeKeys, shapes
+	if !sameTrigrams {
+		judge, judgedKeys, judged = nil, nil, nil
+	}
 	set := keyCandidates(sq, keys, matched, tested, judgedKeys, judged)
 	keys, matched, tested = set.keys, set.matched, set.tested
-	judge := &sq
-	if !sameTrigrams {
-		judge = nil
-	}
 	bases := memoBases(judge, keys, matched, shapeKeys, shapes)
 	var selfMatched []string
 	for i, k := range keys {
