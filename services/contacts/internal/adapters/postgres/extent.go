@@ -106,18 +106,41 @@ func compactTrigram(a, b, c rune) trigram {
 // trigramsOf appends s's trigrams in pg_trgm's order (word by word) and
 // tells whether every character of s is a shapeRune. With shape set, s is
 // a shape (every run of digits one 0) and its trigrams with the 0 are
-// left out, but, when standIns is set too and s is ASCII, for those that
-// stand for trigrams of the contact's text as shapeDigitTrigram says.
+// left out, but, when standIns is set too, for those of ASCII characters
+// that stand for trigrams of the contact's text as shapeDigitTrigram says.
 func trigramsOf(dst []trigram, s string, shape, standIns bool) ([]trigram, bool) {
-	ascii := standIns && isASCII(s)
+	return trigramsNoted(dst, s, shape, standIns, nil)
+}
+
+// trigramNotes are what trigramsNoted saw of the trigrams it appended:
+// where the stand-ins are (shapeDigitTrigram), and the hashed trigrams,
+// those of more than three bytes.
+type trigramNotes struct {
+	standIns []int
+	hashed   []trigram
+}
+
+// trigramsNoted is trigramsOf, also noting the stand-ins and the hashed
+// trigrams in notes, when it is not nil.
+func trigramsNoted(dst []trigram, s string, shape, standIns bool, notes *trigramNotes) ([]trigram, bool) {
 	// A word is padded with two spaces before and one after: its
 	// trigrams are (p0, p1, r) for each of its characters r, then
 	// (p0, p1, ' ').
 	emit := func(a, b, c rune) {
-		if shape && (isASCIIDigit(a) || isASCIIDigit(b) || isASCIIDigit(c)) && !(ascii && shapeDigitTrigram(a, b, c)) {
-			return
+		ascii := a < utf8.RuneSelf && b < utf8.RuneSelf && c < utf8.RuneSelf
+		if shape && (isASCIIDigit(a) || isASCIIDigit(b) || isASCIIDigit(c)) {
+			if !standIns || !ascii || !shapeDigitTrigram(a, b, c) {
+				return
+			}
+			if notes != nil {
+				notes.standIns = append(notes.standIns, len(dst))
+			}
 		}
-		dst = append(dst, compactTrigram(a, b, c))
+		t := compactTrigram(a, b, c)
+		if notes != nil && utf8.RuneLen(a)+utf8.RuneLen(b)+utf8.RuneLen(c) > 3 {
+			notes.hashed = append(notes.hashed, t)
+		}
+		dst = append(dst, t)
 	}
 	inWord := false
 	var p0, p1 rune
@@ -145,15 +168,6 @@ func trigramsOf(dst []trigram, s string, shape, standIns bool) ([]trigram, bool)
 
 func isASCIIDigit(r rune) bool { return r >= '0' && r <= '9' }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
 // shapeDigitTrigram tells whether a shape's trigram t with its 0 (one run
 // of digits of the contact's text, of m digits) stands for a distinct
 // trigram of the text, none of which is a query's (the query of a key
@@ -166,10 +180,12 @@ func isASCII(s string) bool {
 // than the text has, and a run keeps the unique trigrams the digits add
 // to it: `ivan.popov5@mail.ru` puts "ov5" and "v5 " between `popov` and
 // `mail`. "b0c" with c a letter could stand for "bDc" or "bDD", which two
-// runs may share, and is left out. Only in a shape of ASCII characters
-// searched for an ASCII query: there every trigram is its three bytes,
-// while a trigram of more bytes is a hash, which could equal another
-// trigram's three bytes (a digit trigram's too).
+// runs may share, and is left out. Only of ASCII characters, so that the
+// text's trigram is its three bytes, and only where no hashed trigram of
+// the shape or of the query (one of more than three bytes: the low three
+// of a CRC) could be it (standsFor): one of the shape's would be the same
+// trigram, one of the query's would make it the query's
+// (shapeQuery.shapeTrigrams).
 func shapeDigitTrigram(a, b, c rune) bool {
 	d0, d1, d2 := isASCIIDigit(a), isASCIIDigit(b), isASCIIDigit(c)
 	return (d2 && !d0 && !d1) || (d0 && !d1 && !d2) || (d1 && !d0 && c == ' ')
@@ -180,17 +196,19 @@ func shapeDigitTrigram(a, b, c rune) bool {
 // ok is false when the text has a character the trigrams are not made for
 // here, or more distinct trigrams than a run's bit set holds (64).
 type shapeQuery struct {
-	text  string
-	tris  []trigram
-	ascii bool
-	ok    bool
+	text string
+	tris []trigram
+	// hashed are the query's trigrams of more than three bytes.
+	hashed []trigram
+	ok     bool
 }
 
 func newShapeQuery(q string) shapeQuery {
-	ts, ok := trigramsOf(nil, q, false, false)
+	var notes trigramNotes
+	ts, ok := trigramsNoted(nil, q, false, false, &notes)
 	slices.Sort(ts)
 	ts = slices.Compact(ts)
-	return shapeQuery{text: q, tris: ts, ascii: isASCII(q), ok: ok && len(ts) > 0 && len(ts) <= 64}
+	return shapeQuery{text: q, tris: ts, hashed: notes.hashed, ok: ok && len(ts) > 0 && len(ts) <= 64}
 }
 
 // index is t's place among the query's trigrams, or -1.
@@ -208,12 +226,57 @@ func (q shapeQuery) mayMatch(shape string, scratch *shapeScratch) bool {
 	if !q.ok || strings.Contains(shape, q.text) {
 		return true
 	}
-	seq, ok := trigramsOf(scratch.seq[:0], shape, true, q.ascii)
+	seq, ok := q.shapeTrigrams(scratch.seq[:0], shape, &scratch.notes)
 	scratch.seq = seq
 	if !ok {
 		return true
 	}
 	return q.runReaches(seq, scratch)
+}
+
+// shapeTrigrams are a shape's trigrams as the shape test weighs them:
+// trigramsOf's with their stand-ins (shapeDigitTrigram), less those that
+// a hashed trigram of the shape or of the query could be (standsFor).
+// notes is reusable memory.
+func (q shapeQuery) shapeTrigrams(dst []trigram, shape string, notes *trigramNotes) ([]trigram, bool) {
+	notes.standIns, notes.hashed = notes.standIns[:0], notes.hashed[:0]
+	start := len(dst)
+	dst, ok := trigramsNoted(dst, shape, true, true, notes)
+	if !ok || len(notes.standIns) == 0 || len(notes.hashed)+len(q.hashed) == 0 {
+		return dst, ok
+	}
+	seq, kept, next := dst[start:], 0, 0
+	for i, t := range seq {
+		if next < len(notes.standIns) && notes.standIns[next]-start == i {
+			next++
+			if slices.ContainsFunc(notes.hashed, func(h trigram) bool { return standsFor(t, h) }) ||
+				slices.ContainsFunc(q.hashed, func(h trigram) bool { return standsFor(t, h) }) {
+				continue
+			}
+		}
+		seq[kept] = t
+		kept++
+	}
+	return dst[:start+kept], true
+}
+
+// standsFor tells whether the stand-in t (shapeDigitTrigram: three ASCII
+// bytes, its 0 a run of digits) could stand for h: h has a digit where t
+// has its 0 and t's other bytes elsewhere, but a space or a digit after
+// the 0 of "b0 " (the run may go on: "bDD").
+func standsFor(t, h trigram) bool {
+	for p := 0; p < 3; p++ {
+		c, b := byte(t>>(16-8*p)), byte(h>>(16-8*p))
+		switch {
+		case c == '0':
+			if b < '0' || b > '9' {
+				return false
+			}
+		case c != b && !(p == 2 && c == ' ' && byte(t>>8) == '0' && b >= '0' && b <= '9'):
+			return false
+		}
+	}
+	return true
 }
 
 // runMissesQuery tells whether no trigram a run of digits after base can
@@ -256,6 +319,7 @@ func (q shapeQuery) runMissesQuery(base string) bool {
 // shapeScratch is mayMatch's reusable memory.
 type shapeScratch struct {
 	seq   []trigram
+	notes trigramNotes
 	found []int8
 	other []trigram
 	// after[a] are the query trigrams of seq[a:], as runReachesAt's bits.

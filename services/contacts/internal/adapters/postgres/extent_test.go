@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,7 +179,7 @@ func mayMatchAt(q shapeQuery, shape string, s *shapeScratch, num, den int) bool 
 	if !q.ok || strings.Contains(shape, q.text) {
 		return true
 	}
-	seq, ok := trigramsOf(nil, shape, true, q.ascii)
+	seq, ok := q.shapeTrigrams(nil, shape, &s.notes)
 	if !ok {
 		return true
 	}
@@ -190,4 +191,54 @@ func TestShapeThresholdIsTheSearchThreshold(t *testing.T) {
 	want, err := strconv.ParseFloat(searchThreshold, 64)
 	require.NoError(t, err)
 	require.InDelta(t, want, float64(shapeThresholdNum)/float64(shapeThresholdDen), 1e-12)
+}
+
+// TestStandInsLeftWhereAHashCouldBeThem: a shape's stand-in ("ab0" for the
+// text's "abD", shapeDigitTrigram) is weighed only where no hashed trigram
+// of the shape or of the query could be it. A Cyrillic word is found one
+// of whose trigrams pg_trgm hashes into the three bytes of a Latin pair
+// and a digit, and PostgreSQL agrees that the word and that pair with the
+// digit share a trigram. Beside that word, in the shape or in the query,
+// the stand-in is left out; without it, it is weighed.
+func TestStandInsLeftWhereAHashCouldBeThem(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	cyrillic := []rune("абвгдежзийклмнопрстуфхцчшщъыьэюя")
+	isLatin := func(b byte) bool { return b >= 'a' && b <= 'z' }
+	var word, pair string
+	var digit byte
+search:
+	for _, x := range cyrillic {
+		for _, y := range cyrillic {
+			for _, z := range cyrillic {
+				for _, tr := range []trigram{compactTrigram(' ', x, y), compactTrigram(x, y, z), compactTrigram(y, z, ' ')} {
+					a, b, c := byte(tr>>16), byte(tr>>8), byte(tr)
+					if isLatin(a) && isLatin(b) && c >= '0' && c <= '9' {
+						word, pair, digit = string([]rune{x, y, z}), string([]byte{a, b}), c
+						break search
+					}
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, word, "no Cyrillic word of three letters hashes into a Latin pair and a digit")
+	var shared bool
+	require.NoError(t, db.QueryRow(ctx, `SELECT EXISTS (
+			SELECT 1 FROM unnest(show_trgm($1)) AS q(t) JOIN unnest(show_trgm($2)) AS r(t) USING (t))`,
+		word, pair+string(digit)).Scan(&shared))
+	require.True(t, shared, "PostgreSQL's trigrams of %q and of %q share none", word, pair+string(digit))
+	t.Logf("%q has a trigram of %q", word, pair+string(digit))
+
+	standIn := compactTrigram(rune(pair[0]), rune(pair[1]), '0')
+	weighed := func(query, shape string) bool {
+		q := newShapeQuery(query)
+		seq, ok := q.shapeTrigrams(nil, shape, &trigramNotes{})
+		require.True(t, ok)
+		return slices.Contains(seq, standIn)
+	}
+	plain := "ivan popov " + pair + "0@mail.ru"
+	require.True(t, weighed("ivan popov", plain), plain)
+	require.True(t, weighed("ivan popov", "иван "+plain), "a Cyrillic word whose hashes cannot be the stand-in")
+	require.False(t, weighed("ivan popov", word+" "+plain), "beside %q in the shape", word)
+	require.False(t, weighed("ivan "+word, plain), "beside %q in the query", word)
 }
