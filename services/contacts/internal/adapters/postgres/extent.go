@@ -104,12 +104,9 @@ func compactTrigram(a, b, c rune) trigram {
 }
 
 // trigramsOf appends s's trigrams in pg_trgm's order (word by word) and
-// tells whether every character of s is a shapeRune. With shape set, s is
-// a shape (every run of digits one 0) and its trigrams with the 0 are
-// left out, but, when standIns is set too, for those of ASCII characters
-// that stand for trigrams of the contact's text as shapeDigitTrigram says.
-func trigramsOf(dst []trigram, s string, shape, standIns bool) ([]trigram, bool) {
-	return trigramsNoted(dst, s, shape, standIns, nil)
+// tells whether every character of s is a shapeRune.
+func trigramsOf(dst []trigram, s string) ([]trigram, bool) {
+	return trigramsNoted(dst, s, false, nil)
 }
 
 // trigramNotes are what trigramsNoted saw of the trigrams it appended:
@@ -121,15 +118,18 @@ type trigramNotes struct {
 }
 
 // trigramsNoted is trigramsOf, also noting the stand-ins and the hashed
-// trigrams in notes, when it is not nil.
-func trigramsNoted(dst []trigram, s string, shape, standIns bool, notes *trigramNotes) ([]trigram, bool) {
+// trigrams in notes, when it is not nil. With shape set, s is a shape
+// (every run of digits one 0): its trigrams with the 0 are left out but
+// for the stand-ins of ASCII characters (shapeDigitTrigram), which
+// shapeQuery.shapeTrigrams may still leave out.
+func trigramsNoted(dst []trigram, s string, shape bool, notes *trigramNotes) ([]trigram, bool) {
 	// A word is padded with two spaces before and one after: its
 	// trigrams are (p0, p1, r) for each of its characters r, then
 	// (p0, p1, ' ').
 	emit := func(a, b, c rune) {
-		ascii := a < utf8.RuneSelf && b < utf8.RuneSelf && c < utf8.RuneSelf
 		if shape && (isASCIIDigit(a) || isASCIIDigit(b) || isASCIIDigit(c)) {
-			if !standIns || !ascii || !shapeDigitTrigram(a, b, c) {
+			ascii := a < utf8.RuneSelf && b < utf8.RuneSelf && c < utf8.RuneSelf
+			if !ascii || !shapeDigitTrigram(a, b, c) {
 				return
 			}
 			if notes != nil {
@@ -205,7 +205,7 @@ type shapeQuery struct {
 
 func newShapeQuery(q string) shapeQuery {
 	var notes trigramNotes
-	ts, ok := trigramsNoted(nil, q, false, false, &notes)
+	ts, ok := trigramsNoted(nil, q, false, &notes)
 	slices.Sort(ts)
 	ts = slices.Compact(ts)
 	return shapeQuery{text: q, tris: ts, hashed: notes.hashed, ok: ok && len(ts) > 0 && len(ts) <= 64}
@@ -235,13 +235,13 @@ func (q shapeQuery) mayMatch(shape string, scratch *shapeScratch) bool {
 }
 
 // shapeTrigrams are a shape's trigrams as the shape test weighs them:
-// trigramsOf's with their stand-ins (shapeDigitTrigram), less those that
+// trigramsNoted's with their stand-ins (shapeDigitTrigram), less those that
 // a hashed trigram of the shape or of the query could be (standsFor).
 // notes is reusable memory.
 func (q shapeQuery) shapeTrigrams(dst []trigram, shape string, notes *trigramNotes) ([]trigram, bool) {
 	notes.standIns, notes.hashed = notes.standIns[:0], notes.hashed[:0]
 	start := len(dst)
-	dst, ok := trigramsNoted(dst, shape, true, true, notes)
+	dst, ok := trigramsNoted(dst, shape, true, notes)
 	if !ok || len(notes.standIns) == 0 || len(notes.hashed)+len(q.hashed) == 0 {
 		return dst, ok
 	}

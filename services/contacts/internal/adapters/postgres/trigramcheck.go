@@ -86,7 +86,7 @@ func trigramDisagreements(ctx context.Context, db querier) ([]string, error) {
 	var bad []string
 	for i, want := range wants {
 		slices.Sort(want)
-		got, ok := trigramsOf(nil, texts[i], false, false)
+		got, ok := trigramsOf(nil, texts[i])
 		if g := showTrgm(got); !ok || !slices.Equal(want, g) {
 			bad = append(bad, fmt.Sprintf("%q (%U): PostgreSQL %q, here %q", texts[i], []rune(texts[i]), want, g))
 		}
