@@ -57,6 +57,9 @@ func spec(s settings) service.Spec {
 			// Loads the lists of trigrams the searches of a company need
 			// not read (postgres.commonTrigrams), as they ask for them.
 			d.Background("common trigrams", func(ctx context.Context) error { return repo.LoadCommonTrigrams(ctx, d.Log) })
+			// Loads the searching companies' name keys into memory
+			// (postgres.keyIndexes), as they ask for them.
+			d.Background("name keys", func(ctx context.Context) error { return repo.LoadKeyIndexes(ctx, d.Log) })
 			a := app.New(repo, limiter.New(d.Redis, "contacts:", s.ListRate), app.Config{DefaultRegion: s.DefaultRegion})
 			return registrar{grpcport.New(a)}, nil
 		},

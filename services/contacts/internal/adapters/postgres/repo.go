@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -29,12 +30,16 @@ type Repo struct {
 	shapes trigramCheck
 	// common: each company's trigrams that searchKeys need not read.
 	common *commonTrigrams
+	// keys: companies' name keys and their trigrams in memory.
+	keys *keyIndexes
 }
 
 var _ app.Repository = (*Repo)(nil)
 
 // New uses the pool of the contacts database.
-func New(db *pgxpool.Pool) *Repo { return &Repo{db: db, common: newCommonTrigrams()} }
+func New(db *pgxpool.Pool) *Repo {
+	return &Repo{db: db, common: newCommonTrigrams(), keys: newKeyIndexes(keyIndexBudget)}
+}
 
 type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
@@ -235,7 +240,13 @@ const searchKeys = `WITH q0 AS MATERIALIZED (
 	GROUP BY k.name_key
 	HAVING count(*) >= (SELECT min(share) - count(*) FILTER (WHERE assumed) FROM q)
 	    OR count(*) FILTER (WHERE q.sure) = (SELECT min(sures) - count(*) FILTER (WHERE assumed AND sure) FROM q))
-	SELECT coalesce((SELECT min(sures) FROM q), 0) > 0, coalesce(a.keys, '{}'), coalesce(a.matched, '{}'), a.tested,
+	SELECT coalesce((SELECT min(sures) FROM q), 0) > 0, ` + keysAnswer
+
+// keysAnswer is what a key search answers of its candidate keys (the CTE
+// keys: each with whether it matches itself): the keys and those flags
+// side by side, how many do not match themselves, and, when those are at
+// most $4, their shapes, key and shape side by side.
+const keysAnswer = `coalesce(a.keys, '{}'), coalesce(a.matched, '{}'), a.tested,
 		coalesce(s.keys, '{}'), coalesce(s.shapes, '{}')
 	FROM (SELECT array_agg(name_key) AS keys, array_agg(matched) AS matched,
 	             count(*) FILTER (WHERE NOT matched) AS tested FROM keys) a
@@ -243,6 +254,19 @@ const searchKeys = `WITH q0 AS MATERIALIZED (
 		FROM keys k, unnest(ARRAY(SELECT h.shape FROM contact_key_shapes h
 			WHERE h.company_id = $1 AND h.name_key = k.name_key)) AS h(shape)
 		WHERE NOT k.matched AND a.tested <= $4::int) s ON true`
+
+// keysOf is searchKeys' answer for candidate keys found in the company's
+// copy in memory (keyIndex.candidates: $5) instead of by its rows.
+const keysOf = `WITH keys AS MATERIALIZED (
+	SELECT k AS name_key, (k LIKE $3::text OR k %> $2::text) AS matched FROM unnest($5::text[]) AS k)
+	SELECT ` + keysAnswer
+
+// keyCatchUp reads, in a key search's snapshot, the rows of
+// contact_key_trigrams added since a copy's mark ($2: keyIndexes), and the
+// snapshot's xmin, the copy's next mark (migration 0008).
+const keyCatchUp = `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+	coalesce(array_agg(trigram), '{}'), coalesce(array_agg(name_key), '{}')
+	FROM contact_key_trigrams WHERE company_id = $1 AND added >= $2::bigint::text::xid8`
 
 // keyShare is searchThreshold as a share in searchKeys: word_similarity
 // 0.6 needs 60% of the query's trigrams.
@@ -656,7 +680,7 @@ func likePattern(s string) string {
 
 // ListContacts implements app.Repository.
 func (r *Repo) ListContacts(ctx context.Context, company int64, f domain.Filter) ([]domain.Contact, int64, error) {
-	return listOn(ctx, r.db, &r.shapes, r.common, company, f)
+	return listOn(ctx, r.db, &r.shapes, r.common, r.keys, company, f)
 }
 
 // conns is where a list runs: the pool, or one connection (warm).
@@ -665,8 +689,9 @@ type conns interface {
 	postgres.TxBeginner
 }
 
-// listOn is ListContacts on db; common may be nil (no trigram assumed).
-func listOn(ctx context.Context, db conns, check *trigramCheck, common *commonTrigrams, company int64, f domain.Filter) ([]domain.Contact, int64, error) {
+// listOn is ListContacts on db; common may be nil (no trigram assumed),
+// and memory (no key counted in memory).
+func listOn(ctx context.Context, db conns, check *trigramCheck, common *commonTrigrams, memory *keyIndexes, company int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	if _, ok := orderBy[f.Order]; !ok {
 		return nil, 0, fmt.Errorf("list contacts: unknown order %d", f.Order)
 	}
@@ -678,7 +703,7 @@ func listOn(ctx context.Context, db conns, check *trigramCheck, common *commonTr
 	var total int64
 	var err error
 	if f.Search != "" && hasTrigram(f.Search) {
-		out, total, err = searchContacts(ctx, db, check, common, company, tags, f)
+		out, total, err = searchContacts(ctx, db, check, common, memory, company, tags, f)
 	} else {
 		err = postgres.WithTx(ctx, db, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, listSettings, searchThreshold); err != nil {
@@ -740,20 +765,22 @@ func shortSearchContacts(ctx context.Context, tx pgx.Tx, company int64, tags []i
 
 // searchContacts answers a `query` with a trigram. A text with a digit
 // takes the trigram index of contacts (trigramSearchContacts). Any other
-// is read in one REPEATABLE READ transaction over two round trips, so its
+// is read in one REPEATABLE READ transaction over two round trips (a third
+// when the company's copy in memory took rows that add candidates), so its
 // keys and its page see the same contacts: first the candidate name keys
-// (searchKeys); then, when those to be tested contact by contact are few,
+// (counted in the company's copy in memory, keysInMemory, or read by
+// searchKeys, keysInDatabase); then, when those to be tested contact by
+// contact are few,
 // the page, its count and details through the keys in key order
 // (keySearchQueries), else through the trigram index of contacts
 // (searchQueries, with the keys that match themselves as its key arm).
 // Each batch starts with its planner settings, local to the transaction.
 // A connection left in the transaction by an error is closed, not reused
 // (pgxpool releases only idle connections to the pool).
-func searchContacts(ctx context.Context, db conns, check *trigramCheck, common *commonTrigrams, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
+func searchContacts(ctx context.Context, db conns, check *trigramCheck, common *commonTrigrams, memory *keyIndexes, company int64, tags []int64, f domain.Filter) ([]domain.Contact, int64, error) {
 	if hasDigit(f.Search) {
 		return trigramSearchContacts(ctx, db, company, tags, f)
 	}
-	assumed := common.get(company)
 	// The shapes are judged only where the database makes trigrams as
 	// the shape test does (trigramCheck).
 	sameTrigrams, err := check.agree(ctx, db)
@@ -765,19 +792,25 @@ func searchContacts(ctx context.Context, db conns, check *trigramCheck, common *
 		return nil, 0, fmt.Errorf("search contacts: %w", err)
 	}
 	defer release()
-	var sure bool
-	var keys, shapeKeys, shapes []string
-	var matched []bool
-	var tested int64
-	b := &pgx.Batch{}
-	b.Queue(keyTxBegin)
-	b.Queue(keyPlanner, searchThreshold)
-	b.Queue(searchKeys, company, f.Search, likePattern(f.Search), keySearchMaxTested, assumed).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&sure, &keys, &matched, &tested, &shapeKeys, &shapes)
-	})
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	// The company's keys are counted in memory (keyIndexes) where Go makes
+	// the text's trigrams as the database does and the text has a sure
+	// one (without one the search takes the trigram index of contacts
+	// whatever the keys: byKeys).
+	var found keysFound
+	var ix *keyIndex
+	kq, ok := newKeyQuery(f.Search)
+	if sameTrigrams && ok && kq.sures > 0 {
+		ix = memory.get(company)
+	}
+	if ix != nil {
+		found, err = keysInMemory(ctx, conn, memory, ix, &kq, company, f.Search)
+	} else {
+		found, err = keysInDatabase(ctx, conn, company, f.Search, common.get(company), true)
+	}
+	if err != nil {
 		return nil, 0, fmt.Errorf("search keys: %w", err)
 	}
+	sure, keys, matched, tested, shapeKeys, shapes := found.sure, found.keys, found.matched, found.tested, found.shapeKeys, found.shapes
 	// Where Go's trigrams are not the database's no shape is judged, and
 	// only the bases that need no trigram of Go's are taken (memoBases).
 	sq := newShapeQuery(f.Search)
@@ -805,7 +838,7 @@ func searchContacts(ctx context.Context, db conns, check *trigramCheck, common *
 		out, err = pgx.CollectRows(rows, scanPageContact(&total))
 		return err
 	}
-	b = &pgx.Batch{}
+	b := &pgx.Batch{}
 	if byKeys(sure, len(keys), tested) {
 		b.Queue(keySearchQueries[f.Order], company, f.WithGroups, tags, like, f.Search, keys, matched, f.Limit, f.Offset, bases, set.lo, set.hi, set.cannot).Query(page)
 	} else {
@@ -832,6 +865,97 @@ func searchContacts(ctx context.Context, db conns, check *trigramCheck, common *
 		}
 	}
 	return out, total, nil
+}
+
+// keysFound are a key search's candidate keys (searchKeys): whether the
+// text has a sure trigram, the keys and whether each matches itself side
+// by side, how many do not, and their shapes when those are few.
+type keysFound struct {
+	sure              bool
+	keys              []string
+	matched           []bool
+	tested            int64
+	shapeKeys, shapes []string
+}
+
+func (k *keysFound) scan(row pgx.Row) error {
+	return row.Scan(&k.keys, &k.matched, &k.tested, &k.shapeKeys, &k.shapes)
+}
+
+// keysInDatabase begins a key search's transaction (when begin is set)
+// and finds its keys by searchKeys, with assumed as the company's common
+// trigrams.
+func keysInDatabase(ctx context.Context, conn querier, company int64, text string, assumed []string, begin bool) (keysFound, error) {
+	var k keysFound
+	b := &pgx.Batch{}
+	if begin {
+		b.Queue(keyTxBegin)
+		b.Queue(keyPlanner, searchThreshold)
+	}
+	b.Queue(searchKeys, company, text, likePattern(text), keySearchMaxTested, assumed).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&k.sure, &k.keys, &k.matched, &k.tested, &k.shapeKeys, &k.shapes)
+	})
+	return k, conn.SendBatch(ctx, b).Close()
+}
+
+// keysInMemory begins a key search's transaction and finds its keys from
+// the company's copy in memory, ix: the candidates counted there, read
+// with their own tests and shapes (keysOf) in the batch that brings the
+// copy up to date in the same snapshot (keyCatchUp). Rows added since the
+// copy's mark make it count again, and the candidates that adds cost one
+// more round trip. A copy that cannot take the rows is dropped, and the
+// search reads its keys from the database in the same transaction.
+func keysInMemory(ctx context.Context, conn querier, memory *keyIndexes, ix *keyIndex, kq *keyQuery, company int64, text string) (keysFound, error) {
+	candidates, mark := ix.candidates(kq)
+	like := likePattern(text)
+	var xmin int64
+	var trigrams, rowKeys []string
+	k := keysFound{sure: true}
+	b := &pgx.Batch{}
+	b.Queue(keyTxBegin)
+	b.Queue(keyPlanner, searchThreshold)
+	b.Queue(keyCatchUp, company, mark).QueryRow(func(row pgx.Row) error { return row.Scan(&xmin, &trigrams, &rowKeys) })
+	b.Queue(keysOf, company, text, like, keySearchMaxTested, candidates).QueryRow(k.scan)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return k, err
+	}
+	if len(trigrams) == 0 {
+		return k, nil
+	}
+	added, err := ix.merge(xmin, trigrams, rowKeys)
+	if err != nil {
+		memory.forget(company, ix)
+		return keysInDatabase(ctx, conn, company, text, []string{}, false)
+	}
+	memory.grew(company, ix, added)
+	// Counted again even when another search merged the same rows first:
+	// the candidates above may be from before either merge.
+	now, _ := ix.candidates(kq)
+	var extra []string
+	for _, key := range now {
+		if _, found := slices.BinarySearch(candidates, key); !found {
+			extra = append(extra, key)
+		}
+	}
+	if len(extra) == 0 {
+		return k, nil
+	}
+	var more keysFound
+	b = &pgx.Batch{}
+	b.Queue(keysOf, company, text, like, keySearchMaxTested, extra).QueryRow(more.scan)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return k, err
+	}
+	k.keys, k.matched = append(k.keys, more.keys...), append(k.matched, more.matched...)
+	k.tested += more.tested
+	// The shapes come only when the keys to test are few (keysAnswer's $4),
+	// and then for all of them.
+	if k.tested > keySearchMaxTested {
+		k.shapeKeys, k.shapes = []string{}, []string{}
+	} else {
+		k.shapeKeys, k.shapes = append(k.shapeKeys, more.shapeKeys...), append(k.shapes, more.shapes...)
+	}
+	return k, nil
 }
 
 // trigramSearchContacts reads the name keys that match, then the page, its

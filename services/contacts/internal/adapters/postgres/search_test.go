@@ -148,7 +148,10 @@ func TestSearchRecall(t *testing.T) {
 	require.NotEmpty(t, halfList)
 	half.common.set(company, halfList, nil)
 	every.common.set(company, everyList, nil)
-	repos := []*Repo{r, half, every}
+	// And with the company's keys counted in memory (keyIndexes).
+	memory := New(db)
+	loadKeys(t, ctx, memory, company)
+	repos := []*Repo{r, half, every, memory}
 
 	filters := []domain.Filter{
 		{Limit: 100},
@@ -181,8 +184,8 @@ func TestSearchRecall(t *testing.T) {
 					gotIDs = append(gotIDs, c.ID)
 					require.Equal(t, company, c.CompanyID, "query %q", q)
 				}
-				require.Equal(t, want, gotIDs, "query %q, filter %+v, common trigrams %d", q, f, i)
-				require.Equal(t, wantTotal, total, "query %q, filter %+v, common trigrams %d", q, f, i)
+				require.Equal(t, want, gotIDs, "query %q, filter %+v, repository %d", q, f, i)
+				require.Equal(t, wantTotal, total, "query %q, filter %+v, repository %d", q, f, i)
 			}
 		}
 		// Which arm found what: the test must cover each. byKey: by the
@@ -613,6 +616,10 @@ func TestKeySearchOneSnapshot(t *testing.T) {
 		_, err := r.CreateContact(ctx, domain.Contact{CompanyID: company, Name: fmt.Sprintf("Other Person %c", 'a'+i%26)})
 		require.NoError(t, err)
 	}
+	// Every other search counts the keys in memory (keyIndexes): the copy
+	// is brought up to date in the search's snapshot.
+	memory := New(db)
+	loadKeys(t, ctx, memory, company)
 	done := make(chan struct{})
 	writerErr := make(chan error, 1)
 	go func() {
@@ -634,7 +641,7 @@ func TestKeySearchOneSnapshot(t *testing.T) {
 		}
 	}()
 	for i := range 100 {
-		got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: "zorro", Limit: 10})
+		got, total, err := []*Repo{r, memory}[i%2].ListContacts(ctx, company, domain.Filter{Search: "zorro", Limit: 10})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, total, "search %d", i)
 		require.Len(t, got, 1, "search %d", i)
@@ -679,6 +686,8 @@ func TestKeySearchShapesOneSnapshot(t *testing.T) {
 	path, dropped, _ := searchKeyPath(t, ctx, db, company, q)
 	require.Equal(t, "keys", path)
 	require.EqualValues(t, n-1, dropped, "the keys of the contacts that do not match are left out")
+	memory := New(db)
+	loadKeys(t, ctx, memory, company)
 
 	done := make(chan struct{})
 	writerErr := make(chan error, 1)
@@ -699,7 +708,7 @@ func TestKeySearchShapesOneSnapshot(t *testing.T) {
 		}
 	}()
 	for i := range 200 {
-		got, total, err := r.ListContacts(ctx, company, domain.Filter{Search: q, Limit: 10})
+		got, total, err := []*Repo{r, memory}[i%2].ListContacts(ctx, company, domain.Filter{Search: q, Limit: 10})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, total, "search %d", i)
 		require.Len(t, got, 1, "search %d", i)

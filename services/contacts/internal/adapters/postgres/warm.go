@@ -43,12 +43,12 @@ var warmCheck = func() *trigramCheck {
 // It runs every list statement once on a new connection, in each order,
 // as a request would (so pgx prepares the same statements and PostgreSQL
 // keeps the same generic plans), and the custom-plan search statement
-// after a key search's settings, which warmCompany's searches (no keys)
-// do not reach. Offset 1 past no match takes the counting statements too.
+// after a key search's settings and the statements of a key search from
+// memory, which warmCompany's searches (no keys, no copy) do not reach. Offset 1 past no match takes the counting statements too.
 func Warm(ctx context.Context, c *pgx.Conn) error {
 	for o := range orderBy {
 		for _, q := range warmTexts {
-			if _, _, err := listOn(ctx, c, warmCheck, nil, warmCompany, domain.Filter{Order: o, Search: q, Limit: 1, Offset: 1}); err != nil {
+			if _, _, err := listOn(ctx, c, warmCheck, nil, nil, warmCompany, domain.Filter{Order: o, Search: q, Limit: 1, Offset: 1}); err != nil {
 				return fmt.Errorf("warm %q: %w", q, err)
 			}
 		}
@@ -58,6 +58,15 @@ func Warm(ctx context.Context, c *pgx.Conn) error {
 		if err := c.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("warm: %w", err)
 		}
+	}
+	// A key search from a copy in memory (keysInMemory), which
+	// warmCompany has none of, under its settings.
+	b := &pgx.Batch{}
+	b.Queue(keyPlanner, searchThreshold)
+	b.Queue(keyCatchUp, warmCompany, int64(0))
+	b.Queue(keysOf, warmCompany, "warm up", likePattern("warm up"), keySearchMaxTested, []string{})
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("warm: %w", err)
 	}
 	return nil
 }

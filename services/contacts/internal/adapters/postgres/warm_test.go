@@ -39,7 +39,8 @@ func preparedState(t *testing.T, ctx context.Context, q querier) map[string][2]i
 // use one keep: requests of every path and order (a typo searched by its
 // name keys with keys to test and without, a part of a name with many
 // keys, phone digits, a short pattern, a plain list and the exact phone,
-// each past its last match too) prepare no statement and make no generic
+// each past its last match too; the key searches with the keys read from
+// the database and counted in memory) prepare no statement and make no generic
 // plan the warm-up had not. Without warm the connections hold nothing
 // and the test fails on its first statement; so it does with a warm-up
 // missing one path (the custom-plan search statement, say).
@@ -76,6 +77,14 @@ func TestPoolConnectionsWarm(t *testing.T) {
 	var check trigramCheck // as CheckTrigrams leaves it on the test servers
 	check.known.Store(true)
 	check.same.Store(true)
+	// And with the company's keys in memory (keysInMemory), brought up to
+	// date by the searches after a write.
+	memory := newKeyIndexes(keyIndexBudget)
+	ix, err := loadKeyIndex(ctx, shared, company, keyIndexBudget)
+	require.NoError(t, err)
+	memory.set(company, ix, 0)
+	_, err = shared.Exec(ctx, `INSERT INTO contacts (company_id, name, search) VALUES ($1, 'Ivan Smirnoff', 'ivan smirnoff')`, company)
+	require.NoError(t, err)
 	for o := range orderBy {
 		for _, f := range []domain.Filter{
 			{Search: "ivan smirxov"}, {Search: "ivan"}, {Search: "smirn"}, {Search: "pavex popov"}, {Search: "маша"},
@@ -83,8 +92,10 @@ func TestPoolConnectionsWarm(t *testing.T) {
 			{Search: "ivan", Offset: 500}, {Search: "916 000", Offset: 500}, {Offset: 500},
 		} {
 			f.Order, f.Limit = o, 10
-			_, _, err := listOn(ctx, conn, &check, nil, company, f)
-			require.NoError(t, err, "%+v", f)
+			for _, m := range []*keyIndexes{nil, memory} {
+				_, _, err := listOn(ctx, conn, &check, nil, m, company, f)
+				require.NoError(t, err, "%+v", f)
+			}
 		}
 	}
 	for s, p := range preparedState(t, ctx, conn) {
