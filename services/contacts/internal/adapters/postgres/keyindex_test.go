@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -363,4 +364,55 @@ func TestLoadKeyIndexesServesSearches(t *testing.T) {
 	search(big, "marxa popov")
 	stop()
 	require.NoError(t, <-done)
+}
+
+// TestKeyIndexConcurrentSearches: searches of one copy run at once while a
+// writer adds names new to the company; every search for a name written
+// before it began finds it, whichever search merged the rows.
+func TestKeyIndexConcurrentSearches(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	r := New(db)
+	const company = int64(81)
+	commonContacts(t, ctx, db, company, []string{"Ivan", "Maria", "Pavel"}, []string{"Popov", "Orlov", "Smith"}, 300, 81)
+	loadKeys(t, ctx, r, company)
+	words := []string{"Abernathy", "Blackwood", "Castellanos", "Delacroix", "Eastwood", "Fairweather", "Gallagher", "Hawthorne",
+		"Ingersoll", "Jablonski", "Kowalczyk", "Lindqvist", "Montgomery", "Nakamura", "Oyelaran", "Pemberton", "Quarrington",
+		"Rasmussen", "Szymanski", "Thistlewood", "Underhill", "Vanderbilt", "Whitlock", "Yarborough"}
+	var written atomic.Int64
+	errs := make(chan error, 5)
+	go func() {
+		for i, w := range words {
+			if _, err := r.CreateContact(ctx, domain.Contact{CompanyID: company, Name: "Zinaida " + w}); err != nil {
+				errs <- err
+				return
+			}
+			written.Store(int64(i + 1))
+		}
+		errs <- nil
+	}()
+	for s := range 4 {
+		go func() {
+			rng := rand.New(rand.NewPCG(uint64(s), 81))
+			for written.Load() < int64(len(words)) {
+				n := written.Load()
+				if n == 0 {
+					continue
+				}
+				w := words[rng.IntN(int(n))]
+				_, total, err := r.ListContacts(ctx, company, domain.Filter{Search: "zinaxda " + strings.ToLower(w), Limit: 10})
+				if err == nil && total != 1 {
+					err = fmt.Errorf("%q: %d contacts", w, total)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 5 {
+		require.NoError(t, <-errs)
+	}
 }
