@@ -25,7 +25,7 @@ import (
 // LoadKeyIndexes does when a search asks.
 func loadKeys(t *testing.T, ctx context.Context, r *Repo, company int64) *keyIndex {
 	t.Helper()
-	ix, err := loadKeyIndex(ctx, r.db, company, r.keys.budget)
+	ix, err := loadKeyIndex(ctx, r.db, company, r.keys.budget, 0)
 	require.NoError(t, err)
 	r.keys.set(company, ix, 0)
 	require.Same(t, ix, r.keys.get(company))
@@ -141,7 +141,7 @@ func TestKeysInMemoryAnswerAsSearchKeys(t *testing.T) {
 	queries = append([]string{"quentin zabriskie", "quentin zabriskxe", "proton"}, queries...)
 	compare("after writes")
 	require.Greater(t, ix.rows, rows, "the searches brought the copy up to date")
-	fresh, err := loadKeyIndex(ctx, db, company, keyIndexBudget)
+	fresh, err := loadKeyIndex(ctx, db, company, keyIndexBudget, 0)
 	require.NoError(t, err)
 	require.Equal(t, fresh.rows, ix.rows, "the copy holds what a new load does")
 }
@@ -415,4 +415,50 @@ func TestKeyIndexConcurrentSearches(t *testing.T) {
 	for range 5 {
 		require.NoError(t, <-errs)
 	}
+}
+
+// TestKeyLoadReadsEveryChunk: a company of many chunks' rows (keyLoadRows
+// each) is loaded whole, each posting once, resting between chunks
+// (keyLoadPace) or not; ending the load's context ends a paced load.
+func TestKeyLoadReadsEveryChunk(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t, migrations.FS)
+	const company = int64(91)
+	var first, last []string
+	for i := range 40 {
+		first = append(first, "F"+string(rune('a'+i%26))+string(rune('a'+i/26))+"name")
+		last = append(last, "L"+string(rune('a'+i%26))+string(rune('a'+i/26))+"ov")
+	}
+	commonContacts(t, ctx, db, company, first, last, 3000, 91)
+	commonContacts(t, ctx, db, company+1, first, last, 300, 92)
+	var want int64
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM contact_key_trigrams WHERE company_id = $1`, company).Scan(&want))
+	require.Greater(t, want, int64(3*keyLoadRows), "rows for several chunks")
+	for _, pace := range []float64{0, 0.5} {
+		ix, err := loadKeyIndex(ctx, db, company, keyIndexBudget, pace)
+		require.NoError(t, err)
+		require.Equal(t, want, ix.rows)
+		var got int64
+		for g, ids := range ix.post {
+			require.True(t, slices.IsSorted(ids))
+			require.Equal(t, len(ids), len(slices.Compact(slices.Clone(ids))), "%s posted twice", showTrgm([]trigram{g}))
+			got += int64(len(ids))
+		}
+		require.Equal(t, want, got)
+		var missing int64
+		keys, tris := []string{}, []string{}
+		for g, ids := range ix.post {
+			for _, id := range ids {
+				keys, tris = append(keys, ix.keys[id]), append(tris, showTrgm([]trigram{g})[0])
+			}
+		}
+		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM contact_key_trigrams k WHERE k.company_id = $1 AND NOT EXISTS (
+			SELECT 1 FROM unnest($2::text[], $3::text[]) AS m(trigram, name_key) WHERE m.trigram = k.trigram AND m.name_key = k.name_key)`,
+			company, tris, keys).Scan(&missing))
+		require.Zero(t, missing, "rows of the company not in the copy")
+	}
+	stopped, cancel := context.WithCancel(ctx)
+	go func() { time.Sleep(5 * time.Millisecond); cancel() }()
+	_, err := loadKeyIndex(stopped, db, company, keyIndexBudget, 1000)
+	require.ErrorIs(t, err, context.Canceled)
 }

@@ -80,7 +80,7 @@ func TestPoolConnectionsWarm(t *testing.T) {
 	// And with the company's keys in memory (keysInMemory), brought up to
 	// date by the searches after a write.
 	memory := newKeyIndexes(keyIndexBudget)
-	ix, err := loadKeyIndex(ctx, shared, company, keyIndexBudget)
+	ix, err := loadKeyIndex(ctx, shared, company, keyIndexBudget, 0)
 	require.NoError(t, err)
 	memory.set(company, ix, 0)
 	_, err = shared.Exec(ctx, `INSERT INTO contacts (company_id, name, search) VALUES ($1, 'Ivan Smirnoff', 'ivan smirnoff')`, company)
