@@ -164,17 +164,7 @@ func TestCommonTrigramsAskWhenDue(t *testing.T) {
 	now := time.Date(2026, 11, 28, 6, 0, 0, 0, time.UTC)
 	c := newCommonTrigrams()
 	c.now = func() time.Time { return now }
-	asked := func() []int64 {
-		var out []int64
-		for {
-			select {
-			case company := <-c.wanted:
-				out = append(out, company)
-			default:
-				return out
-			}
-		}
-	}
+	asked := func() []int64 { return drainAsked(c.wanted) }
 	require.Nil(t, c.get(1))
 	require.Nil(t, c.get(1))
 	require.Equal(t, []int64{1}, asked(), "asked once while loading")
@@ -254,4 +244,18 @@ func TestLoadCommonTrigramsServesSearches(t *testing.T) {
 	}
 	stop()
 	require.NoError(t, <-done)
+}
+
+// drainAsked takes every company a loader's queue holds (commonTrigrams,
+// keyIndexes), in the order they were asked for.
+func drainAsked(wanted chan int64) []int64 {
+	var out []int64
+	for {
+		select {
+		case company := <-wanted:
+			out = append(out, company)
+		default:
+			return out
+		}
+	}
 }

@@ -259,17 +259,7 @@ func TestKeyIndexesKeepTheirBudget(t *testing.T) {
 	now := time.Date(2026, 11, 28, 11, 0, 0, 0, time.UTC)
 	x := newKeyIndexes(100)
 	x.now = func() time.Time { return now }
-	asked := func() []int64 {
-		var out []int64
-		for {
-			select {
-			case company := <-x.wanted:
-				out = append(out, company)
-			default:
-				return out
-			}
-		}
-	}
+	asked := func() []int64 { return drainAsked(x.wanted) }
 	rows := func() int64 {
 		x.mu.Lock()
 		defer x.mu.Unlock()
