@@ -77,7 +77,7 @@ type keyIndex struct {
 const (
 	// keyIndexBudget bounds the postings a process keeps (4 bytes each in
 	// its lists): the benchmark's 100,000 contacts make 2,000 keys and
-	// ~60,000 postings.
+	// 103,364 postings.
 	keyIndexBudget = 4_000_000
 	// keyIndexRetry is when a company whose load was refused for its
 	// size is asked for again.
@@ -148,7 +148,7 @@ func (x *keyIndexes) set(company int64, ix *keyIndex, retry time.Duration) {
 
 // grew counts n postings a search merged into the company's copy ix, if
 // ix is still the one kept (an evicted copy's rows were counted out when
-// it went).
+// it went); a copy grown past half the budget is dropped.
 func (x *keyIndexes) grew(company int64, ix *keyIndex, n int64) {
 	if n == 0 {
 		return
@@ -159,6 +159,15 @@ func (x *keyIndexes) grew(company int64, ix *keyIndex, n int64) {
 		return
 	}
 	x.rows += n
+	ix.mu.RLock()
+	tooBig := ix.rows > x.budget/2
+	ix.mu.RUnlock()
+	if tooBig {
+		// Grown past what a load would take: dropped, and refused when
+		// asked for again.
+		x.dropLocked(company)
+		return
+	}
 	x.evictLocked(company)
 }
 

@@ -254,7 +254,8 @@ func TestKeyIndexDroppedWhenItCannotTakeARow(t *testing.T) {
 // TestKeyIndexesKeepTheirBudget: a company is asked for once until its load
 // ends; a refused one is not asked for again before its retry; past the
 // budget the copies searched least recently go, never the one that grew;
-// rows merged into a copy already dropped are not counted.
+// rows merged into a copy already dropped are not counted; a copy grown
+// past half the budget goes.
 func TestKeyIndexesKeepTheirBudget(t *testing.T) {
 	now := time.Date(2026, 11, 28, 11, 0, 0, 0, time.UTC)
 	x := newKeyIndexes(100)
@@ -279,13 +280,17 @@ func TestKeyIndexesKeepTheirBudget(t *testing.T) {
 	require.Same(t, c3, x.get(3))
 	require.Nil(t, x.get(1))
 	require.Equal(t, []int64{1}, asked())
-	c3.rows += 30
-	x.grew(3, c3, 30)
-	require.EqualValues(t, 70, rows(), "the other copy went, not the one that grew")
+	c4 := &keyIndex{rows: 15}
+	x.set(4, c4, 0)
+	require.EqualValues(t, 95, rows())
+	c3.rows += 10
+	x.grew(3, c3, 10)
+	require.EqualValues(t, 65, rows(), "the other copy searched least recently went, not the one that grew")
 	require.Nil(t, x.get(2))
+	require.Same(t, c4, x.get(4))
 	c2.rows += 5
 	x.grew(2, c2, 5)
-	require.EqualValues(t, 70, rows(), "rows of a dropped copy are not counted")
+	require.EqualValues(t, 65, rows(), "rows of a dropped copy are not counted")
 
 	x.set(1, nil, keyIndexRetry)
 	x.set(2, nil, keyIndexFailRetry)
@@ -300,7 +305,11 @@ func TestKeyIndexesKeepTheirBudget(t *testing.T) {
 	now = now.Add(keyIndexRetry)
 	require.Nil(t, x.get(1))
 	require.Equal(t, []int64{1}, asked())
-	x.forget(3, c3)
+	c3.rows++
+	x.grew(3, c3, 1)
+	require.Nil(t, x.get(3), "a copy grown past half the budget is dropped")
+	require.EqualValues(t, 15, rows())
+	x.forget(4, c4)
 	require.Zero(t, rows())
 }
 
