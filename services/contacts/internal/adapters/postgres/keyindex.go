@@ -61,7 +61,12 @@ type keyIndex struct {
 	asked bool
 	// retry is when a failed or refused load may be asked again.
 	retry time.Time
-	used  atomic.Int64
+	// counted are the copy's rows in keyIndexes.rows: its rows when it
+	// was kept, and those each grew counted since (a merge and its grew
+	// are not one step, so a copy dropped between them counts out what
+	// was counted in, not what it holds).
+	counted int64
+	used    atomic.Int64
 
 	mu sync.RWMutex
 	// keys by id, and ids by key.
@@ -142,7 +147,8 @@ func (x *keyIndexes) set(company int64, ix *keyIndex, retry time.Duration) {
 	ix.loaded = true
 	ix.used.Store(x.uses.Add(1))
 	x.companies[company] = ix
-	x.rows += ix.rows
+	ix.counted = ix.rows
+	x.rows += ix.counted
 	x.evictLocked(company)
 }
 
@@ -159,10 +165,8 @@ func (x *keyIndexes) grew(company int64, ix *keyIndex, n int64) {
 		return
 	}
 	x.rows += n
-	ix.mu.RLock()
-	tooBig := ix.rows > x.budget/2
-	ix.mu.RUnlock()
-	if tooBig {
+	ix.counted += n
+	if ix.counted > x.budget/2 {
 		// Grown past what a load would take: dropped, and refused when
 		// asked for again.
 		x.dropLocked(company)
@@ -217,11 +221,8 @@ func (x *keyIndexes) forget(company int64, ix *keyIndex) {
 
 // dropLocked forgets a loaded company's copy and counts its rows out.
 func (x *keyIndexes) dropLocked(company int64) {
-	ix := x.companies[company]
+	x.rows -= x.companies[company].counted
 	delete(x.companies, company)
-	ix.mu.RLock()
-	x.rows -= ix.rows
-	ix.mu.RUnlock()
 }
 
 // keyLoad reads a company's rows and the mark they are complete to, in one

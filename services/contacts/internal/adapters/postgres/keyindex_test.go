@@ -254,8 +254,9 @@ func TestKeyIndexDroppedWhenItCannotTakeARow(t *testing.T) {
 // TestKeyIndexesKeepTheirBudget: a company is asked for once until its load
 // ends; a refused one is not asked for again before its retry; past the
 // budget the copies searched least recently go, never the one that grew;
-// rows merged into a copy already dropped are not counted; a copy grown
-// past half the budget goes.
+// rows merged into a copy already dropped are not counted, nor counted out
+// when it drops between a merge and its count; a copy grown past half the
+// budget goes.
 func TestKeyIndexesKeepTheirBudget(t *testing.T) {
 	now := time.Date(2026, 11, 28, 11, 0, 0, 0, time.UTC)
 	x := newKeyIndexes(100)
@@ -308,6 +309,14 @@ func TestKeyIndexesKeepTheirBudget(t *testing.T) {
 	c3.rows++
 	x.grew(3, c3, 1)
 	require.Nil(t, x.get(3), "a copy grown past half the budget is dropped")
+	require.EqualValues(t, 15, rows())
+	// A copy dropped between a merge and its grew counts out what it
+	// counted in.
+	c5 := &keyIndex{rows: 10}
+	x.set(5, c5, 0)
+	c5.rows += 7
+	x.forget(5, c5)
+	x.grew(5, c5, 7)
 	require.EqualValues(t, 15, rows())
 	x.forget(4, c4)
 	require.Zero(t, rows())
