@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,7 +48,7 @@ type keyIndexes struct {
 	rows   int64
 	budget int64
 	// uses orders the companies by their last search, for eviction.
-	uses   atomic.Int64
+	uses   int64
 	wanted chan int64
 	now    func() time.Time
 }
@@ -66,7 +65,8 @@ type keyIndex struct {
 	// are not one step, so a copy dropped between them counts out what
 	// was counted in, not what it holds).
 	counted int64
-	used    atomic.Int64
+	// used is when it was last searched, in uses.
+	used int64
 
 	mu sync.RWMutex
 	// keys by id, and ids by key.
@@ -115,7 +115,8 @@ func (x *keyIndexes) get(company int64) *keyIndex {
 		x.companies[company] = ix
 	}
 	if ix.loaded {
-		ix.used.Store(x.uses.Add(1))
+		x.uses++
+		ix.used = x.uses
 		return ix
 	}
 	if !ix.asked && !x.now().Before(ix.retry) {
@@ -145,7 +146,8 @@ func (x *keyIndexes) set(company int64, ix *keyIndex, retry time.Duration) {
 		return
 	}
 	ix.loaded = true
-	ix.used.Store(x.uses.Add(1))
+	x.uses++
+	ix.used = x.uses
 	x.companies[company] = ix
 	ix.counted = ix.rows
 	x.rows += ix.counted
@@ -197,7 +199,7 @@ func (x *keyIndexes) evictLocked(keep int64) {
 			if company == keep || !ix.loaded {
 				continue
 			}
-			if u := ix.used.Load(); !found || u < at {
+			if u := ix.used; !found || u < at {
 				victim, at, found = company, u, true
 			}
 		}

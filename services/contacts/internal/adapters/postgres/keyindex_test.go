@@ -402,10 +402,12 @@ func TestKeyIndexConcurrentSearches(t *testing.T) {
 	for s := range 4 {
 		go func() {
 			rng := rand.New(rand.NewPCG(uint64(s), 81))
-			for written.Load() < int64(len(words)) {
+			// At least 30 searches each, and on until the writer is done.
+			for i := 0; i < 30 || written.Load() < int64(len(words)); i++ {
 				n := written.Load()
-				if n == 0 {
-					continue
+				for n == 0 {
+					time.Sleep(time.Millisecond)
+					n = written.Load()
 				}
 				w := words[rng.IntN(int(n))]
 				_, total, err := r.ListContacts(ctx, company, domain.Filter{Search: "zinaxda " + strings.ToLower(w), Limit: 10})
